@@ -1,0 +1,180 @@
+"""Contexts handed to rollout code, and the ambient :class:`RolloutContext`.
+
+The ambient context is how code deep inside an agent framework (a model placeholder built at
+import time, a session object) finds the rollout it is serving: its policy endpoint, its key and
+its sample source. It lives in a :class:`contextvars.ContextVar`, so concurrent rollouts in one
+event loop each see their own, and entering a context restores the previous one on exit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import os
+from abc import ABC, abstractmethod
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from osmosis_ai.rollout.types.enums import RolloutStatus
+
+if TYPE_CHECKING:
+    from osmosis_ai.rollout.types.sample import RolloutSample
+
+ENV_CHAT_COMPLETIONS_URL = "OSMOSIS_CHAT_COMPLETIONS_URL"
+ENV_API_KEY = "OSMOSIS_API_KEY"
+ENV_ROLLOUT_ID = "OSMOSIS_ROLLOUT_ID"
+
+rollout_contextvar: contextvars.ContextVar[RolloutContext | None] = contextvars.ContextVar(
+    "osmosis_rollout_context", default=None
+)
+
+
+@dataclass
+class AgentWorkflowContext[TConfig]:
+    """What ``AgentWorkflow.run`` receives.
+
+    ``prompt`` is the dataset row's messages, unchanged. The rollout id is available from
+    ``get_rollout_context().rollout_id``; the label is deliberately not here (only graders see it).
+    """
+
+    prompt: list[dict[str, Any]]
+    config: TConfig | None = None
+    metadata: dict[str, Any] | None = None
+    artifacts_dir: Path | None = None
+
+
+@dataclass
+class GraderContext:
+    """What ``Grader.grade`` receives; call :meth:`set_reward` exactly once with a finite number."""
+
+    label: str | None = None
+    sample: RolloutSample | None = None
+    project_path: str | None = None
+    metadata: dict[str, Any] | None = None
+    artifacts_dir: Path | None = None
+
+    def set_reward(self, reward: float) -> None:
+        if self.sample is None:
+            raise ValueError("GraderContext has no sample to reward")
+        self.sample.reward = reward
+
+
+class SampleSource(ABC):
+    """Something that can produce the rollout's sample after ``run`` returns.
+
+    Integrations register one (the agent's history, a memory session) so a workflow can simply
+    return ``None``.
+    """
+
+    @abstractmethod
+    async def get_sample(self) -> RolloutSample: ...
+
+    async def get_preview(self, max_messages: int) -> RolloutSample | None:
+        """A snapshot of the last ``max_messages`` messages for live previews (optional)."""
+        return None
+
+
+@dataclass
+class RolloutProgress:
+    """The lifecycle status of one rollout, observable by the server's long polls."""
+
+    status: RolloutStatus = RolloutStatus.QUEUED
+    on_status: Callable[[RolloutStatus], Awaitable[None] | None] | None = None
+    changed: asyncio.Event = field(default_factory=asyncio.Event, repr=False)
+
+    async def set_status(self, status: RolloutStatus) -> None:
+        """Move to ``status``; repeats and anything after a terminal status are ignored."""
+        if status == self.status or self.status.is_terminal:
+            return
+        self.status = status
+        # Wake every waiter, then arm a fresh event for the next change.
+        event, self.changed = self.changed, asyncio.Event()
+        event.set()
+        if self.on_status is not None:
+            maybe = self.on_status(status)
+            if maybe is not None:
+                await maybe
+
+    async def wait_for_status_change(self, timeout: float | None = None) -> RolloutStatus:
+        """Wait until the status changes (or ``timeout`` passes); return the current status."""
+        if self.status.is_terminal:
+            return self.status
+        event = self.changed
+        try:
+            async with asyncio.timeout(timeout):
+                await event.wait()
+        except TimeoutError:
+            pass
+        return self.status
+
+
+@dataclass
+class RolloutContext:
+    """The ambient identity of the rollout being executed.
+
+    Empty fields are filled from ``OSMOSIS_CHAT_COMPLETIONS_URL``, ``OSMOSIS_API_KEY`` and
+    ``OSMOSIS_ROLLOUT_ID``, which is how code running inside a sandbox finds its rollout.
+    """
+
+    chat_completions_url: str = ""
+    api_key: str | None = None
+    rollout_id: str = ""
+    sample_source: SampleSource | None = None
+    progress: RolloutProgress | None = None
+    process_id: str | None = None
+    preview_path: Path | None = None
+    preview_enabled: bool = True
+    _tokens: list[contextvars.Token[RolloutContext | None]] = field(
+        default_factory=list, init=False, repr=False, compare=False
+    )
+
+    def __post_init__(self) -> None:
+        if not self.chat_completions_url:
+            self.chat_completions_url = os.environ.get(ENV_CHAT_COMPLETIONS_URL, "")
+        if self.api_key is None:
+            self.api_key = os.environ.get(ENV_API_KEY) or None
+        if not self.rollout_id:
+            self.rollout_id = os.environ.get(ENV_ROLLOUT_ID, "")
+
+    def __enter__(self) -> RolloutContext:
+        self._tokens.append(rollout_contextvar.set(self))
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        token = self._tokens.pop()
+        try:
+            rollout_contextvar.reset(token)
+        except ValueError:
+            # Exited in another context than it was entered in: restore what was there before.
+            rollout_contextvar.set(token.old_value if token.old_value is not token.MISSING else None)
+
+    async def __aenter__(self) -> RolloutContext:
+        return self.__enter__()
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        self.__exit__(*exc_info)
+
+    def set_sample_source(self, source: SampleSource) -> None:
+        """Register the rollout's one sample source; a second registration is a bug."""
+        if self.sample_source is not None and self.sample_source is not source:
+            raise ValueError(
+                "RolloutContext already has a sample source registered; a rollout produces one "
+                "sample, so create one agent history or one memory session per rollout"
+            )
+        self.sample_source = source
+
+    async def get_sample(self) -> RolloutSample | None:
+        if self.sample_source is None:
+            return None
+        return await self.sample_source.get_sample()
+
+    async def set_status(self, status: RolloutStatus) -> None:
+        if self.progress is not None:
+            await self.progress.set_status(status)
+
+
+def get_rollout_context() -> RolloutContext | None:
+    """The rollout being executed in this task, or ``None`` outside a rollout."""
+    return rollout_contextvar.get()

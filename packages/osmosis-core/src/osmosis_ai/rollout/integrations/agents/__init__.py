@@ -1,0 +1,18 @@
+"""Agent-framework integrations, each shipped by its own distribution:
+
+==============================================  ======================================
+import path                                     install
+==============================================  ======================================
+``osmosis_ai.rollout.integrations.agents.strands``        ``pip install 'osmosis-ai[strands]'``
+``osmosis_ai.rollout.integrations.agents.openai_agents``  ``pip install 'osmosis-ai[openai-agents]'``
+==============================================  ======================================
+"""
+
+from __future__ import annotations
+
+import pkgutil
+
+from osmosis_ai.rollout.optional_imports import install_missing_extra_hints
+
+__path__ = pkgutil.extend_path(__path__, __name__)
+install_missing_extra_hints()

@@ -1,0 +1,64 @@
+"""Turn a missing integration into an error that says which ``pip install`` fixes it.
+
+Integration distributions add leaf packages under ``osmosis_ai.rollout`` (for example
+``...integrations.agents.strands``). When one is not installed, Python would report a bare
+``ModuleNotFoundError``. A meta-path finder appended *last* to ``sys.meta_path`` only sees
+imports every other finder failed to resolve, so it never shadows an installed integration; for
+the known leaves it raises the error with the exact install command.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from importlib.machinery import ModuleSpec
+from types import ModuleType
+
+# leaf module -> (feature name, extra of the osmosis-ai umbrella package, distribution)
+OPTIONAL_MODULES: dict[str, tuple[str, str, str]] = {
+    "osmosis_ai.rollout.integrations.agents.strands": (
+        "The Strands Agents integration",
+        "strands",
+        "osmosis-strands",
+    ),
+    "osmosis_ai.rollout.integrations.agents.openai_agents": (
+        "The OpenAI Agents SDK integration",
+        "openai-agents",
+        "osmosis-openai-agents",
+    ),
+    "osmosis_ai.rollout.backend.harbor": (
+        "HarborBackend",
+        "harbor",
+        "osmosis-harbor",
+    ),
+}
+
+
+def install_hint(extra: str) -> str:
+    return f"pip install 'osmosis-ai[{extra}]'"
+
+
+class MissingExtraFinder:
+    """A last-resort finder that explains how to install a missing optional leaf package."""
+
+    def find_spec(
+        self,
+        fullname: str,
+        path: Sequence[str] | None = None,
+        target: ModuleType | None = None,
+    ) -> ModuleSpec | None:
+        known = OPTIONAL_MODULES.get(fullname)
+        if known is None:
+            return None
+        feature, extra, dist = known
+        raise ModuleNotFoundError(
+            f"{feature} is not installed: {fullname} is provided by the {dist!r} distribution. "
+            f"Install it with: {install_hint(extra)}",
+            name=fullname,
+        )
+
+
+def install_missing_extra_hints() -> None:
+    """Append the finder once (idempotent across the parent packages that call it)."""
+    if not any(isinstance(f, MissingExtraFinder) for f in sys.meta_path):
+        sys.meta_path.append(MissingExtraFinder())
