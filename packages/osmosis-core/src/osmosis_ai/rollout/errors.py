@@ -44,3 +44,19 @@ def describe_exception(exc: BaseException) -> str:
     """A one-line message for a failure result: the exception text, or its type if empty."""
     text = str(exc).strip()
     return text if text else type(exc).__name__
+
+
+class PolicyHTTPError(RuntimeError):
+    """The policy endpoint (``chat_completions_url``) answered with an HTTP error or not at all.
+
+    Integrations raise it so that a failing policy server is reported as ``http_error`` (an
+    infrastructure failure, never reward 0) with the status code and an excerpt of the body.
+    """
+
+    def __init__(self, status_code: int | None, body_excerpt: str, url: str = "") -> None:
+        self.status_code = status_code
+        self.body_excerpt = body_excerpt[:500]
+        self.url = url
+        status = f"HTTP {status_code}" if status_code is not None else "no response"
+        where = f" from {url}" if url else ""
+        super().__init__(f"policy call failed: {status}{where}: {self.body_excerpt}")
