@@ -1,0 +1,30 @@
+"""Ship the top-level ``templates/`` folder inside the osmosis-cli sdist and wheel.
+
+Why a hook and not ``force-include``: a wheel is usually built from the sdist, where the
+repository's ``../../templates`` no longer exists. The sdist therefore carries the templates as
+``templates/`` and the wheel takes them from whichever of the two places exists.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from hatchling.builders.hooks.plugin.interface import BuildHookInterface
+
+
+class CustomBuildHook(BuildHookInterface):  # type: ignore[type-arg]
+    """Adds the templates to the build as forced includes."""
+
+    def initialize(self, version: str, build_data: dict[str, Any]) -> None:
+        root = Path(self.root)
+        in_repo = (root / ".." / ".." / "templates").resolve()
+        in_sdist = root / "templates"
+        source = in_repo if in_repo.is_dir() else in_sdist
+        if not source.is_dir():
+            raise FileNotFoundError(
+                f"osmosis-cli templates not found at {in_repo} or {in_sdist}; "
+                "build from the repository or from an sdist made by it"
+            )
+        target = "templates" if self.target_name == "sdist" else "osmosis_cli/templates"
+        build_data["force_include"][str(source)] = target
