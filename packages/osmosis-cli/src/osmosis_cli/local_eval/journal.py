@@ -1,0 +1,133 @@
+"""The durable journal of finished work items (``events.jsonl``).
+
+Why: a result only *counts* once it is on disk, so that ``kill -9`` (or a power cut) at any
+moment loses no counted result and a rerun repeats no completed item. Each record is one JSON
+line; :meth:`Journal.append` returns only after the line is written **and fsync'd**.
+
+Why group commit: an fsync costs about a millisecond or more; fsyncing each result alone would
+cap a run at a few hundred results per second. Results that finish while an fsync is in flight
+are written together and covered by the next single fsync, so throughput scales with
+concurrency while every caller still waits for durability of its own record.
+
+A torn last line (the process died mid-write) is ignored on load and cut off before the file
+is appended to again. For one work item the *last* record wins (``--retry-failed`` appends a
+new attempt after a failed one).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+WorkKey = tuple[int, int]  # (row_index, run_index)
+
+
+def iter_records(path: Path) -> Iterator[dict[str, Any]]:
+    """Every complete record in file order; a torn or corrupt line is skipped."""
+    if not path.exists():
+        return
+    with path.open("rb") as fh:
+        for line in fh:
+            if not line.endswith(b"\n"):
+                return  # torn final write
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(record, dict):
+                yield record
+
+
+def load_latest(path: Path) -> dict[WorkKey, dict[str, Any]]:
+    """The latest record of each work item."""
+    latest: dict[WorkKey, dict[str, Any]] = {}
+    for record in iter_records(path):
+        try:
+            key = (int(record["row_index"]), int(record["run_index"]))
+        except (KeyError, TypeError, ValueError):
+            continue
+        latest[key] = record
+    return latest
+
+
+def _truncate_torn_tail(path: Path) -> None:
+    """Cut a partial last line so the next append starts on a fresh line."""
+    if not path.exists():
+        return
+    with path.open("rb+") as fh:
+        data = fh.read()
+        if not data or data.endswith(b"\n"):
+            return
+        cut = data.rfind(b"\n") + 1
+        fh.truncate(cut)
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+class Journal:
+    """Append-only, fsync'd, group-committed JSON-lines file."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        _truncate_torn_tail(path)
+        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        self._pending: list[tuple[bytes, asyncio.Future[None]]] = []
+        self._flusher: asyncio.Task[None] | None = None
+        self._closed = False
+
+    async def append(self, record: dict[str, Any]) -> None:
+        """Write ``record`` and return once it is durable (fsync'd)."""
+        if self._closed:
+            raise RuntimeError("journal is closed")
+        line = (json.dumps(record, separators=(",", ":"), allow_nan=False) + "\n").encode()
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._pending.append((line, future))
+        if self._flusher is None or self._flusher.done():
+            self._flusher = asyncio.create_task(self._flush_loop())
+        # Shielded: a cancelled caller must not leave a half-committed batch behind.
+        await asyncio.shield(future)
+
+    def append_sync(self, record: dict[str, Any]) -> None:
+        """Blocking variant for code outside an event loop."""
+        line = (json.dumps(record, separators=(",", ":"), allow_nan=False) + "\n").encode()
+        self._write_and_sync(line)
+
+    async def _flush_loop(self) -> None:
+        while self._pending:
+            batch, self._pending = self._pending, []
+            data = b"".join(line for line, _ in batch)
+            try:
+                await asyncio.to_thread(self._write_and_sync, data)
+            except BaseException as exc:  # disk full, I/O error: every waiter must learn it
+                for _, future in batch:
+                    if not future.done():
+                        future.set_exception(exc if isinstance(exc, Exception) else OSError(str(exc)))
+                if not isinstance(exc, Exception):
+                    raise
+                continue
+            for _, future in batch:
+                if not future.done():
+                    future.set_result(None)
+
+    def _write_and_sync(self, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            written = os.write(self._fd, view)
+            view = view[written:]
+        os.fsync(self._fd)
+
+    async def aclose(self) -> None:
+        """Wait for pending commits, then close the file."""
+        if self._flusher is not None:
+            await asyncio.shield(self._flusher)
+        self.close()
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            os.close(self._fd)
