@@ -5,15 +5,13 @@ from __future__ import annotations
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from pydantic import ValidationError
 
 from osmosis_cli.config import rules
 from osmosis_cli.config.errors import ConfigError, ConfigIssue
 from osmosis_cli.config.models import EvalConfig, SubmitConfig, TrainingConfig
-
-_Config = TypeVar("_Config", bound=SubmitConfig)
 
 
 def load_eval_config(path: str | Path) -> EvalConfig:
@@ -36,13 +34,15 @@ def parse_training_config(raw: Mapping[str, Any], path: Path | None = None) -> T
     return _validate(raw, "training", TrainingConfig, path)
 
 
-def _load(path: Path, kind: str, model: type[_Config]) -> _Config:
+def _load[Config: SubmitConfig](path: Path, kind: str, model: type[Config]) -> Config:
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise ConfigError(kind, path, [ConfigIssue("", "file not found")]) from None
     except IsADirectoryError:
-        raise ConfigError(kind, path, [ConfigIssue("", "is a directory, not a TOML file")]) from None
+        raise ConfigError(
+            kind, path, [ConfigIssue("", "is a directory, not a TOML file")]
+        ) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(kind, path, [ConfigIssue("", f"cannot be read: {exc}")]) from None
     try:
@@ -52,9 +52,9 @@ def _load(path: Path, kind: str, model: type[_Config]) -> _Config:
     return _validate(raw, kind, model, path)
 
 
-def _validate(
-    raw: Mapping[str, Any], kind: str, model: type[_Config], path: Path | None
-) -> _Config:
+def _validate[Config: SubmitConfig](
+    raw: Mapping[str, Any], kind: str, model: type[Config], path: Path | None
+) -> Config:
     issues = rules.check(raw, kind)
     # Rules already say "Missing [secrets] section" etc.; drop pydantic's duplicate of those.
     reported = {(issue.key, "missing") for issue in issues}

@@ -85,9 +85,7 @@ def _check_experiment(experiment: Mapping[str, Any]) -> list[ConfigIssue]:
             ConfigIssue("experiment.commit_sha", "must be 7 to 40 hexadecimal characters")
         )
     if "branch" in experiment and "commit_sha" in experiment:
-        issues.append(
-            ConfigIssue("experiment", "set either 'branch' or 'commit_sha', not both")
-        )
+        issues.append(ConfigIssue("experiment", "set either 'branch' or 'commit_sha', not both"))
     return issues
 
 
@@ -121,7 +119,9 @@ def _check_env_names(env: Mapping[str, Any]) -> list[ConfigIssue]:
     for name in env:
         if name.startswith(RESERVED_ENV_PREFIX):
             issues.append(
-                ConfigIssue(f"env.{name}", f"names starting with {RESERVED_ENV_PREFIX} are reserved")
+                ConfigIssue(
+                    f"env.{name}", f"names starting with {RESERVED_ENV_PREFIX} are reserved"
+                )
             )
         elif not re.fullmatch(ENV_NAME_PATTERN, name):
             issues.append(

@@ -106,7 +106,9 @@ class Journal:
             except BaseException as exc:  # disk full, I/O error: every waiter must learn it
                 for _, future in batch:
                     if not future.done():
-                        future.set_exception(exc if isinstance(exc, Exception) else OSError(str(exc)))
+                        future.set_exception(
+                            exc if isinstance(exc, Exception) else OSError(str(exc))
+                        )
                 if not isinstance(exc, Exception):
                     raise
                 continue

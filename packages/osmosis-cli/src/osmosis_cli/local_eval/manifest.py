@@ -87,7 +87,9 @@ def changed_groups(locked: dict[str, Any], current: dict[str, Any]) -> list[str]
     return [k for k in keys if _canonical(locked.get(k)) != _canonical(current.get(k))]
 
 
-def write_manifest(path: Path, run_name: str, inputs: dict[str, Any], provenance: dict[str, Any]) -> dict[str, Any]:
+def write_manifest(
+    path: Path, run_name: str, inputs: dict[str, Any], provenance: dict[str, Any]
+) -> dict[str, Any]:
     """Create the manifest of a new run (atomically: temp file, fsync, rename)."""
     manifest = {
         "schema_version": SCHEMA_VERSION,

@@ -103,7 +103,9 @@ def _check_base_url(url: str) -> str:
     return url
 
 
-def _read_key(var: str | None, env: os._Environ[str] | dict[str, str], *, required: bool) -> str | None:
+def _read_key(
+    var: str | None, env: os._Environ[str] | dict[str, str], *, required: bool
+) -> str | None:
     if var is None:
         return None
     value = env.get(var, "").strip()
