@@ -1,0 +1,101 @@
+"""``osmosis_ai.testing``: test rollouts offline against a scripted policy (extra ``server``).
+
+Two tools:
+
+* :class:`ScriptedPolicyServer` (:mod:`osmosis_ai.testing.policy_server`) — a real
+  OpenAI-compatible chat-completions server on ``127.0.0.1``: scripted turns (text, tool calls,
+  HTTP errors, delays) or a callable deciding each reply, streaming and non-streaming, with a
+  log of every request. Built-in policies: ``"multiply"`` (:func:`multiply_solver`),
+  ``"echo"``, ``"instant"``.
+* :func:`run_rollout` (:mod:`osmosis_ai.testing.run`) — runs one workflow (and grader) end to
+  end through :class:`~osmosis_ai.rollout.LocalBackend` against that server and returns a
+  :class:`RolloutRunResult` (status, sample, reward, error category and message).
+
+A complete offline test::
+
+    from osmosis_ai.testing import ScriptedPolicyServer, run_rollout
+
+    async def test_my_rollout(tmp_path, monkeypatch):
+        monkeypatch.setenv("OSMOSIS_HOME", str(tmp_path))
+        async with ScriptedPolicyServer("multiply") as policy:
+            result = await run_rollout(
+                MyWorkflow, MyGrader, prompt=[{"role": "user", "content": "6 * 7?"}],
+                label="42", policy=policy,
+            )
+        assert result.status == "success" and result.reward == 1.0
+
+Requires FastAPI and uvicorn: ``pip install 'osmosis-ai[server]'`` (or
+``'osmosis-core[server]'``).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from typing import TYPE_CHECKING
+
+from osmosis_ai._lazy import lazy_exports
+
+for _required in ("fastapi", "uvicorn"):
+    if importlib.util.find_spec(_required) is None:
+        raise ModuleNotFoundError(
+            f"osmosis_ai.testing requires {_required}, which is not installed. Install the "
+            "server extra with: pip install 'osmosis-ai[server]' (or 'osmosis-core[server]')",
+            name=_required,
+        )
+
+_P = __name__
+_EXPORTS = {
+    "ScriptedPolicyServer": f"{_P}.policy_server",
+    "RecordedRequest": f"{_P}.policy_server",
+    "rollout_scope": f"{_P}.policy_server",
+    "Reply": f"{_P}.replies",
+    "ToolCall": f"{_P}.replies",
+    "ErrorReply": f"{_P}.replies",
+    "text_reply": f"{_P}.replies",
+    "tool_call_reply": f"{_P}.replies",
+    "error_reply": f"{_P}.replies",
+    "delayed": f"{_P}.replies",
+    "multiply_solver": f"{_P}.responders",
+    "echo": f"{_P}.responders",
+    "instant": f"{_P}.responders",
+    "instant_text": f"{_P}.responders",
+    "run_rollout": f"{_P}.run",
+    "RolloutRunResult": f"{_P}.run",
+}
+__all__ = [
+    "ErrorReply",
+    "RecordedRequest",
+    "Reply",
+    "RolloutRunResult",
+    "ScriptedPolicyServer",
+    "ToolCall",
+    "delayed",
+    "echo",
+    "error_reply",
+    "instant",
+    "instant_text",
+    "multiply_solver",
+    "rollout_scope",
+    "run_rollout",
+    "text_reply",
+    "tool_call_reply",
+]
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+
+if TYPE_CHECKING:
+    from osmosis_ai.testing.policy_server import (
+        RecordedRequest,
+        ScriptedPolicyServer,
+        rollout_scope,
+    )
+    from osmosis_ai.testing.replies import (
+        ErrorReply,
+        Reply,
+        ToolCall,
+        delayed,
+        error_reply,
+        text_reply,
+        tool_call_reply,
+    )
+    from osmosis_ai.testing.responders import echo, instant, instant_text, multiply_solver
+    from osmosis_ai.testing.run import RolloutRunResult, run_rollout

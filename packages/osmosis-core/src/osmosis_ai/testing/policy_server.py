@@ -1,0 +1,465 @@
+"""``ScriptedPolicyServer``: a real OpenAI-compatible chat-completions server for tests.
+
+It listens on ``127.0.0.1`` (a free port unless you pass ``port=``) and answers ``POST`` on any
+path ending in ``/chat/completions`` — so a rollout-scoped base URL such as
+``http://127.0.0.1:PORT/v1/rollouts/<rollout_id>`` works exactly like the training cluster's —
+with non-streaming ``chat.completion`` objects or real SSE streams (``"stream": true``).
+
+Async tests::
+
+    from osmosis_ai.testing import ScriptedPolicyServer, tool_call_reply
+
+    async with ScriptedPolicyServer(["hi", tool_call_reply("multiply", {"a": 2, "b": 3})]) as s:
+        client = openai.AsyncOpenAI(base_url=s.chat_completions_url("r1"), api_key="k")
+        ...
+        assert s.requests[0].rollout_id == "r1"
+
+Sync code, or another thread/process needing a URL::
+
+    with ScriptedPolicyServer("multiply") as s:   # runs in a background thread
+        print(s.url)                               # http://127.0.0.1:PORT/v1
+
+From a shell (prints the base URL on its first stdout line, runs until SIGINT/SIGTERM)::
+
+    python -m osmosis_ai.testing.policy_server --policy multiply --port 8123
+
+**Policies.** ``policy`` is one of:
+
+* a list of turns (``str``, :class:`Reply`, :class:`ErrorReply`), consumed in order **per
+  rollout scope** (the ``<rollout_id>`` in the path; unscoped paths share one scope), so
+  concurrent rollouts each replay the script from the start. Running past the end answers
+  HTTP 500 saying so;
+* a callable ``(request_body: dict) -> str | Reply | ErrorReply`` (sync or async);
+* a built-in name: ``"multiply"``, ``"echo"`` or ``"instant"`` (see
+  :mod:`osmosis_ai.testing.responders`).
+
+**Recording.** Every request is kept as a :class:`RecordedRequest` (path, headers, JSON body,
+rollout scope) in :attr:`ScriptedPolicyServer.requests` — the most recent ``max_recorded``
+(default 10,000; ``0`` disables recording, e.g. for benchmarks). Recorded headers include the
+``Authorization`` header so tests can check which key a client sent; never point a real client
+holding a production key at this server.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import inspect
+import json
+import re
+import signal
+import socket
+import sys
+import threading
+from collections import deque
+from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Self
+
+import uvicorn
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse, Response, StreamingResponse
+
+from osmosis_ai.testing.completions import completion_object, new_completion_id, stream_events
+from osmosis_ai.testing.replies import ErrorReply, Reply, ScriptedTurn, as_reply
+from osmosis_ai.testing.responders import BUILTIN_POLICIES
+
+type Responder = Callable[[dict[str, Any]], ScriptedTurn | Awaitable[ScriptedTurn]]
+type Policy = Sequence[ScriptedTurn] | Responder | str
+
+_SCOPE = re.compile(r"/rollouts/([^/]+)/chat/completions/?$")
+DEFAULT_MODEL = "scripted-policy"
+
+
+@dataclass(frozen=True, slots=True)
+class RecordedRequest:
+    """One request the server received."""
+
+    path: str
+    headers: dict[str, str] = field(repr=False)  # may hold a bearer token
+    body: dict[str, Any]
+    rollout_id: str | None
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        messages = self.body.get("messages")
+        return messages if isinstance(messages, list) else []
+
+    @property
+    def stream(self) -> bool:
+        return bool(self.body.get("stream"))
+
+    @property
+    def bearer_token(self) -> str | None:
+        value = self.headers.get("authorization", "")
+        scheme, _, token = value.partition(" ")
+        return token if scheme.lower() == "bearer" and token else None
+
+
+def rollout_scope(path: str) -> str | None:
+    """The rollout id in ``.../rollouts/<id>/chat/completions``, else ``None``."""
+    match = _SCOPE.search(path)
+    return match.group(1) if match else None
+
+
+def _error(status: int, message: str, kind: str = "invalid_request_error") -> JSONResponse:
+    return JSONResponse({"error": {"message": message, "type": kind, "code": status}}, status)
+
+
+class _Uvicorn(uvicorn.Server):
+    """uvicorn that signals readiness and leaves the process's signal handlers alone."""
+
+    def __init__(self, config: uvicorn.Config) -> None:
+        super().__init__(config)
+        self.ready = asyncio.Event()
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets)
+        self.ready.set()
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Generator[None]:
+        yield
+
+
+class ScriptedPolicyServer:
+    """A scripted OpenAI-compatible policy endpoint; see the module docstring for the manual."""
+
+    def __init__(
+        self,
+        policy: Policy = "instant",
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        model: str = DEFAULT_MODEL,
+        max_recorded: int = 10_000,
+    ) -> None:
+        self.host = host
+        self.model = model
+        self._requested_port = port
+        self._port: int | None = None
+        self._responder, self._script = self._resolve_policy(policy)
+        self._cursors: dict[str | None, int] = {}
+        self._recorded: deque[RecordedRequest] | None = (
+            deque(maxlen=max_recorded) if max_recorded > 0 else None
+        )
+        self._server: _Uvicorn | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._thread: threading.Thread | None = None
+        self._thread_loop: asyncio.AbstractEventLoop | None = None
+        self._thread_stop: asyncio.Event | None = None
+        self.app = self._build_app()
+
+    # -- policy ---------------------------------------------------------------------------
+
+    @staticmethod
+    def _resolve_policy(policy: Policy) -> tuple[Responder | None, list[ScriptedTurn] | None]:
+        if isinstance(policy, str):
+            builtin = BUILTIN_POLICIES.get(policy)
+            if builtin is None:
+                names = ", ".join(sorted(BUILTIN_POLICIES))
+                raise ValueError(
+                    f"unknown built-in policy {policy!r}; use one of {names}, a list of turns "
+                    "or a callable (request_body) -> reply"
+                )
+            return builtin, None
+        if callable(policy):
+            return policy, None
+        if isinstance(policy, Sequence):
+            turns = list(policy)
+            for turn in turns:
+                as_reply(turn)  # fail at construction, not at the first request
+            return None, turns
+        raise TypeError(
+            "policy must be a built-in name, a list of turns or a callable (request_body) -> reply"
+        )
+
+    async def _next_turn(self, body: dict[str, Any], scope: str | None) -> Reply | ErrorReply:
+        if self._responder is not None:
+            turn = self._responder(body)
+            if inspect.isawaitable(turn):
+                turn = await turn
+            return as_reply(turn)
+        assert self._script is not None
+        index = self._cursors.get(scope, 0)
+        self._cursors[scope] = index + 1
+        if index >= len(self._script):
+            where = f"rollout {scope!r}" if scope is not None else "unscoped requests"
+            return ErrorReply(
+                500,
+                f"scripted policy has no turn {index + 1} for {where}: the script has "
+                f"{len(self._script)} turn(s)",
+            )
+        return as_reply(self._script[index])
+
+    def reset_script(self) -> None:
+        """Start every rollout scope's script from its first turn again."""
+        self._cursors.clear()
+
+    # -- recording ------------------------------------------------------------------------
+
+    @property
+    def requests(self) -> list[RecordedRequest]:
+        """Recorded requests, oldest first."""
+        return list(self._recorded) if self._recorded is not None else []
+
+    def requests_for(self, rollout_id: str | None) -> list[RecordedRequest]:
+        return [r for r in self.requests if r.rollout_id == rollout_id]
+
+    def clear_requests(self) -> None:
+        if self._recorded is not None:
+            self._recorded.clear()
+
+    # -- HTTP -----------------------------------------------------------------------------
+
+    def _build_app(self) -> FastAPI:
+        app = FastAPI(openapi_url=None, docs_url=None, redoc_url=None)
+
+        @app.post("/{path:path}")
+        async def post(path: str, request: Request) -> Response:
+            return await self._handle_post("/" + path, request)
+
+        @app.get("/{path:path}")
+        async def get(path: str) -> Response:
+            if path.rstrip("/").endswith("models"):
+                return JSONResponse(
+                    {
+                        "object": "list",
+                        "data": [
+                            {
+                                "id": self.model,
+                                "object": "model",
+                                "created": 0,
+                                "owned_by": "osmosis",
+                            }
+                        ],
+                    }
+                )
+            if path.rstrip("/").endswith("health"):
+                return JSONResponse({"status": "ok"})
+            return _error(404, f"no route GET /{path}; POST .../chat/completions", "not_found")
+
+        return app
+
+    async def _handle_post(self, path: str, request: Request) -> Response:
+        if not path.rstrip("/").endswith("/chat/completions"):
+            return _error(
+                404,
+                f"no route POST {path}; this server answers POST .../chat/completions",
+                "not_found",
+            )
+        try:
+            body = json.loads(await request.body())
+        except ValueError:
+            return _error(400, "request body is not valid JSON")
+        if not isinstance(body, dict):
+            return _error(400, "request body must be a JSON object")
+        scope = rollout_scope(path)
+        if self._recorded is not None:
+            self._recorded.append(
+                RecordedRequest(
+                    path=path, headers=dict(request.headers), body=body, rollout_id=scope
+                )
+            )
+        if not isinstance(body.get("messages"), list):
+            return _error(400, "'messages' is required and must be a list of message objects")
+        try:
+            turn = await self._next_turn(body, scope)
+        except Exception as exc:  # a bug in the test's responder: make it visible to the client
+            return _error(
+                500, f"policy responder raised {type(exc).__name__}: {exc}", "server_error"
+            )
+        if turn.delay > 0:
+            await asyncio.sleep(turn.delay)
+        if isinstance(turn, ErrorReply):
+            return JSONResponse(turn.json_body(), turn.status)
+        completion_id = new_completion_id()
+        if body.get("stream"):
+            return StreamingResponse(
+                _iterate(stream_events(body, turn, model=self.model, completion_id=completion_id)),
+                media_type="text/event-stream",
+                headers={"cache-control": "no-cache"},
+            )
+        return JSONResponse(
+            completion_object(body, turn, model=self.model, completion_id=completion_id)
+        )
+
+    # -- addresses ------------------------------------------------------------------------
+
+    @property
+    def port(self) -> int:
+        if self._port is None:
+            raise RuntimeError("ScriptedPolicyServer is not running; use 'async with' or 'with'")
+        return self._port
+
+    @property
+    def root_url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    @property
+    def url(self) -> str:
+        """The OpenAI base URL (``.../v1``); clients POST ``{url}/chat/completions``."""
+        return f"{self.root_url}/v1"
+
+    def chat_completions_url(self, rollout_id: str) -> str:
+        """The rollout-scoped base URL handed to a rollout as ``chat_completions_url``."""
+        return f"{self.root_url}/v1/rollouts/{rollout_id}"
+
+    # -- lifecycle in the caller's event loop -------------------------------------------
+
+    async def start(self) -> Self:
+        if self._server is not None:
+            raise RuntimeError("ScriptedPolicyServer is already running")
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((self.host, self._requested_port))
+        except OSError:
+            sock.close()
+            raise
+        self._port = sock.getsockname()[1]
+        config = uvicorn.Config(
+            self.app,
+            log_level="warning",
+            access_log=False,
+            lifespan="off",
+            timeout_graceful_shutdown=1,
+            timeout_keep_alive=30,
+        )
+        server = _Uvicorn(config)
+        self._server = server
+        self._task = asyncio.create_task(server.serve(sockets=[sock]))
+        ready = asyncio.create_task(server.ready.wait())
+        await asyncio.wait({ready, self._task}, return_when=asyncio.FIRST_COMPLETED)
+        if not server.ready.is_set():
+            ready.cancel()
+            self._server = None
+            sock.close()
+            await self._task  # re-raises the start-up failure
+            raise RuntimeError("ScriptedPolicyServer failed to start")
+        return self
+
+    async def stop(self) -> None:
+        server, task = self._server, self._task
+        if server is None or task is None:
+            return
+        server.should_exit = True
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        self._server = None
+        self._task = None
+
+    async def __aenter__(self) -> Self:
+        return await self.start()
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.stop()
+
+    # -- lifecycle in a background thread (sync code) ----------------------------------
+
+    def start_in_thread(self) -> Self:
+        """Serve from a daemon thread with its own event loop; returns once it is listening."""
+        if self._thread is not None:
+            raise RuntimeError("ScriptedPolicyServer is already running")
+        started = threading.Event()
+        failure: list[BaseException] = []
+
+        async def main() -> None:
+            self._thread_loop = asyncio.get_running_loop()
+            self._thread_stop = asyncio.Event()
+            try:
+                await self.start()
+            except BaseException as exc:
+                failure.append(exc)
+                started.set()
+                return
+            started.set()
+            try:
+                await self._thread_stop.wait()
+            finally:
+                await self.stop()
+
+        self._thread = threading.Thread(
+            target=asyncio.run, args=(main(),), name="scripted-policy-server", daemon=True
+        )
+        self._thread.start()
+        started.wait()
+        if failure:
+            self._thread.join()
+            self._thread = None
+            raise failure[0]
+        return self
+
+    def stop_thread(self) -> None:
+        thread, loop, stop = self._thread, self._thread_loop, self._thread_stop
+        if thread is None:
+            return
+        if loop is not None and stop is not None and not loop.is_closed():
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(stop.set)
+        thread.join(timeout=10)
+        self._thread = None
+        self._thread_loop = None
+        self._thread_stop = None
+
+    def __enter__(self) -> Self:
+        return self.start_in_thread()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop_thread()
+
+
+async def _iterate(frames: Iterator[bytes]) -> AsyncIterator[bytes]:
+    for frame in frames:
+        yield frame
+
+
+def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m osmosis_ai.testing.policy_server",
+        description="Serve a scripted OpenAI-compatible policy on 127.0.0.1; prints its base URL.",
+    )
+    parser.add_argument("--policy", default="multiply", choices=sorted(BUILTIN_POLICIES))
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=0, help="0 picks a free port (default)")
+    parser.add_argument("--model", default=DEFAULT_MODEL)
+    return parser.parse_args(argv)
+
+
+async def _serve_forever(args: argparse.Namespace) -> None:
+    server = ScriptedPolicyServer(
+        args.policy, host=args.host, port=args.port, model=args.model, max_recorded=0
+    )
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError):
+            loop.add_signal_handler(sig, stop.set)
+    async with server:
+        print(server.url, flush=True)
+        await stop.wait()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parse_args(argv)
+    try:
+        asyncio.run(_serve_forever(args))
+    except OSError as exc:
+        print(f"cannot listen on {args.host}:{args.port}: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
+
+
+__all__ = [
+    "DEFAULT_MODEL",
+    "Policy",
+    "RecordedRequest",
+    "Responder",
+    "ScriptedPolicyServer",
+    "rollout_scope",
+]
