@@ -9,7 +9,7 @@ Run a subset with ``nox -s core``, ``nox -t strands`` or ``nox -p 3.12 -s core``
 
 from __future__ import annotations
 
-import os
+import shutil
 from pathlib import Path
 
 import nox
@@ -119,5 +119,28 @@ def e2e(session: nox.Session) -> None:
     _pytest(session, ROOT / "tests-integration")
 
 
-if os.environ.get("CI"):
-    nox.options.stop_on_first_error = False
+@nox.session(python="3.12", default=False)
+def demo(session: nox.Session) -> None:
+    """The main job: apply a template in a scratch workspace and evaluate it end to end.
+
+    Offline by default (``--model mock``, the scripted policy of ``osmosis_ai.testing``); pass a real
+    model after ``--``, e.g. ``nox -s demo -- --model openai/gpt-4o-mini``.
+    """
+    session.run_install(
+        "uv",
+        "sync",
+        "--all-packages",
+        "--all-extras",
+        "--frozen",
+        env={"UV_PROJECT_ENVIRONMENT": session.virtualenv.location},
+    )
+    workspace = ROOT / "build" / "demo"
+    if workspace.exists():
+        shutil.rmtree(workspace)
+    session.run("osmosis", "init", str(workspace))
+    session.chdir(workspace)
+    session.run("osmosis", "template", "apply", "multiply-local-strands")
+    model_args = session.posargs or ["--model", "mock"]
+    session.run(
+        "osmosis", "eval", "run", "configs/eval/multiply-local-strands.toml", *model_args
+    )
