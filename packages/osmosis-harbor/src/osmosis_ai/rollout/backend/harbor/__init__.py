@@ -1,0 +1,63 @@
+"""``HarborBackend``: every rollout runs as one real Harbor trial.
+
+Installed by ``pip install 'osmosis-ai[harbor]'`` (distribution ``osmosis-harbor``).
+
+Public names (imported lazily, so ``import osmosis_ai.rollout.backend.harbor`` stays cheap):
+
+- :class:`HarborBackend`, :class:`TaskMode` (``"template"`` | ``"dataset"``);
+- **environment selection for a rollout's** ``main.py``:
+  ``environment_config_from_env()`` (in :mod:`.environments`) reads ``OSMOSIS_HARBOR_ENV`` =
+  ``skypilot`` | ``docker`` | ``local`` and returns the Harbor ``EnvironmentConfig``; unset or
+  unknown raises :class:`EnvironmentSelectionError` listing the choices. Explicit builders:
+  ``skypilot_environment_config(...)``, ``docker_environment_config()``,
+  ``local_environment_config()``;
+- ``LOCAL_ENVIRONMENT_IMPORT_PATH``: the Docker-free mount-namespace sandbox
+  (:mod:`.local_environment`), for tests only.
+
+A typical ``main.py``::
+
+    from harbor.trial.queue import TrialQueue
+    from harbor.models.job.config import RetryConfig
+    from osmosis_ai.rollout.backend.harbor import HarborBackend, environment_config_from_env
+
+    backend = HarborBackend(
+        orchestrator=TrialQueue(n_concurrent=8, retry_config=RetryConfig(max_retries=0)),
+        tasks_dir=Path(__file__).parent / "task",
+        agent=MyWorkflow,
+        grader=MyGrader,
+        environment_config=environment_config_from_env(),
+    )
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from osmosis_ai._lazy import lazy_exports
+
+_EXPORTS = {
+    "HarborBackend": "osmosis_ai.rollout.backend.harbor.backend",
+    "TaskMode": "osmosis_ai.rollout.backend.harbor.tasks",
+    "EnvironmentSelectionError": "osmosis_ai.rollout.backend.harbor.environments",
+    "environment_config_from_env": "osmosis_ai.rollout.backend.harbor.environments",
+    "skypilot_environment_config": "osmosis_ai.rollout.backend.harbor.environments",
+    "docker_environment_config": "osmosis_ai.rollout.backend.harbor.environments",
+    "local_environment_config": "osmosis_ai.rollout.backend.harbor.environments",
+    "LOCAL_ENVIRONMENT_IMPORT_PATH": "osmosis_ai.rollout.backend.harbor.local_environment",
+}
+__all__ = sorted(_EXPORTS)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+
+if TYPE_CHECKING:
+    from osmosis_ai.rollout.backend.harbor.backend import HarborBackend
+    from osmosis_ai.rollout.backend.harbor.environments import (
+        EnvironmentSelectionError,
+        docker_environment_config,
+        environment_config_from_env,
+        local_environment_config,
+        skypilot_environment_config,
+    )
+    from osmosis_ai.rollout.backend.harbor.local_environment import (
+        LOCAL_ENVIRONMENT_IMPORT_PATH,
+    )
+    from osmosis_ai.rollout.backend.harbor.tasks import TaskMode
