@@ -141,6 +141,207 @@ def demo(session: nox.Session) -> None:
     session.chdir(workspace)
     session.run("osmosis", "template", "apply", "multiply-local-strands")
     model_args = session.posargs or ["--model", "mock"]
-    session.run(
-        "osmosis", "eval", "run", "configs/eval/multiply-local-strands.toml", *model_args
+    session.run("osmosis", "eval", "run", "configs/eval/multiply-local-strands.toml", *model_args)
+
+
+# ---- packaging: prove the install matrix on built wheels ---------------------------------
+
+# Every documented import path, by the extra that provides it.
+DOCUMENTED_IMPORTS = {
+    "core": [
+        "from osmosis_ai.rollout import AgentWorkflow, Grader, LocalBackend, RolloutSample",
+        "from osmosis_ai.rollout.agent_workflow import AgentWorkflow",
+        "from osmosis_ai.rollout.grader import Grader",
+        "from osmosis_ai.rollout.context import RolloutContext, get_rollout_context",
+        "from osmosis_ai.rollout.types import RolloutInitRequest, RolloutResultResponse",
+        "from osmosis_ai.rollout.backend.local import LocalBackend",
+        "from osmosis_ai.rollout.client import RolloutClient",
+    ],
+    "server": [
+        "from osmosis_ai.rollout.server import create_rollout_server, serve",
+        "from osmosis_ai.testing import ScriptedPolicyServer, run_rollout",
+    ],
+    "strands": [
+        "from osmosis_ai.rollout.integrations.agents.strands import"
+        " OsmosisStrandsAgent, OsmosisRolloutModel",
+    ],
+    "openai-agents": [
+        "from osmosis_ai.rollout.integrations.agents.openai_agents import"
+        " OsmosisAgent, OsmosisRolloutModel, OsmosisMemorySession",
+    ],
+    "harbor": ["from osmosis_ai.rollout.backend.harbor import HarborBackend, TaskMode"],
+}
+# integration distribution -> the only folder its wheel may contain
+LEAVES = {
+    "osmosis_strands": "osmosis_ai/rollout/integrations/agents/strands/",
+    "osmosis_openai_agents": "osmosis_ai/rollout/integrations/agents/openai_agents/",
+    "osmosis_harbor": "osmosis_ai/rollout/backend/harbor/",
+}
+
+
+class _Venv:
+    """A fresh venv outside nox's own, to install built wheels exactly as a user would."""
+
+    def __init__(self, session: nox.Session, root: Path, name: str, constraints: Path) -> None:
+        self.session = session
+        self.path = root / name
+        self.constraints = constraints
+        session.run("uv", "venv", "-q", "--python", "3.12", str(self.path), external=True)
+        self.python = str(self.path / "bin" / "python")
+
+    def install(self, *requirements: str, find_links: Path) -> None:
+        self.session.run(
+            "uv",
+            "pip",
+            "install",
+            "-q",
+            "--python",
+            self.python,
+            "--find-links",
+            str(find_links),
+            "-c",
+            str(self.constraints),
+            *requirements,
+            external=True,
+        )
+
+    def check(self, code: str) -> None:
+        self.session.run(self.python, "-c", code, external=True)
+
+    def bin(self, name: str) -> str:
+        return str(self.path / "bin" / name)
+
+
+def _must_fail_with_hint(venv: _Venv, module: str, extra: str) -> None:
+    venv.check(
+        "import importlib\n"
+        "try:\n"
+        f"    importlib.import_module({module!r})\n"
+        "except ModuleNotFoundError as exc:\n"
+        f"    assert \"pip install 'osmosis-ai[{extra}]'\" in str(exc), str(exc)\n"
+        "else:\n"
+        f"    raise SystemExit({module!r} + ' imported but should be missing')\n"
     )
+
+
+@nox.session(python="3.12", tags=["packaging"])
+def packaging(session: nox.Session) -> None:
+    """Build every wheel with --no-sources, install into fresh venvs, prove the install matrix."""
+    import tempfile
+    import zipfile
+
+    session.install("uv")
+    tmp = Path(tempfile.mkdtemp(prefix="osmosis-packaging-"))
+    dist = tmp / "dist"
+    session.run("uv", "build", "-q", "--all-packages", "--no-sources", "-o", str(dist))
+    wheels = sorted(dist.glob("*.whl"))
+    # Pin our own distributions to the wheels just built so that nothing on an index can win.
+    constraints = tmp / "constraints.txt"
+    pins = []
+    for wheel in wheels:
+        name, version = wheel.name.split("-")[:2]
+        pins.append(f"{name.replace('_', '-')}=={version}")
+    constraints.write_text("\n".join(pins) + "\n")
+    session.log("built: " + ", ".join(pins))
+
+    # 1. Integration wheels contain only their leaf folder (no parent __init__.py to clobber core's).
+    for wheel in wheels:
+        prefix = wheel.name.split("-")[0]
+        leaf = LEAVES.get(prefix)
+        if leaf is None:
+            continue
+        stray = [
+            n
+            for n in zipfile.ZipFile(wheel).namelist()
+            if not n.startswith(leaf) and ".dist-info/" not in n
+        ]
+        if stray:
+            session.error(f"{wheel.name} ships files outside {leaf}: {stray}")
+
+    # 2. Core alone: the API imports, integrations fail with the pip hint.
+    core = _Venv(session, tmp, "core", constraints)
+    core.install("osmosis-core", find_links=dist)
+    for code in DOCUMENTED_IMPORTS["core"]:
+        core.check(code)
+    _must_fail_with_hint(core, "osmosis_ai.rollout.integrations.agents.strands", "strands")
+    _must_fail_with_hint(core, "osmosis_ai.rollout.backend.harbor", "harbor")
+
+    # 3. Each extra of the umbrella imports every documented path of its integration.
+    for extra in ("strands", "openai-agents", "harbor"):
+        venv = _Venv(session, tmp, extra, constraints)
+        venv.install(f"osmosis-ai[{extra}]", find_links=dist)
+        for code in [
+            *DOCUMENTED_IMPORTS["core"],
+            *DOCUMENTED_IMPORTS["server"],
+            *DOCUMENTED_IMPORTS[extra],
+        ]:
+            venv.check(code)
+        session.run(venv.bin("osmosis"), "--help", external=True, silent=True)
+
+    # 4. Uninstalling an integration leaves core importable (and the hint comes back).
+    strands = tmp / "strands"
+    session.run(
+        "uv",
+        "pip",
+        "uninstall",
+        "-q",
+        "--python",
+        str(strands / "bin" / "python"),
+        "osmosis-strands",
+        external=True,
+    )
+    strands_venv = _Venv.__new__(_Venv)
+    strands_venv.session, strands_venv.path = session, strands
+    strands_venv.python = str(strands / "bin" / "python")
+    for code in DOCUMENTED_IMPORTS["core"]:
+        strands_venv.check(code)
+    _must_fail_with_hint(strands_venv, "osmosis_ai.rollout.integrations.agents.strands", "strands")
+
+    # 5. The CLI alone: no FastAPI, no framework, and the offline commands work.
+    cli = _Venv(session, tmp, "cli", constraints)
+    cli.install("osmosis-cli", find_links=dist)
+    cli.check(
+        "import importlib.util as u\n"
+        "for m in ('fastapi', 'uvicorn', 'strands', 'agents', 'harbor'):\n"
+        "    assert u.find_spec(m) is None, m + ' should not be installed with osmosis-cli'\n"
+    )
+    work = tmp / "cli-workspace"
+    work.mkdir()
+    session.run("git", "init", "-q", str(work), external=True)
+    with session.chdir(work):
+        session.run(cli.bin("osmosis"), "--help", external=True, silent=True)
+        session.run(cli.bin("osmosis"), "template", "list", external=True)
+        session.run(
+            cli.bin("osmosis"), "template", "apply", "multiply-local-strands", external=True
+        )
+        session.run(
+            cli.bin("osmosis"),
+            "rollout",
+            "validate",
+            "configs/eval/multiply-local-strands.toml",
+            external=True,
+        )
+
+    # 6. A pinned integration wins over the umbrella's range: build osmosis-strands again as a
+    # newer version, offer both, pin the older one.
+    newer = tmp / "strands-newer"
+    shutil.copytree(PACKAGES / "osmosis-strands", newer, ignore=shutil.ignore_patterns("tests"))
+    pyproject = newer / "pyproject.toml"
+    text = pyproject.read_text()
+    old_version = next(p.split("==")[1] for p in pins if p.startswith("osmosis-strands=="))
+    major, minor, patch = old_version.split(".")
+    bumped = f"{major}.{minor}.{int(patch) + 1}"
+    pyproject.write_text(text.replace(f'version = "{old_version}"', f'version = "{bumped}"', 1))
+    session.run("uv", "build", "-q", "--wheel", "--no-sources", "-o", str(dist), str(newer))
+    free_constraints = tmp / "constraints-free.txt"
+    free_constraints.write_text(
+        "\n".join(p for p in pins if not p.startswith("osmosis-strands==")) + "\n"
+    )
+    pinned = _Venv(session, tmp, "pinned", free_constraints)
+    pinned.install("osmosis-ai[strands]", f"osmosis-strands=={old_version}", find_links=dist)
+    pinned.check(
+        "from importlib.metadata import version\n"
+        f"assert version('osmosis-strands') == {old_version!r}, version('osmosis-strands')\n"
+        "from osmosis_ai.rollout.integrations.agents.strands import OsmosisStrandsAgent\n"
+    )
+    shutil.rmtree(tmp, ignore_errors=True)
