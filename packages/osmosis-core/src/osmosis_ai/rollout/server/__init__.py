@@ -1,0 +1,50 @@
+"""The rollout server (extra ``server``): ``create_rollout_server`` and ``serve``.
+
+Importing this package without FastAPI installed raises ``ModuleNotFoundError`` that names the
+install command, instead of a bare "No module named 'fastapi'" deep inside a user's script.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from typing import TYPE_CHECKING
+
+from osmosis_ai._lazy import lazy_exports
+from osmosis_ai.rollout.optional_imports import install_hint
+
+for _dependency in ("fastapi", "uvicorn"):
+    if importlib.util.find_spec(_dependency) is None:
+        raise ModuleNotFoundError(
+            f"The osmosis rollout server needs {_dependency!r}, which is not installed. "
+            f"Install the server extra with: {install_hint('server')}",
+            name=_dependency,
+        )
+
+_APP = "osmosis_ai.rollout.server.app"
+_EXPORTS = {
+    "create_rollout_server": _APP,
+    "DEFAULT_POLLING_LEASE_TIMEOUT_SEC": _APP,
+    "DEFAULT_RESULT_RETENTION_SEC": _APP,
+    "DEFAULT_RESULT_WAIT_TIMEOUT_SEC": _APP,
+    "POLLING_LEASE_HEADER": _APP,
+    "serve": "osmosis_ai.rollout.server.serving",
+}
+__all__ = [
+    "DEFAULT_POLLING_LEASE_TIMEOUT_SEC",
+    "DEFAULT_RESULT_RETENTION_SEC",
+    "DEFAULT_RESULT_WAIT_TIMEOUT_SEC",
+    "POLLING_LEASE_HEADER",
+    "create_rollout_server",
+    "serve",
+]
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+
+if TYPE_CHECKING:
+    from osmosis_ai.rollout.server.app import (
+        DEFAULT_POLLING_LEASE_TIMEOUT_SEC,
+        DEFAULT_RESULT_RETENTION_SEC,
+        DEFAULT_RESULT_WAIT_TIMEOUT_SEC,
+        POLLING_LEASE_HEADER,
+        create_rollout_server,
+    )
+    from osmosis_ai.rollout.server.serving import serve

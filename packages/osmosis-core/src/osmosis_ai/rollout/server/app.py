@@ -1,0 +1,303 @@
+"""``create_rollout_server``: the HTTP face of a rollout backend.
+
+Speaks both generations of the public protocol on one app: 0.3.8 polling (``POST /rollout``
+answers 202 with a lease; ``GET /rollout/{id}/result`` long-polls) and, when a request carries
+``completion_callback_url``, 0.3.0 callbacks. The handlers are deliberately thin: bodies are
+validated with the request model's compiled validator directly from bytes and responses are
+pre-encoded JSON bytes, so a no-op rollout costs well under a millisecond of server CPU. All
+state lives in :class:`~osmosis_ai.rollout.server.service.RolloutService`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from fastapi import FastAPI
+from pydantic import ValidationError
+from starlette.requests import Request
+from starlette.responses import Response
+
+from osmosis_ai.rollout.backend.base import ExecutionBackend
+from osmosis_ai.rollout.server import wire
+from osmosis_ai.rollout.server.auth import BearerAuthMiddleware, resolve_api_key
+from osmosis_ai.rollout.server.service import AdmissionError, RolloutService
+from osmosis_ai.rollout.server.settings import (
+    DEFAULT_CALLBACK_RETRY_BUDGET_SEC,
+    DEFAULT_DRAIN_GRACE_SEC,
+    DEFAULT_MAX_BODY_BYTES,
+    DEFAULT_MAX_RETAINED_RESULTS,
+    DEFAULT_POLLING_LEASE_TIMEOUT_SEC,
+    DEFAULT_RESULT_RETENTION_SEC,
+    DEFAULT_RESULT_WAIT_TIMEOUT_SEC,
+    RETRY_AFTER_SEC,
+    ServerSettings,
+)
+from osmosis_ai.rollout.types.protocol import (
+    POLLING_LEASE_HEADER,
+    CancelRolloutsRequest,
+    CancelRolloutsResponse,
+    RolloutInitRequest,
+    RolloutInitResponse,
+    RolloutResultResponse,
+    RolloutStatusResponse,
+)
+
+__all__ = [
+    "DEFAULT_POLLING_LEASE_TIMEOUT_SEC",
+    "DEFAULT_RESULT_RETENTION_SEC",
+    "DEFAULT_RESULT_WAIT_TIMEOUT_SEC",
+    "POLLING_LEASE_HEADER",
+    "create_rollout_server",
+]
+
+logger = logging.getLogger("osmosis_ai.rollout.server")
+
+_JSON = "application/json"
+_LEASE_HEADER = POLLING_LEASE_HEADER.lower()
+_NOT_FOUND = b'{"detail":"unknown rollout_id"}'
+_FORBIDDEN = b'{"detail":"invalid polling lease"}'
+_LEASE_MISSING = wire.encode_json(
+    {
+        "detail": [
+            {
+                "type": "missing",
+                "loc": ["header", _LEASE_HEADER],
+                "msg": "Field required",
+                "input": None,
+            }
+        ]
+    }
+)
+_LEASE_EMPTY = wire.encode_json(
+    {
+        "detail": [
+            {
+                "type": "string_too_short",
+                "loc": ["header", _LEASE_HEADER],
+                "msg": "String should have at least 1 character",
+                "input": "",
+                "ctx": {"min_length": 1},
+            }
+        ]
+    }
+)
+
+Lifespan = Callable[[FastAPI], AbstractAsyncContextManager[Any]]
+
+
+class _BodyTooLarge(Exception):
+    pass
+
+
+def create_rollout_server(
+    *,
+    backend: ExecutionBackend,
+    lifespan: Lifespan | None = None,
+    configure_logging: bool = True,
+    result_wait_timeout_sec: float = DEFAULT_RESULT_WAIT_TIMEOUT_SEC,
+    polling_lease_timeout_sec: float = DEFAULT_POLLING_LEASE_TIMEOUT_SEC,
+    result_retention_sec: float = DEFAULT_RESULT_RETENTION_SEC,
+    api_key: str | None = None,
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    max_retained_results: int = DEFAULT_MAX_RETAINED_RESULTS,
+    callback_retry_budget_sec: float = DEFAULT_CALLBACK_RETRY_BUDGET_SEC,
+    callback_backoff_initial_sec: float = 0.5,
+    callback_backoff_max_sec: float = 30.0,
+    callback_timeout_sec: float = 10.0,
+    drain_grace_sec: float = DEFAULT_DRAIN_GRACE_SEC,
+    cancel_cleanup_sec: float = 10.0,
+    outbox_dir: str | Path | None = None,
+    save_trajectories: bool = True,
+) -> FastAPI:
+    """Build the rollout server for ``backend``.
+
+    Args:
+        backend: runs the rollouts.
+        lifespan: the caller's own lifespan (``lifespan(app)`` returning an async context
+            manager); it is entered first and exited last, after the server has drained.
+        configure_logging: install an INFO ``basicConfig`` if the root logger has no handlers.
+        result_wait_timeout_sec: how long one ``GET /rollout/{id}/result`` waits for a change.
+        polling_lease_timeout_sec: a rollout nobody has polled for this long is failed with
+            ``lease_expired`` and cancelled; must exceed ``result_wait_timeout_sec``.
+        result_retention_sec: how long a finished result stays fetchable (and its id reserved).
+        api_key: require ``Authorization: Bearer <api_key>`` on every route; defaults to env
+            ``OSMOSIS_ROLLOUT_API_KEY``; ``None`` and no env means no inbound auth.
+        max_body_bytes: larger request bodies get 413.
+        max_retained_results: retention is also bounded by count (oldest evicted first), so
+            memory stays flat under sustained load.
+        callback_retry_budget_sec: how long a 0.3.0 callback is retried before it is parked in
+            the outbox; ``callback_backoff_*`` shape the schedule.
+        drain_grace_sec: at shutdown, in-flight rollouts get this long to finish before they are
+            cancelled; ``cancel_cleanup_sec`` is how long cancelled rollouts get to unwind.
+        outbox_dir: where undelivered results are kept across restarts (``<home>/outbox``).
+        save_trajectories: write an ATIF trajectory for every finished rollout.
+    """
+    settings = ServerSettings(
+        result_wait_timeout_sec=result_wait_timeout_sec,
+        polling_lease_timeout_sec=polling_lease_timeout_sec,
+        result_retention_sec=result_retention_sec,
+        max_body_bytes=max_body_bytes,
+        max_retained_results=max_retained_results,
+        callback_retry_budget_sec=callback_retry_budget_sec,
+        callback_backoff_initial_sec=callback_backoff_initial_sec,
+        callback_backoff_max_sec=callback_backoff_max_sec,
+        callback_timeout_sec=callback_timeout_sec,
+        drain_grace_sec=drain_grace_sec,
+        cancel_cleanup_sec=cancel_cleanup_sec,
+        outbox_dir=Path(outbox_dir) if outbox_dir is not None else None,
+        save_trajectories=save_trajectories,
+    )
+    key = resolve_api_key(api_key)
+    if not isinstance(backend, ExecutionBackend):
+        raise TypeError(
+            f"backend must be an ExecutionBackend (for example LocalBackend), got "
+            f"{type(backend).__name__}"
+        )
+    if configure_logging and not logging.getLogger().handlers:
+        logging.basicConfig(level=logging.INFO)
+
+    service = RolloutService(backend, settings)
+
+    @asynccontextmanager
+    async def _lifespan(app: FastAPI) -> AsyncIterator[Any]:
+        async with AsyncExitStack() as stack:
+            state = await stack.enter_async_context(lifespan(app)) if lifespan else None
+            await service.start()
+            try:
+                yield state
+            finally:
+                await service.shutdown()
+
+    app = FastAPI(title="osmosis rollout server", lifespan=_lifespan)
+    app.state.rollout_service = service
+    app.state.rollout_futures = service  # the public SDK's attribute name
+    if key is not None:
+        app.add_middleware(BearerAuthMiddleware, api_key=key)
+    limit = settings.max_body_bytes
+
+    async def read_body(request: Request) -> bytes:
+        declared = request.headers.get("content-length")
+        if declared is not None and declared.isdigit() and int(declared) > limit:
+            raise _BodyTooLarge
+        chunks: list[bytes] = []
+        size = 0
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > limit:
+                raise _BodyTooLarge
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+    def too_large() -> Response:
+        return _json_response(
+            413,
+            {
+                "detail": f"request body exceeds the {limit}-byte limit; send a smaller body "
+                "or raise max_body_bytes of create_rollout_server"
+            },
+        )
+
+    @app.post(
+        "/rollout",
+        status_code=202,
+        response_model=None,
+        responses={202: {"model": RolloutInitResponse}},
+        summary="Admit one rollout (RolloutInitRequest body)",
+    )
+    async def post_rollout(request: Request) -> Response:
+        try:
+            body = await read_body(request)
+        except _BodyTooLarge:
+            return too_large()
+        try:
+            init = RolloutInitRequest.model_validate_json(body)
+        except ValidationError as exc:
+            return _json_response(422, {"detail": wire.validation_errors(exc)})
+        try:
+            payload = service.admit(init)
+        except AdmissionError as exc:
+            headers = {"Retry-After": str(RETRY_AFTER_SEC)} if exc.status_code == 429 else None
+            return _json_response(exc.status_code, {"detail": exc.detail}, headers)
+        return Response(payload, status_code=202, media_type=_JSON)
+
+    @app.get(
+        "/rollout/{rollout_id}/result",
+        response_model=None,
+        responses={200: {"model": RolloutResultResponse}},
+        summary="Long-poll a rollout's result (needs the X-Osmosis-Rollout-Lease header)",
+    )
+    async def get_result(rollout_id: str, request: Request) -> Response:
+        token = request.headers.get(_LEASE_HEADER)
+        if token is None:
+            return Response(_LEASE_MISSING, status_code=422, media_type=_JSON)
+        if not token:
+            return Response(_LEASE_EMPTY, status_code=422, media_type=_JSON)
+        entry = service.entries.get(rollout_id)
+        if entry is None:
+            return Response(_NOT_FOUND, status_code=404, media_type=_JSON)
+        if not service.lease_ok(entry, token):
+            return Response(_FORBIDDEN, status_code=403, media_type=_JSON)
+        return Response(await service.poll(entry), status_code=200, media_type=_JSON)
+
+    @app.post(
+        "/rollout/cancel",
+        response_model=None,
+        responses={200: {"model": CancelRolloutsResponse}},
+        summary="Cancel rollouts by ids, prefix or all (CancelRolloutsRequest body)",
+    )
+    async def cancel(request: Request) -> Response:
+        try:
+            body = await read_body(request)
+        except _BodyTooLarge:
+            return too_large()
+        try:
+            selector = CancelRolloutsRequest.model_validate_json(body)
+        except ValidationError as exc:
+            return _json_response(422, {"detail": wire.validation_errors(exc)})
+        ids = service.select(selector.ids, selector.prefix, selector.all)
+        return _json_response(200, {"dispositions": service.cancel(ids)})
+
+    @app.get(
+        "/rollout/{rollout_id}/status",
+        response_model=None,
+        responses={200: {"model": RolloutStatusResponse}},
+        summary="Operator view of one rollout's status (removed upstream in 0.3.8)",
+    )
+    async def status(rollout_id: str) -> Response:
+        return _json_response(200, service.status_of(rollout_id))
+
+    @app.get("/health", response_model=None, summary="Backend health plus lifecycle identity")
+    async def health() -> Response:
+        return _json_response(
+            200,
+            service.health(),
+            {
+                "x-osmosis-rollout-instance-id": service.instance_id,
+                "x-osmosis-rollout-sdk-version": _sdk_version(),
+            },
+        )
+
+    return app
+
+
+def _json_response(
+    status_code: int, payload: Any, headers: dict[str, str] | None = None
+) -> Response:
+    return Response(
+        wire.encode_json(payload), status_code=status_code, media_type=_JSON, headers=headers
+    )
+
+
+@cache
+def _sdk_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("osmosis-core")
+    except PackageNotFoundError:
+        return "0+unknown"

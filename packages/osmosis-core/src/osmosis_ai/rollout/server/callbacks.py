@@ -1,0 +1,164 @@
+"""Delivery of 0.3.0 callbacks (completion, then grader) to the controller.
+
+A lost callback is a lost reward, so delivery retries over a long budget (default 10 minutes,
+the public SDK gave up after about 7.5 s): capped exponential backoff with jitter, on transport
+errors, 408, 429 and 5xx, honouring ``Retry-After``. Any other 4xx is the controller saying the
+request itself is wrong; repeating it cannot help, so it is logged with the body and dropped.
+One ``httpx.AsyncClient`` is shared by all deliveries (connection reuse is most of the cost).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import json
+import logging
+import random
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+logger = logging.getLogger("osmosis_ai.rollout.server")
+
+_RETRYABLE_STATUS = frozenset({408, 429})
+_BODY_EXCERPT = 500
+
+
+class DeliveryState(enum.Enum):
+    DELIVERED = "delivered"
+    REJECTED = "rejected"  # a 4xx that retrying cannot fix
+    EXHAUSTED = "exhausted"  # the retry budget ran out; the caller keeps it in the outbox
+
+
+@dataclass(slots=True)
+class DeliveryResult:
+    state: DeliveryState
+    ack: Any = None
+    status_code: int | None = None
+
+
+@dataclass(slots=True)
+class RetryPolicy:
+    """Backoff schedule: ``initial * 2**n`` capped at ``max_delay``, each delay jittered to
+    50-100 % of its value, until ``budget_sec`` has elapsed since the first attempt."""
+
+    budget_sec: float = 600.0
+    initial_delay_sec: float = 0.5
+    max_delay_sec: float = 30.0
+    request_timeout_sec: float = 10.0
+
+    def delay(self, attempt: int) -> float:
+        base = min(self.max_delay_sec, self.initial_delay_sec * (2 ** min(attempt, 30)))
+        return base * random.uniform(0.5, 1.0)
+
+
+class CallbackSender:
+    """POSTs JSON bodies to callback URLs with retries; one instance per server."""
+
+    def __init__(self, policy: RetryPolicy) -> None:
+        self.policy = policy
+        self._client: httpx.AsyncClient | None = None
+
+    def _http(self) -> httpx.AsyncClient:
+        if self._client is None:
+            self._client = httpx.AsyncClient(
+                timeout=self.policy.request_timeout_sec,
+                follow_redirects=False,
+                limits=httpx.Limits(max_connections=256, max_keepalive_connections=64),
+            )
+        return self._client
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None
+
+    async def deliver(
+        self, url: str, body: bytes, *, api_key: str | None, what: str
+    ) -> DeliveryResult:
+        """Deliver ``body`` to ``url``; never raises except ``CancelledError``."""
+        headers = {"content-type": "application/json"}
+        if api_key:
+            headers["authorization"] = f"Bearer {api_key}"
+        started = time.monotonic()
+        attempt = 0
+        while True:
+            retry_after: float | None = None
+            status: int | None = None
+            try:
+                response = await self._http().post(url, content=body, headers=headers)
+            except httpx.HTTPError as exc:
+                problem = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+            except Exception as exc:  # an invalid URL, for example: never retried
+                logger.error("%s callback to %s cannot be sent: %s", what, _safe_url(url), exc)
+                return DeliveryResult(DeliveryState.REJECTED)
+            else:
+                status = response.status_code
+                if status < 300:
+                    return DeliveryResult(DeliveryState.DELIVERED, _ack_json(response), status)
+                if 400 <= status < 500 and status not in _RETRYABLE_STATUS:
+                    logger.error(
+                        "%s callback to %s was rejected with HTTP %d (not retried): %s",
+                        what,
+                        _safe_url(url),
+                        status,
+                        response.text[:_BODY_EXCERPT],
+                    )
+                    return DeliveryResult(DeliveryState.REJECTED, status_code=status)
+                problem = f"HTTP {status}"
+                retry_after = _retry_after(response)
+            delay = self.policy.delay(attempt)
+            if retry_after is not None:
+                delay = min(max(delay, retry_after), self.policy.max_delay_sec)
+            attempt += 1
+            if time.monotonic() - started + delay > self.policy.budget_sec:
+                logger.error(
+                    "%s callback to %s still failing after %d attempts over %.0fs (%s); "
+                    "keeping it for redelivery",
+                    what,
+                    _safe_url(url),
+                    attempt,
+                    time.monotonic() - started,
+                    problem,
+                )
+                return DeliveryResult(DeliveryState.EXHAUSTED, status_code=status)
+            if attempt == 1 or attempt % 10 == 0:
+                logger.warning(
+                    "%s callback to %s failed (%s); retrying (attempt %d)",
+                    what,
+                    _safe_url(url),
+                    problem,
+                    attempt,
+                )
+            await asyncio.sleep(delay)
+
+
+def _retry_after(response: httpx.Response) -> float | None:
+    value = response.headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        return None
+    return seconds if seconds >= 0 else None
+
+
+def _ack_json(response: httpx.Response) -> Any:
+    if not response.content:
+        return None
+    try:
+        return json.loads(response.content)
+    except ValueError:
+        return None
+
+
+def _safe_url(url: str) -> str:
+    """The URL without query string or user info, which may carry credentials."""
+    try:
+        parsed = httpx.URL(url)
+    except Exception:
+        return "<invalid url>"
+    return str(parsed.copy_with(query=None, fragment=None, username=None, password=None))

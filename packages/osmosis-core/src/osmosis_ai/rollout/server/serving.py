@@ -1,0 +1,91 @@
+"""``serve``: run a rollout server app with uvicorn, with the right defaults.
+
+Binds 127.0.0.1 unless told otherwise. The port comes from the argument, else
+``_OSMOSIS_ROLLOUT_PORT`` (set by supervisors such as ``osmosis eval run``), else 8000.
+``timeout_keep_alive`` defaults to 2160 s, above the 2100 s idle timeout of the platform's load
+balancer, so pooled controller connections are not cut mid-run. On SIGTERM/SIGINT the app is
+told to drain at once (503 for new rollouts, long polls woken) instead of after uvicorn has
+waited for every open long poll to time out.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from types import FrameType
+from typing import Any
+
+ENV_ROLLOUT_PORT = "_OSMOSIS_ROLLOUT_PORT"
+DEFAULT_PORT = 8000
+DEFAULT_TIMEOUT_KEEP_ALIVE = 2160
+
+logger = logging.getLogger("osmosis_ai.rollout.server")
+
+
+def resolve_port(port: int | None) -> int:
+    """The argument, else ``_OSMOSIS_ROLLOUT_PORT``, else 8000 (0 asks for a free port)."""
+    if port is None:
+        raw = os.environ.get(ENV_ROLLOUT_PORT, "").strip()
+        if not raw:
+            return DEFAULT_PORT
+        try:
+            port = int(raw)
+        except ValueError:
+            raise ValueError(
+                f"{ENV_ROLLOUT_PORT}={raw!r} is not a port number; set it to an integer "
+                "between 0 and 65535 or unset it"
+            ) from None
+    if not 0 <= port <= 65535:
+        raise ValueError(f"port must be between 0 and 65535, got {port}")
+    return port
+
+
+def serve(
+    app: Any,
+    *,
+    host: str = "127.0.0.1",
+    port: int | None = None,
+    timeout_keep_alive: int = DEFAULT_TIMEOUT_KEEP_ALIVE,
+    **uvicorn_options: Any,
+) -> None:
+    """Serve ``app`` (from ``create_rollout_server``) until SIGINT/SIGTERM, then drain."""
+    import uvicorn
+
+    config = uvicorn.Config(
+        app,
+        host=host,
+        port=resolve_port(port),
+        timeout_keep_alive=timeout_keep_alive,
+        **uvicorn_options,
+    )
+    _DrainingServer(config).run()
+
+
+class _DrainingServer:
+    """A ``uvicorn.Server`` that starts the app's drain on the first exit signal."""
+
+    def __new__(cls, config: Any) -> Any:
+        import uvicorn
+
+        class DrainingServer(uvicorn.Server):
+            _loop: asyncio.AbstractEventLoop | None = None
+
+            async def startup(self, sockets: Any = None) -> None:
+                self._loop = asyncio.get_running_loop()
+                await super().startup(sockets=sockets)
+                for server in self.servers:
+                    for sock in server.sockets:
+                        address = sock.getsockname()
+                        if isinstance(address, tuple):
+                            logger.info(
+                                "rollout server listening on http://%s:%d", address[0], address[1]
+                            )
+
+            def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+                service = getattr(getattr(self.config.app, "state", None), "rollout_service", None)
+                if service is not None and self._loop is not None and not self.should_exit:
+                    self._loop.call_soon_threadsafe(service.begin_drain)
+                super().handle_exit(sig, frame)
+
+        return DrainingServer(config)
