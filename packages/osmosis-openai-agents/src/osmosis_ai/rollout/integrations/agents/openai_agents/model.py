@@ -1,0 +1,264 @@
+"""``OsmosisRolloutModel``: an ``agents`` Model that calls the policy of the active rollout.
+
+The model is a placeholder with no endpoint of its own. On every call it looks up the active
+:class:`~osmosis_ai.rollout.RolloutContext` and delegates to the SDK's own
+``OpenAIChatCompletionsModel`` on a client bound to that rollout's ``chat_completions_url``.
+Because the binding happens per call, an agent built at import time, cloned, copied, or reached
+through a handoff still talks to the rollout that is running it, and 200 concurrent rollouts
+sharing one agent object never see each other's endpoint.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any
+
+from agents.models.interface import Model
+from agents.models.openai_chatcompletions import OpenAIChatCompletionsModel
+
+from osmosis_ai.rollout.context import RolloutContext, get_rollout_context
+
+from .policy_calls import (
+    PolicyCall,
+    describe_output,
+    usage_dict,
+)
+from .policy_client import policy_client
+from .policy_errors import policy_error
+from .session import OsmosisMemorySession
+from .tracing import (
+    disable_trace_export_unless_opted_in,
+)
+
+if TYPE_CHECKING:
+    from agents.agent_output import AgentOutputSchemaBase
+    from agents.handoffs import Handoff
+    from agents.items import ModelResponse, TResponseInputItem, TResponseStreamEvent
+    from agents.model_settings import ModelSettings
+    from agents.models.interface import ModelTracing
+    from agents.tool import Tool
+
+disable_trace_export_unless_opted_in()
+
+DEFAULT_MODEL_NAME = "osmosis-rollout"
+
+_OUTSIDE_ROLLOUT = (
+    "OsmosisRolloutModel was called outside a rollout: it sends each request to the policy of "
+    "the active RolloutContext, and there is none. Run the agent inside AgentWorkflow.run "
+    "(executed by LocalBackend, the rollout server, or osmosis_ai.testing.run_rollout), or "
+    "enter `with RolloutContext(chat_completions_url=..., api_key=...):` around the run"
+)
+_NO_URL = (
+    "the active RolloutContext (rollout {rollout_id!r}) has no chat_completions_url, so "
+    "OsmosisRolloutModel does not know where the policy is; set it on the RolloutContext or "
+    "in the OSMOSIS_CHAT_COMPLETIONS_URL environment variable"
+)
+_NO_SESSION = (
+    "OsmosisRolloutModel was called in rollout {rollout_id!r}, but nothing records the "
+    "conversation, so the rollout would have no sample to grade. Pass a session created inside "
+    "run(): `await Runner.run(agent, ctx.prompt, session=OsmosisMemorySession())`. (If run() "
+    "returns its own messages instead, build the model with "
+    "OsmosisRolloutModel(require_session=False).)"
+)
+
+
+class OsmosisRolloutModel(Model):
+    """A late-binding ``agents`` Model for the policy being trained.
+
+    Args:
+        model: The model name sent on the wire (default ``"osmosis-rollout"``). A LiteLLM-style
+            ``"openai/<name>"`` prefix, as used with the public osmosis-ai SDK, is dropped.
+        timeout: Seconds to wait for each policy response (``None``: the ``openai`` default).
+        max_retries: Retries of a failed policy call by the ``openai`` client. Default 0: the
+            trainer's endpoint records every request it serves, so a silent retry could give
+            one turn two generations; a failed call fails the rollout as ``http_error`` and the
+            trainer decides whether to run it again.
+        require_session: Refuse to call the policy unless the rollout has a sample source
+            (normally an ``OsmosisMemorySession``), so that a forgotten ``session=`` fails on
+            the first call instead of producing a rollout without a sample.
+
+    Sampling parameters come from the agent's ``ModelSettings`` (``temperature``, ``top_p``,
+    ``max_tokens``, ``extra_headers``, ``extra_body``, ``extra_args``, ...), exactly as with
+    any ``agents`` model.
+    """
+
+    def __init__(
+        self,
+        model: str = DEFAULT_MODEL_NAME,
+        *,
+        timeout: float | None = None,
+        max_retries: int = 0,
+        require_session: bool = True,
+    ) -> None:
+        if not isinstance(model, str) or not model.strip():
+            raise ValueError(
+                f"OsmosisRolloutModel(model=...) must be a non-empty model name; got {model!r}"
+            )
+        if max_retries < 0:
+            raise ValueError(f"max_retries must be >= 0; got {max_retries}")
+        if timeout is not None and not timeout > 0:
+            raise ValueError(f"timeout must be a positive number of seconds; got {timeout}")
+        self.model = model.removeprefix("openai/")
+        self.timeout = timeout
+        self.max_retries = max_retries
+        self.require_session = require_session
+
+    def __repr__(self) -> str:
+        return f"OsmosisRolloutModel(model={self.model!r})"
+
+    # -- binding -----------------------------------------------------------------------------
+
+    def _bind(
+        self,
+    ) -> tuple[OpenAIChatCompletionsModel, RolloutContext, OsmosisMemorySession | None]:
+        ctx = get_rollout_context()
+        if ctx is None:
+            raise RuntimeError(_OUTSIDE_ROLLOUT)
+        if not ctx.chat_completions_url:
+            raise RuntimeError(_NO_URL.format(rollout_id=ctx.rollout_id))
+        source = ctx.sample_source
+        if source is None and self.require_session:
+            raise RuntimeError(_NO_SESSION.format(rollout_id=ctx.rollout_id))
+        client = policy_client(
+            ctx.chat_completions_url,
+            ctx.api_key,
+            timeout=self.timeout,
+            max_retries=self.max_retries,
+        )
+        session = source if isinstance(source, OsmosisMemorySession) else None
+        return OpenAIChatCompletionsModel(model=self.model, openai_client=client), ctx, session
+
+    @staticmethod
+    def _endpoint(ctx: RolloutContext) -> str:
+        return ctx.chat_completions_url.rstrip("/") + "/chat/completions"
+
+    def bound_model(self) -> OpenAIChatCompletionsModel:
+        """The SDK model this placeholder would delegate to right now (for inspection)."""
+        return self._bind()[0]
+
+    # -- Model API ---------------------------------------------------------------------------
+
+    async def get_response(
+        self,
+        system_instructions: str | None,
+        input: str | list[TResponseInputItem],
+        model_settings: ModelSettings,
+        tools: list[Tool],
+        output_schema: AgentOutputSchemaBase | None,
+        handoffs: list[Handoff],
+        tracing: ModelTracing,
+        *,
+        previous_response_id: str | None = None,
+        conversation_id: str | None = None,
+        prompt: Any | None = None,
+        **kwargs: Any,
+    ) -> ModelResponse:
+        import openai
+
+        bound, ctx, session = self._bind()
+        position = session.item_count if session is not None else 0
+        try:
+            response = await bound.get_response(
+                system_instructions,
+                input,
+                model_settings,
+                tools,
+                output_schema,
+                handoffs,
+                tracing,
+                previous_response_id=previous_response_id,
+                conversation_id=conversation_id,
+                prompt=prompt,
+                **kwargs,
+            )
+        except openai.APIError as exc:
+            translated = policy_error(exc, self._endpoint(ctx))
+            if translated is None:
+                raise
+            raise translated from exc
+        if session is not None:
+            call_ids, text, model = describe_output(response.output, self.model)
+            session.record_call(
+                PolicyCall(
+                    position, system_instructions, model, usage_dict(response.usage), call_ids, text
+                )
+            )
+        return response
+
+    async def stream_response(  # type: ignore[override]  # an async generator is an AsyncIterator
+        self,
+        system_instructions: str | None,
+        input: str | list[TResponseInputItem],
+        model_settings: ModelSettings,
+        tools: list[Tool],
+        output_schema: AgentOutputSchemaBase | None,
+        handoffs: list[Handoff],
+        tracing: ModelTracing,
+        *,
+        previous_response_id: str | None = None,
+        conversation_id: str | None = None,
+        prompt: Any | None = None,
+        **kwargs: Any,
+    ) -> AsyncIterator[TResponseStreamEvent]:
+        import openai
+
+        bound, ctx, session = self._bind()
+        position = session.item_count if session is not None else 0
+        if model_settings.include_usage is None:
+            # Ask for the usage chunk: the trajectory needs per-call token counts.
+            model_settings = dataclasses.replace(model_settings, include_usage=True)
+        try:
+            async for event in bound.stream_response(
+                system_instructions,
+                input,
+                model_settings,
+                tools,
+                output_schema,
+                handoffs,
+                tracing,
+                previous_response_id=previous_response_id,
+                conversation_id=conversation_id,
+                prompt=prompt,
+                **kwargs,
+            ):
+                if session is not None and event.type == "response.completed":
+                    call_ids, text, model = describe_output(event.response.output, self.model)
+                    session.record_call(
+                        PolicyCall(
+                            position,
+                            system_instructions,
+                            model,
+                            usage_dict(event.response.usage),
+                            call_ids,
+                            text,
+                        )
+                    )
+                yield event
+        except openai.APIError as exc:
+            translated = policy_error(exc, self._endpoint(ctx))
+            if translated is None:
+                raise
+            raise translated from exc
+
+
+class OsmosisLitellmModel(OsmosisRolloutModel):
+    """Compatibility name from the public osmosis-ai SDK, which called the policy via LiteLLM.
+
+    It is now the same direct ``openai`` client model as :class:`OsmosisRolloutModel` (LiteLLM
+    is not needed); existing code that builds it keeps working.
+    """
+
+
+def rollout_model_for(model: Any) -> Any:
+    """What an ``OsmosisAgent`` uses for ``model``: ``None`` and names become the policy model.
+
+    A model name or ``None`` would otherwise go through the SDK's process-global default
+    provider, i.e. to api.openai.com with the user's ``OPENAI_API_KEY``, not to the policy.
+    Explicit ``Model`` instances are kept (an agent may deliberately use another model).
+    """
+    if model is None:
+        return OsmosisRolloutModel()
+    if isinstance(model, str):
+        return OsmosisRolloutModel(model)
+    return model
