@@ -60,6 +60,7 @@ _EXPORTS = {
     "instant": f"{_P}.responders",
     "instant_text": f"{_P}.responders",
     "run_rollout": f"{_P}.run",
+    "run_rollout_sync": f"{_P}.run",
     "RolloutRunResult": f"{_P}.run",
 }
 __all__ = [
@@ -77,6 +78,7 @@ __all__ = [
     "multiply_solver",
     "rollout_scope",
     "run_rollout",
+    "run_rollout_sync",
     "text_reply",
     "tool_call_reply",
 ]
@@ -98,4 +100,4 @@ if TYPE_CHECKING:
         tool_call_reply,
     )
     from osmosis_ai.testing.responders import echo, instant, instant_text, multiply_solver
-    from osmosis_ai.testing.run import RolloutRunResult, run_rollout
+    from osmosis_ai.testing.run import RolloutRunResult, run_rollout, run_rollout_sync

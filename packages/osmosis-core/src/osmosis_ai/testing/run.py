@@ -1,0 +1,139 @@
+"""``run_rollout``: one workflow (and grader) end to end, the way the rollout server runs it.
+
+It builds a :class:`~osmosis_ai.rollout.LocalBackend`, enters a fresh
+:class:`~osmosis_ai.rollout.RolloutContext` whose ``chat_completions_url`` is the policy's
+rollout-scoped base URL, calls ``execute`` and summarizes the outcome::
+
+    async with ScriptedPolicyServer("multiply") as policy:
+        result = await run_rollout(
+            MultiplyWorkflow, MultiplyGrader,
+            prompt=[{"role": "user", "content": "What is 6 times 7?"}],
+            label="42", policy=policy,
+        )
+    assert result.status == "success"
+    assert result.reward == 1.0
+    assert result.sample.messages[-1]["content"] == "#### 42"
+
+``policy`` is a running :class:`~osmosis_ai.testing.ScriptedPolicyServer` or any
+chat-completions base URL (``str``). ``prompt`` may be a message list or a plain string (one
+user message). Strings ``"module:attr"`` are accepted for workflow, grader and configs, as by
+``LocalBackend``. Files go to ``<OSMOSIS_HOME>/<rollout_id>/`` — set ``OSMOSIS_HOME`` to a
+temporary directory in tests. :func:`run_rollout_sync` is the same for synchronous code (use a
+server started with ``with``, which runs in its own thread).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from osmosis_ai.rollout.backend.local import LocalBackend
+from osmosis_ai.rollout.context import RolloutContext, RolloutProgress
+from osmosis_ai.rollout.types.enums import RolloutErrorCategory, RolloutStatus
+from osmosis_ai.rollout.types.execution import ExecutionOutcome, ExecutionRequest
+from osmosis_ai.testing.policy_server import ScriptedPolicyServer
+
+if TYPE_CHECKING:
+    from osmosis_ai.rollout.agent_workflow import AgentWorkflow
+    from osmosis_ai.rollout.grader import Grader
+    from osmosis_ai.rollout.types.config import BaseConfig
+    from osmosis_ai.rollout.types.sample import RolloutSample
+
+DEFAULT_TEST_API_KEY = "osmosis-test-key"
+
+
+@dataclass(frozen=True, slots=True)
+class RolloutRunResult:
+    """What the controller would receive, plus the full two-phase outcome.
+
+    ``reward`` is the sample's reward only for a ``success`` that is not ``remove_sample``
+    (the wire rule); ``outcome.workflow`` / ``outcome.grader`` hold each phase.
+    """
+
+    status: RolloutStatus
+    sample: RolloutSample | None
+    reward: float | None
+    err_category: RolloutErrorCategory | None
+    err_message: str | None
+    outcome: ExecutionOutcome
+    rollout_id: str = ""
+
+
+def _prompt(prompt: list[dict[str, Any]] | str) -> list[dict[str, Any]]:
+    if isinstance(prompt, str):
+        return [{"role": "user", "content": prompt}]
+    if not isinstance(prompt, list):
+        raise TypeError("prompt must be a list of chat messages or a string")
+    return prompt
+
+
+async def run_rollout(
+    workflow: type[AgentWorkflow[Any]] | str,
+    grader: type[Grader] | str | None = None,
+    *,
+    prompt: list[dict[str, Any]] | str,
+    label: str | None = None,
+    metadata: dict[str, Any] | None = None,
+    policy: ScriptedPolicyServer | str,
+    workflow_config: BaseConfig | str | None = None,
+    grader_config: BaseConfig | str | None = None,
+    agent_timeout_sec: float | None = None,
+    grader_timeout_sec: float | None = None,
+    rollout_id: str | None = None,
+    grade: bool = True,
+    api_key: str = DEFAULT_TEST_API_KEY,
+) -> RolloutRunResult:
+    """Run one rollout through ``LocalBackend`` against ``policy``; see the module docstring."""
+    rollout_id = rollout_id or f"test-{uuid.uuid4().hex[:12]}"
+    request = ExecutionRequest(
+        id=rollout_id,
+        prompt=_prompt(prompt),
+        label=label,
+        metadata=metadata,
+        agent_timeout_sec=agent_timeout_sec,
+        grader_timeout_sec=grader_timeout_sec,
+        grade=grade,
+    )
+    if isinstance(policy, ScriptedPolicyServer):
+        url = policy.chat_completions_url(rollout_id)
+    elif isinstance(policy, str) and policy:
+        url = policy.rstrip("/")
+    else:
+        raise TypeError(
+            "policy must be a running ScriptedPolicyServer or a chat-completions base URL"
+        )
+    backend = LocalBackend(
+        workflow=workflow,
+        workflow_config=workflow_config,
+        grader=grader,
+        grader_config=grader_config,
+    )
+    with RolloutContext(
+        chat_completions_url=url,
+        api_key=api_key,
+        rollout_id=rollout_id,
+        progress=RolloutProgress(),
+    ):
+        outcome = await backend.execute(request)
+    await backend.shutdown()
+    result = outcome.result
+    sample = result.sample
+    reward = None
+    if result.status == RolloutStatus.SUCCESS and sample is not None and not sample.remove_sample:
+        reward = sample.reward
+    return RolloutRunResult(
+        status=result.status,
+        sample=sample,
+        reward=reward,
+        err_category=result.err_category,
+        err_message=result.err_message,
+        outcome=outcome,
+        rollout_id=rollout_id,
+    )
+
+
+def run_rollout_sync(*args: Any, **kwargs: Any) -> RolloutRunResult:
+    """:func:`run_rollout` from synchronous code (not from inside a running event loop)."""
+    return asyncio.run(run_rollout(*args, **kwargs))
