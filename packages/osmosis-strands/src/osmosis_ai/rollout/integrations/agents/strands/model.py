@@ -1,0 +1,178 @@
+"""``OsmosisRolloutModel``: a Strands ``Model`` that calls the policy of whichever rollout is running.
+
+Rollout templates build their model (and often the whole agent config) at import time, long before
+any rollout exists, and one rollout server runs hundreds of rollouts concurrently through that one
+object. So the model holds only configuration; on **every** call it resolves the ambient
+:class:`~osmosis_ai.rollout.RolloutContext` and delegates to a throw-away Strands ``OpenAIModel``
+addressed at that rollout's ``chat_completions_url`` with its API key (the client underneath is
+shared per event loop, see :mod:`.clients`). Strands still does all request formatting and stream
+parsing, so behaviour matches ``OpenAIModel`` on every supported Strands release.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+from collections.abc import AsyncGenerator, AsyncIterable
+from typing import TYPE_CHECKING, Any, Protocol
+
+from strands.models import Model
+
+from osmosis_ai.rollout.context import RolloutContext, get_rollout_context
+
+from .clients import rollout_client
+from .errors import translate_policy_error
+from .wire import (
+    CallObserver,
+    CallRecord,
+    ObservedClient,
+)
+
+if TYPE_CHECKING:
+    from strands.models.openai import OpenAIModel
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_MODEL_ID = "osmosis-rollout"
+# Config keys consumed here rather than forwarded to Strands' OpenAIModel.
+_CLIENT_KEYS = ("timeout", "max_retries", "stream")
+
+_HOW_TO_RUN = (
+    "Run the workflow through osmosis: in tests with "
+    "`await osmosis_ai.testing.run_rollout(...)` against a `ScriptedPolicyServer`, in a rollout "
+    "server with `create_rollout_server(backend=LocalBackend(...))`, or enter "
+    "`RolloutContext(chat_completions_url=..., api_key=...)` yourself (inside a sandbox the "
+    "OSMOSIS_CHAT_COMPLETIONS_URL and OSMOSIS_API_KEY environment variables provide it)."
+)
+
+
+class CallRecorder(Protocol):
+    """Receives one :class:`CallRecord` per completed policy call (see :mod:`.sample`)."""
+
+    def record_call(self, record: CallRecord) -> None: ...
+
+
+class OsmosisRolloutModel(Model):
+    """The policy being trained, as a Strands model; usable only while a rollout is running.
+
+    ``OsmosisRolloutModel(params={"temperature": 1.0, "max_tokens": 4096})`` takes the
+    ``OpenAIModel`` configuration: ``model_id`` (default ``"osmosis-rollout"``; the policy server
+    decides what actually serves it) and ``params`` (sent in every request body, e.g.
+    ``temperature``, ``top_p``, ``max_tokens``, ``extra_body``). Also accepted:
+
+    * ``stream`` (or ``params={"stream": False}``): streaming is the default; non-streaming sends
+      one plain ``chat.completion`` request. Both work on every supported Strands release.
+    * ``timeout`` (seconds per policy request; default: the ``openai`` client's 600 s) and
+      ``max_retries`` (default 0: a failing policy fails the rollout as ``http_error`` or
+      ``timeout`` instead of being retried blindly; Strands still backs off on HTTP 429).
+
+    Build it anywhere (module level is fine) and share it between agents and rollouts: each call
+    goes to the rollout active in the calling task. Called outside a rollout it raises a
+    ``RuntimeError`` that says how to run it.
+    """
+
+    def __init__(self, **model_config: Any) -> None:
+        params = model_config.get("params")
+        if params is not None and not isinstance(params, dict):
+            raise TypeError(
+                f"OsmosisRolloutModel(params=...) must be a dict of request parameters such as "
+                f'{{"temperature": 1.0}}, got {type(params).__name__}'
+            )
+        model_config.setdefault("model_id", DEFAULT_MODEL_ID)
+        self.config: dict[str, Any] = model_config
+        self._recorder: CallRecorder | None = None
+
+    def update_config(self, **model_config: Any) -> None:  # pyright: ignore[reportIncompatibleMethodOverride]
+        self.config.update(model_config)
+
+    def get_config(self) -> dict[str, Any]:  # pyright: ignore[reportIncompatibleMethodOverride]
+        return self.config
+
+    def bound_to(self, recorder: CallRecorder) -> OsmosisRolloutModel:
+        """A copy that reports each completed call to ``recorder`` (one per agent).
+
+        The copy shares this model's config dict, so ``update_config`` on either is seen by both.
+        """
+        bound = copy.copy(self)
+        bound._recorder = recorder
+        return bound
+
+    def __repr__(self) -> str:
+        return f"OsmosisRolloutModel(model_id={self.config.get('model_id')!r})"
+
+    # -- calls ---------------------------------------------------------------------------------
+
+    def _delegate(self, observer: CallObserver) -> tuple[OpenAIModel, str]:
+        ctx = _active_context()
+        from strands.models.openai import OpenAIModel  # deferred: pulls in openai (~1 s)
+
+        config = dict(self.config)
+        timeout = config.pop("timeout", None)
+        max_retries = config.pop("max_retries", 0)
+        stream = config.pop("stream", None)
+        params = dict(config.get("params") or {})
+        if stream is not None:
+            params["stream"] = bool(stream)
+        config["params"] = params
+        client = rollout_client(
+            ctx.chat_completions_url, ctx.api_key, timeout=timeout, max_retries=max_retries
+        )
+        model = OpenAIModel(client=ObservedClient(client, observer), **config)
+        return model, ctx.chat_completions_url
+
+    async def stream(  # pyright: ignore[reportIncompatibleMethodOverride]
+        self,
+        messages: Any,
+        tool_specs: Any = None,
+        system_prompt: str | None = None,
+        **kwargs: Any,
+    ) -> AsyncGenerator[Any, None]:
+        observer = CallObserver()
+        delegate, url = self._delegate(observer)
+        async for event in _translated(
+            delegate.stream(messages, tool_specs, system_prompt, **kwargs), url
+        ):
+            yield event
+        if self._recorder is not None:
+            self._recorder.record_call(observer.record(str(self.config["model_id"])))
+
+    async def structured_output(  # pyright: ignore[reportIncompatibleMethodOverride]
+        self,
+        output_model: Any,
+        prompt: Any,
+        system_prompt: str | None = None,
+        **kwargs: Any,
+    ) -> AsyncGenerator[Any, None]:
+        delegate, url = self._delegate(CallObserver())
+        async for event in _translated(
+            delegate.structured_output(output_model, prompt, system_prompt=system_prompt, **kwargs),
+            url,
+        ):
+            yield event
+
+
+def _active_context() -> RolloutContext:
+    ctx = get_rollout_context()
+    if ctx is None:
+        raise RuntimeError(
+            "OsmosisRolloutModel was called outside a rollout: it sends each request to the "
+            "policy of the rollout being executed, and no RolloutContext is active. " + _HOW_TO_RUN
+        )
+    if not ctx.chat_completions_url:
+        raise RuntimeError(
+            f"OsmosisRolloutModel: the active rollout {ctx.rollout_id or '(no id)'!r} has no "
+            "chat_completions_url, so there is no policy to call. " + _HOW_TO_RUN
+        )
+    return ctx
+
+
+async def _translated(events: AsyncIterable[Any], url: str) -> AsyncGenerator[Any, None]:
+    """Re-raise policy transport failures as PolicyHTTPError / PolicyTimeoutError."""
+    try:
+        async for event in events:
+            yield event
+    except Exception as exc:
+        translated = translate_policy_error(exc, url)
+        if translated is None or translated is exc:
+            raise
+        raise translated from exc

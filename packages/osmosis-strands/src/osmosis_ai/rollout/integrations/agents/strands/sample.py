@@ -1,0 +1,177 @@
+"""Sample capture: one :class:`StrandsSampleSource` per rollout, fed by the agent's hooks.
+
+``sample.messages`` is the agent's Strands-native history (what graders written for the public
+SDK read, e.g. ``ctx.sample.messages[-1]["content"][0]["text"]``). ``sample.trajectory_messages``
+is the same conversation in chat-completions form, exactly as Strands puts it on the wire, with
+the system prompt first and ``"model"`` and ``"usage"`` on every assistant message that a policy
+call produced, so the trajectory writer can attribute tokens per step.
+
+Which rollout a message belongs to is decided by the ambient ``RolloutContext``: the agent
+registers its source on the rollout it is constructed in, or (for an agent built at import time)
+on the rollout it is first invoked in. An agent reused by a later rollout freezes the earlier
+rollout's sample before switching, so each sample holds only its own rollout's view.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from strands.hooks import (
+    AfterInvocationEvent,
+    BeforeInvocationEvent,
+    HookProvider,
+    HookRegistry,
+    MessageAddedEvent,
+)
+
+from osmosis_ai.rollout.context import RolloutContext, SampleSource, get_rollout_context
+from osmosis_ai.rollout.types.sample import RolloutSample
+
+if TYPE_CHECKING:
+    from strands import Agent
+
+    from .wire import CallRecord
+
+# (message, record): the message is kept so that its id() stays unique while the entry lives.
+type CallIndex = dict[int, tuple[Mapping[str, Any], CallRecord]]
+
+
+class StrandsSampleSource(SampleSource):
+    """The sample of one rollout served by one Strands agent."""
+
+    def __init__(self, agent: Agent, capture: SampleCapture) -> None:
+        self._agent = agent
+        self._capture = capture
+        self.calls: CallIndex = {}
+        self._frozen: RolloutSample | None = None
+
+    @property
+    def agent(self) -> Agent:
+        return self._agent
+
+    def freeze(self) -> None:
+        """Snapshot the sample now: the agent is about to serve another rollout."""
+        if self._frozen is None:
+            self._frozen = self._build()
+
+    async def get_sample(self) -> RolloutSample:
+        if self._frozen is not None:
+            return self._frozen.model_copy(deep=True)
+        return self._build()
+
+    async def get_preview(self, max_messages: int) -> RolloutSample | None:
+        if self._frozen is not None:
+            messages = list(self._frozen.messages)
+        else:
+            messages = list(self._agent.messages)
+        tail = copy.deepcopy(messages[-max_messages:]) if max_messages > 0 else []
+        return RolloutSample(messages=tail, trajectory_messages=None)
+
+    def _build(self) -> RolloutSample:
+        messages = list(self._agent.messages)
+        return RolloutSample(
+            messages=copy.deepcopy(messages),
+            trajectory_messages=chat_completions_messages(
+                messages, self._agent.system_prompt, self.calls
+            ),
+        )
+
+
+class SampleCapture(HookProvider):
+    """Per-agent hooks: register the rollout's sample source and attribute policy calls.
+
+    It is also the model's :class:`~.model.CallRecorder`: the agent's bound model reports each
+    completed call here, and the next assistant message the agent appends is that call's answer.
+    """
+
+    def __init__(self) -> None:
+        self._agent: Agent | None = None
+        self._source: StrandsSampleSource | None = None
+        self._pending: CallRecord | None = None
+
+    def attach(self, agent: Agent) -> None:
+        self._agent = agent
+        agent.hooks.add_hook(self)
+
+    def register_hooks(self, registry: HookRegistry, **kwargs: Any) -> None:
+        registry.add_callback(BeforeInvocationEvent, self._before_invocation)
+        registry.add_callback(MessageAddedEvent, self._message_added)
+        registry.add_callback(AfterInvocationEvent, self._after_invocation)
+
+    def bind(self, ctx: RolloutContext) -> StrandsSampleSource:
+        """Make this agent the sample source of ``ctx`` (idempotent)."""
+        assert self._agent is not None, "attach() the capture to its agent first"
+        current = ctx.sample_source
+        if isinstance(current, StrandsSampleSource) and current.agent is self._agent:
+            self._switch_to(current)
+            return current
+        if current is not None:
+            raise ValueError(
+                f"rollout {ctx.rollout_id or '(no id)'!r} already has a sample source "
+                f"({type(current).__name__}); a rollout produces exactly one sample, so use one "
+                "OsmosisStrandsAgent per rollout (other agents, e.g. sub-agents used as tools, can "
+                "be plain strands.Agent instances sharing the same OsmosisRolloutModel)"
+            )
+        source = StrandsSampleSource(self._agent, self)
+        ctx.set_sample_source(source)
+        self._switch_to(source)
+        return source
+
+    def _switch_to(self, source: StrandsSampleSource) -> None:
+        if self._source is not None and self._source is not source:
+            self._source.freeze()
+        self._source = source
+
+    def record_call(self, record: CallRecord) -> None:
+        self._pending = record
+
+    def _before_invocation(self, event: BeforeInvocationEvent) -> None:
+        self._pending = None
+        ctx = get_rollout_context()
+        if ctx is not None:
+            self.bind(ctx)
+
+    def _message_added(self, event: MessageAddedEvent) -> None:
+        message = event.message
+        if message.get("role") != "assistant" or self._pending is None:
+            return
+        record, self._pending = self._pending, None
+        if self._source is not None:
+            self._source.calls[id(message)] = (message, record)
+
+    def _after_invocation(self, event: AfterInvocationEvent) -> None:
+        self._pending = None
+
+
+def chat_completions_messages(
+    messages: Sequence[Mapping[str, Any]],
+    system_prompt: str | None,
+    calls: CallIndex,
+) -> list[dict[str, Any]]:
+    """The conversation as Strands sends it to a chat-completions endpoint, plus per-call usage.
+
+    Each native message is formatted on its own (Strands formats messages independently), which
+    keeps track of which wire message an assistant turn became.
+    """
+    from strands.models.openai import OpenAIModel
+
+    out: list[dict[str, Any]] = OpenAIModel.format_request_messages([], system_prompt)
+    for message in messages:
+        wire_message = {"role": message["role"], "content": message["content"]}
+        formatted = OpenAIModel.format_request_messages([wire_message])  # pyright: ignore[reportArgumentType]
+        entry = calls.get(id(message))
+        if entry is not None and entry[0] is message:
+            record = entry[1]
+            target: dict[str, Any] | None = next(
+                (m for m in formatted if m.get("role") == "assistant"), None
+            )
+            if target is None:  # an empty answer is dropped by the formatter; keep its usage
+                target = {"role": "assistant", "content": ""}
+                formatted.insert(0, target)
+            target["model"] = record.model
+            if record.usage is not None:
+                target["usage"] = dict(record.usage)
+        out.extend(formatted)
+    return out

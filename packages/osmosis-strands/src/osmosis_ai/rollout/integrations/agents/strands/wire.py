@@ -1,0 +1,187 @@
+"""The client handed to Strands' ``OpenAIModel``: the real ``AsyncOpenAI``, observed.
+
+Strands reads the usage of a call only into its own metrics and never keeps the ``model`` the
+policy answered with, yet the trajectory needs both on every assistant message. Wrapping the
+client (``OpenAIModel(client=...)`` is a documented injection point) lets us observe each response
+without re-implementing Strands' request formatting or stream parsing. The wrapper also fixes two
+wire-level problems of older Strands releases:
+
+* ``stream_options`` is sent even when ``stream`` is false; strict servers (vLLM) reject that
+  with HTTP 400, so it is dropped from non-streaming requests;
+* before strands-agents 1.45 ``OpenAIModel.stream`` can only iterate a stream, so a
+  non-streaming response is also made iterable as one equivalent chunk. Newer releases read the
+  completion's attributes directly, which the wrapper passes through.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from types import SimpleNamespace
+from typing import Any
+
+
+@dataclass(slots=True)
+class CallRecord:
+    """What one policy call answered with: the serving model and its token usage."""
+
+    model: str
+    usage: dict[str, int] | None
+
+
+class CallObserver:
+    """Collects the model name and usage seen in one call's response."""
+
+    __slots__ = ("model", "usage")
+
+    def __init__(self) -> None:
+        self.model: str | None = None
+        self.usage: dict[str, int] | None = None
+
+    def observe(self, response: Any) -> None:
+        model = getattr(response, "model", None)
+        if isinstance(model, str) and model:
+            self.model = model
+        usage = _usage_dict(getattr(response, "usage", None))
+        if usage is not None:
+            self.usage = usage
+
+    def record(self, requested_model: str) -> CallRecord:
+        return CallRecord(model=self.model or requested_model, usage=self.usage)
+
+
+def _usage_dict(usage: Any) -> dict[str, int] | None:
+    if usage is None:
+        return None
+    prompt = getattr(usage, "prompt_tokens", None)
+    completion = getattr(usage, "completion_tokens", None)
+    if not isinstance(prompt, int) or not isinstance(completion, int):
+        return None
+    total = getattr(usage, "total_tokens", None)
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": total if isinstance(total, int) else prompt + completion,
+    }
+
+
+class ObservedClient:
+    """``client.chat.completions.create`` observed; every other attribute is the real client's."""
+
+    def __init__(self, client: Any, observer: CallObserver) -> None:
+        self._client = client
+        self.chat = _Chat(client.chat, observer)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._client, name)
+
+
+class _Chat:
+    def __init__(self, chat: Any, observer: CallObserver) -> None:
+        self._chat = chat
+        self.completions = _Completions(chat.completions, observer)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._chat, name)
+
+
+class _Completions:
+    def __init__(self, completions: Any, observer: CallObserver) -> None:
+        self._completions = completions
+        self._observer = observer
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._completions, name)
+
+    async def create(self, **request: Any) -> Any:
+        if not request.get("stream"):
+            request.pop("stream_options", None)
+            completion = await self._completions.create(**request)
+            self._observer.observe(completion)
+            return _IterableCompletion(completion)
+        stream = await self._completions.create(**request)
+        return _ObservedStream(stream, self._observer)
+
+
+class _ObservedStream:
+    """An ``AsyncStream`` whose chunks are observed as they pass.
+
+    ``__aiter__`` returns one shared iterator because Strands iterates the same response twice
+    (up to ``finish_reason``, then again to drain the trailing usage chunk).
+    """
+
+    def __init__(self, stream: Any, observer: CallObserver) -> None:
+        self._stream = stream
+        self._observer = observer
+        self._iterator: AsyncIterator[Any] | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+    def __aiter__(self) -> _ObservedStream:
+        return self
+
+    async def __anext__(self) -> Any:
+        if self._iterator is None:
+            self._iterator = aiter(self._stream)
+        chunk = await anext(self._iterator)
+        self._observer.observe(chunk)
+        return chunk
+
+
+class _IterableCompletion:
+    """A ``ChatCompletion`` that can also be iterated as the one equivalent stream chunk."""
+
+    def __init__(self, completion: Any) -> None:
+        self._completion = completion
+        self._consumed = False
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._completion, name)
+
+    def __aiter__(self) -> _IterableCompletion:
+        return self
+
+    async def __anext__(self) -> Any:
+        # Single-shot across repeated ``async for`` loops, like the stream it stands in for.
+        if self._consumed:
+            raise StopAsyncIteration
+        self._consumed = True
+        return _as_chunk(self._completion)
+
+
+def _as_chunk(completion: Any) -> SimpleNamespace:
+    choices = []
+    for index, choice in enumerate(getattr(completion, "choices", None) or []):
+        message = choice.message
+        tool_calls = [
+            SimpleNamespace(
+                index=position,
+                id=call.id,
+                type="function",
+                function=SimpleNamespace(
+                    name=call.function.name, arguments=call.function.arguments
+                ),
+            )
+            for position, call in enumerate(getattr(message, "tool_calls", None) or [])
+        ]
+        delta = SimpleNamespace(
+            role="assistant",
+            content=getattr(message, "content", None),
+            reasoning_content=getattr(message, "reasoning_content", None),
+            tool_calls=tool_calls or None,
+        )
+        choices.append(
+            SimpleNamespace(
+                index=getattr(choice, "index", index),
+                delta=delta,
+                finish_reason=getattr(choice, "finish_reason", None)
+                or ("tool_calls" if tool_calls else "stop"),
+            )
+        )
+    return SimpleNamespace(
+        id=getattr(completion, "id", ""),
+        model=getattr(completion, "model", ""),
+        choices=choices,
+        usage=getattr(completion, "usage", None),
+    )
