@@ -1,0 +1,13 @@
+"""The controller side of the rollout protocol: admit, poll, cancel (needs only ``httpx``)."""
+
+from __future__ import annotations
+
+from osmosis_ai.rollout.client.client import RolloutClient, RolloutHandle
+from osmosis_ai.rollout.client.errors import RolloutAdmissionTimeoutError, RolloutProtocolError
+
+__all__ = [
+    "RolloutAdmissionTimeoutError",
+    "RolloutClient",
+    "RolloutHandle",
+    "RolloutProtocolError",
+]
