@@ -1,0 +1,98 @@
+"""Child-process entry that serves a rollout's ``app`` for ``osmosis eval run``.
+
+Run as a *file* (``python _server_bootstrap.py ENTRYPOINT ROLLOUT_DIR PORT_FILE``), never as a
+module of ``osmosis_cli``: with ``--isolated`` it runs in the rollout's own environment, where
+the CLI is not installed. It therefore imports only the standard library, uvicorn (a dependency
+of every rollout server) and the entrypoint.
+
+* The entrypoint is loaded under a private module name, so its ``if __name__ == "__main__"``
+  block (which would start a server on a fixed port) does not run; it must expose ``app`` (the
+  object ``create_rollout_server`` returns) or a zero-argument ``create_app()``.
+* The child binds 127.0.0.1 on a free port itself and reports it through ``PORT_FILE``, so
+  there is no race between choosing a port and binding it.
+* Parent death: with ``_OSMOSIS_EVAL_WATCH_STDIN=1`` a thread blocks on stdin, a pipe whose
+  other end only the eval process holds. When that process dies for any reason (also
+  ``kill -9``) the pipe reaches EOF, and the server shuts down gracefully, then hard-exits if
+  draining takes too long. This works through ``uv run`` too, where the eval process is not
+  the direct parent.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import signal
+import socket
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+_GRACE_SEC = 15.0
+
+
+def _watch_parent() -> None:
+    def watch() -> None:
+        try:
+            while sys.stdin.buffer.read(65536):
+                pass
+        except (OSError, ValueError):
+            pass
+        os.kill(os.getpid(), signal.SIGTERM)
+        timer = threading.Timer(_GRACE_SEC, lambda: os._exit(1))
+        timer.daemon = True
+        timer.start()
+
+    threading.Thread(target=watch, name="osmosis-parent-watch", daemon=True).start()
+
+
+def _load_app(entrypoint: Path, rollout_dir: Path) -> Any:
+    for folder in {str(rollout_dir), str(entrypoint.parent)}:
+        if folder not in sys.path:
+            sys.path.insert(0, folder)
+    spec = importlib.util.spec_from_file_location("_osmosis_rollout_entrypoint", entrypoint)
+    if spec is None or spec.loader is None:
+        raise SystemExit(f"osmosis eval: cannot load entrypoint {entrypoint}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    app = getattr(module, "app", None)
+    if app is None and callable(getattr(module, "create_app", None)):
+        app = module.create_app()
+    if app is None:
+        raise SystemExit(
+            f"osmosis eval: {entrypoint.name} must define `app = create_rollout_server(...)` "
+            "(or a zero-argument `create_app()` returning it) at module level"
+        )
+    return app
+
+
+def main(argv: list[str]) -> None:
+    if len(argv) != 3:
+        raise SystemExit("usage: _server_bootstrap.py ENTRYPOINT ROLLOUT_DIR PORT_FILE")
+    entrypoint, rollout_dir, port_file = Path(argv[0]), Path(argv[1]), Path(argv[2])
+    if os.environ.get("_OSMOSIS_EVAL_WATCH_STDIN") == "1":
+        _watch_parent()
+    app = _load_app(entrypoint.resolve(), rollout_dir.resolve())
+
+    import uvicorn
+
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    tmp = port_file.with_name(port_file.name + ".tmp")
+    tmp.write_text(str(port))
+    tmp.replace(port_file)
+    config = uvicorn.Config(
+        app,
+        log_level=os.environ.get("_OSMOSIS_EVAL_SERVER_LOG_LEVEL", "warning"),
+        access_log=False,
+        timeout_keep_alive=2160,
+        timeout_graceful_shutdown=10,
+    )
+    uvicorn.Server(config).run(sockets=[sock])
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,486 @@
+"""The rollout-scoped chat-completions endpoint: a faithful proxy to the upstream model.
+
+Each rollout gets ``chat_completions_url = http://127.0.0.1:<port>/v1/rollouts/<rollout_id>``
+and its own random bearer token; the agent POSTs ``<url>/chat/completions`` as to any
+OpenAI-compatible server. The proxy
+
+* checks the bearer token of *that* rollout (constant-time), so one rollout cannot spend
+  another's budget or pollute its record, and an unknown or finished rollout gets 401/404;
+* forwards **every** request field unchanged, except ``model``, which becomes the upstream model
+  (agents say ``osmosis-rollout``; the eval decides which model answers);
+* streams for real: upstream SSE bytes are passed through as they arrive;
+* retries upstream 408/429/5xx and connection failures with exponential backoff (honouring
+  ``Retry-After``) before anything was sent to the agent, so a rate limit is not an agent
+  failure;
+* records per call: latency, time to first byte, HTTP status, attempts, usage, and token ids
+  and logprobs when the upstream returns them (vLLM ``return_token_ids``, ``logprobs``), so the
+  trajectory of the rollout carries them.
+
+Why a bare ASGI app rather than FastAPI: the proxy is on the hot path of every model call and
+needs byte-level control of streaming; routing is two path shapes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hmac
+import json
+import random
+import secrets
+import socket
+import time
+from collections.abc import Awaitable, Callable, Generator, MutableMapping
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+
+from osmosis_cli.local_eval.upstream import Upstream
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+
+RETRYABLE_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504})
+_RETRYABLE_ERRORS = (httpx.TransportError,)
+_CHAT_SUFFIX = ("chat", "completions")
+
+
+@dataclass(slots=True)
+class RetryPolicy:
+    """Upstream retry schedule: ``base * 2**(attempt-1)`` capped, ``Retry-After`` wins."""
+
+    max_attempts: int = 6
+    base_delay: float = 0.5
+    max_delay: float = 8.0
+    max_retry_after: float = 60.0
+
+    def delay(self, attempt: int, retry_after: str | None) -> float:
+        if retry_after:
+            with contextlib.suppress(ValueError):
+                return min(max(float(retry_after), 0.0), self.max_retry_after)
+        backoff = min(self.base_delay * (2 ** (attempt - 1)), self.max_delay)
+        return backoff * (0.75 + random.random() / 2)
+
+
+@dataclass(slots=True)
+class CallRecord:
+    """One model call made by a rollout, as the proxy saw it."""
+
+    started_at: float
+    stream: bool
+    status_code: int = 0
+    attempts: int = 0
+    latency_ms: float = 0.0
+    first_byte_ms: float | None = None
+    model: str | None = None
+    usage: dict[str, Any] | None = None
+    prompt_token_ids: list[int] | None = None
+    completion_token_ids: list[int] | None = None
+    logprobs: Any = None
+    error: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        data = {
+            "started_at": self.started_at,
+            "stream": self.stream,
+            "status_code": self.status_code,
+            "attempts": self.attempts,
+            "latency_ms": round(self.latency_ms, 3),
+            "first_byte_ms": None if self.first_byte_ms is None else round(self.first_byte_ms, 3),
+            "model": self.model,
+            "usage": self.usage,
+            "prompt_token_ids": self.prompt_token_ids,
+            "completion_token_ids": self.completion_token_ids,
+            "logprobs": self.logprobs,
+            "error": self.error,
+        }
+        return {k: v for k, v in data.items() if v is not None}
+
+    @property
+    def total_tokens(self) -> int:
+        usage = self.usage or {}
+        total = usage.get("total_tokens")
+        if isinstance(total, int):
+            return total
+        parts = [usage.get("prompt_tokens"), usage.get("completion_tokens")]
+        return sum(p for p in parts if isinstance(p, int))
+
+    def absorb_response(self, data: Any) -> None:
+        """Pick usage, model, token ids and logprobs out of a (final or chunk) response."""
+        if not isinstance(data, dict):
+            return
+        if isinstance(data.get("model"), str):
+            self.model = data["model"]
+        if isinstance(data.get("usage"), dict):
+            self.usage = data["usage"]
+        if isinstance(data.get("prompt_token_ids"), list):
+            self.prompt_token_ids = data["prompt_token_ids"]
+        choices = data.get("choices")
+        if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+            return
+        choice = choices[0]
+        if isinstance(choice.get("prompt_token_ids"), list):
+            self.prompt_token_ids = choice["prompt_token_ids"]
+        ids = choice.get("token_ids")
+        if isinstance(ids, list):
+            self.completion_token_ids = (self.completion_token_ids or []) + ids
+        logprobs = choice.get("logprobs")
+        if isinstance(logprobs, dict) and isinstance(logprobs.get("content"), list):
+            if isinstance(self.logprobs, dict) and isinstance(self.logprobs.get("content"), list):
+                self.logprobs["content"].extend(logprobs["content"])
+            else:
+                self.logprobs = {"content": list(logprobs["content"])}
+        elif logprobs is not None and self.logprobs is None:
+            self.logprobs = logprobs
+
+
+@dataclass(slots=True)
+class _Route:
+    token: str
+    calls: list[CallRecord] = field(default_factory=list)
+
+
+class _SSEWatcher:
+    """Reads SSE ``data:`` payloads out of passed-through bytes to fill a :class:`CallRecord`."""
+
+    def __init__(self, record: CallRecord) -> None:
+        self._record = record
+        self._buffer = b""
+
+    def feed(self, chunk: bytes) -> None:
+        self._buffer += chunk
+        *lines, self._buffer = self._buffer.split(b"\n")
+        for line in lines:
+            line = line.strip()
+            if not line.startswith(b"data:"):
+                continue
+            payload = line[5:].strip()
+            if payload == b"[DONE]" or not payload:
+                continue
+            try:
+                self._record.absorb_response(json.loads(payload))
+            except (json.JSONDecodeError, UnicodeDecodeError):
+                continue
+
+
+class _QuietServer:
+    """uvicorn server that leaves signal handling to the eval command."""
+
+    def __init__(self, app: Any) -> None:
+        import uvicorn
+
+        class _Server(uvicorn.Server):
+            @contextlib.contextmanager
+            def capture_signals(self) -> Generator[None, None, None]:
+                yield
+
+        config = uvicorn.Config(
+            app,
+            log_level="warning",
+            access_log=False,
+            lifespan="off",
+            timeout_graceful_shutdown=2,
+            timeout_keep_alive=120,
+        )
+        self.server = _Server(config)
+
+
+class PolicyProxy:
+    """Serves ``/v1/rollouts/<id>/chat/completions`` on 127.0.0.1 and forwards upstream."""
+
+    def __init__(
+        self,
+        upstream: Upstream,
+        *,
+        retry: RetryPolicy | None = None,
+        request_timeout_sec: float = 600.0,
+        on_event: Callable[[str, dict[str, Any]], None] | None = None,
+    ) -> None:
+        self.upstream = upstream
+        self.retry = retry or RetryPolicy()
+        self._timeout = request_timeout_sec
+        self._routes: dict[str, _Route] = {}
+        self._on_event = on_event
+        self._client: httpx.AsyncClient | None = None
+        self._server: Any = None
+        self._serve_task: asyncio.Task[None] | None = None
+        self._sock: socket.socket | None = None
+        self.base_url = ""
+        self.retries = 0
+
+    # ---- lifecycle ---------------------------------------------------------------------------
+
+    async def start(self, host: str = "127.0.0.1", port: int = 0) -> None:
+        headers = {"content-type": "application/json"}
+        if self.upstream.api_key:
+            headers["authorization"] = f"Bearer {self.upstream.api_key}"
+        self._client = httpx.AsyncClient(
+            headers=headers,
+            timeout=httpx.Timeout(self._timeout, connect=30.0),
+            limits=httpx.Limits(max_connections=None, max_keepalive_connections=256),
+            follow_redirects=False,
+        )
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        self._sock = sock
+        self._server = _QuietServer(self).server
+        self._serve_task = asyncio.create_task(self._server.serve(sockets=[sock]))
+        while not self._server.started:
+            if self._serve_task.done():
+                self._serve_task.result()
+                raise RuntimeError("policy proxy exited during start-up")
+            await asyncio.sleep(0.005)
+        bound_host, bound_port = sock.getsockname()[:2]
+        self.base_url = f"http://{bound_host}:{bound_port}"
+
+    async def aclose(self) -> None:
+        if self._server is not None:
+            self._server.should_exit = True
+        if self._serve_task is not None:
+            with contextlib.suppress(Exception):
+                await self._serve_task
+        if self._client is not None:
+            await self._client.aclose()
+        if self._sock is not None:
+            self._sock.close()
+
+    async def __aenter__(self) -> PolicyProxy:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    # ---- per-rollout registration ----------------------------------------------------------
+
+    def register(self, rollout_id: str) -> tuple[str, str]:
+        """Open the endpoint for one rollout; returns ``(chat_completions_url, token)``."""
+        token = secrets.token_urlsafe(24)
+        self._routes[rollout_id] = _Route(token=token)
+        return f"{self.base_url}/v1/rollouts/{quote(rollout_id, safe='')}", token
+
+    def unregister(self, rollout_id: str) -> list[CallRecord]:
+        """Close the endpoint (later calls get 404) and hand back its call records."""
+        route = self._routes.pop(rollout_id, None)
+        return route.calls if route is not None else []
+
+    # ---- ASGI ------------------------------------------------------------------------------
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return
+        path: str = scope["path"]
+        method: str = scope["method"]
+        if path == "/health":
+            await _send_json(send, 200, {"status": "ok"})
+            return
+        parts = path.strip("/").split("/")
+        if len(parts) < 4 or parts[0] != "v1" or parts[1] != "rollouts":
+            await _send_error(send, 404, "not found", "not_found")
+            return
+        rollout_id, rest = parts[2], tuple(parts[3:])
+        route = self._routes.get(rollout_id)
+        if route is None:
+            await _send_error(send, 404, f"unknown or finished rollout {rollout_id!r}", "not_found")
+            return
+        if not _authorized(scope, route.token):
+            await _send_error(send, 401, "invalid or missing bearer token for this rollout", "auth")
+            return
+        if rest == ("models",) and method == "GET":
+            await _send_json(
+                send,
+                200,
+                {"object": "list", "data": [{"id": self.upstream.model, "object": "model"}]},
+            )
+            return
+        if rest != _CHAT_SUFFIX or method != "POST":
+            await _send_error(send, 404, f"unsupported endpoint {method} {path}", "not_found")
+            return
+        body = await _read_body(receive)
+        try:
+            request = json.loads(body)
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            request = None
+        if not isinstance(request, dict):
+            await _send_error(
+                send, 400, "request body must be a JSON object", "invalid_request_error"
+            )
+            return
+        request["model"] = self.upstream.model
+        stream = request.get("stream") is True
+        record = CallRecord(started_at=time.time(), stream=stream)
+        route.calls.append(record)
+        start = time.perf_counter()
+        payload = json.dumps(request, separators=(",", ":")).encode()
+        try:
+            if stream:
+                await self._forward_stream(payload, record, send, start)
+            else:
+                await self._forward(payload, record, send, start)
+        finally:
+            record.latency_ms = (time.perf_counter() - start) * 1000
+
+    async def _forward(self, payload: bytes, record: CallRecord, send: Send, start: float) -> None:
+        assert self._client is not None
+        response: httpx.Response | None = None
+        error: str | None = None
+        for attempt in range(1, self.retry.max_attempts + 1):
+            record.attempts = attempt
+            try:
+                response = await self._client.post(
+                    self.upstream.chat_completions_url, content=payload
+                )
+            except _RETRYABLE_ERRORS as exc:
+                response, error = None, f"{type(exc).__name__}: {exc}"
+                if attempt < self.retry.max_attempts:
+                    await self._backoff(attempt, None, error)
+                    continue
+                break
+            if response.status_code in RETRYABLE_STATUSES and attempt < self.retry.max_attempts:
+                await self._backoff(
+                    attempt, response.headers.get("retry-after"), f"HTTP {response.status_code}"
+                )
+                continue
+            break
+        if response is None:
+            record.error = error or "upstream unreachable"
+            await _send_error(
+                send, 502, f"upstream model endpoint failed: {record.error}", "upstream_error"
+            )
+            return
+        record.status_code = response.status_code
+        record.first_byte_ms = (time.perf_counter() - start) * 1000
+        content = response.content
+        if response.status_code == 200:
+            with contextlib.suppress(json.JSONDecodeError, UnicodeDecodeError):
+                record.absorb_response(json.loads(content))
+        else:
+            record.error = f"HTTP {response.status_code}"
+        content_type = response.headers.get("content-type", "application/json").encode()
+        await send(
+            {
+                "type": "http.response.start",
+                "status": response.status_code,
+                "headers": [
+                    (b"content-type", content_type),
+                    (b"content-length", str(len(content)).encode()),
+                ],
+            }
+        )
+        await send({"type": "http.response.body", "body": content})
+
+    async def _forward_stream(
+        self, payload: bytes, record: CallRecord, send: Send, start: float
+    ) -> None:
+        assert self._client is not None
+        error: str | None = None
+        for attempt in range(1, self.retry.max_attempts + 1):
+            record.attempts = attempt
+            request = self._client.build_request(
+                "POST", self.upstream.chat_completions_url, content=payload
+            )
+            try:
+                response = await self._client.send(request, stream=True)
+            except _RETRYABLE_ERRORS as exc:
+                error = f"{type(exc).__name__}: {exc}"
+                if attempt < self.retry.max_attempts:
+                    await self._backoff(attempt, None, error)
+                    continue
+                break
+            try:
+                if response.status_code in RETRYABLE_STATUSES and attempt < self.retry.max_attempts:
+                    await response.aread()
+                    await self._backoff(
+                        attempt, response.headers.get("retry-after"), f"HTTP {response.status_code}"
+                    )
+                    continue
+                await self._pass_through(response, record, send, start)
+                return
+            finally:
+                await response.aclose()
+        record.error = error or "upstream unreachable"
+        await _send_error(
+            send, 502, f"upstream model endpoint failed: {record.error}", "upstream_error"
+        )
+
+    async def _pass_through(
+        self, response: httpx.Response, record: CallRecord, send: Send, start: float
+    ) -> None:
+        record.status_code = response.status_code
+        content_type = response.headers.get("content-type", "text/event-stream").encode()
+        await send(
+            {
+                "type": "http.response.start",
+                "status": response.status_code,
+                "headers": [(b"content-type", content_type), (b"cache-control", b"no-cache")],
+            }
+        )
+        watcher = _SSEWatcher(record) if response.status_code == 200 else None
+        if watcher is None:
+            record.error = f"HTTP {response.status_code}"
+        try:
+            async for chunk in response.aiter_raw():
+                if record.first_byte_ms is None:
+                    record.first_byte_ms = (time.perf_counter() - start) * 1000
+                if watcher is not None:
+                    watcher.feed(chunk)
+                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+        except httpx.HTTPError as exc:
+            record.error = f"stream interrupted: {type(exc).__name__}"
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    async def _backoff(self, attempt: int, retry_after: str | None, reason: str) -> None:
+        self.retries += 1
+        delay = self.retry.delay(attempt, retry_after)
+        if self._on_event is not None:
+            self._on_event(
+                "upstream_retry",
+                {"attempt": attempt, "reason": reason, "delay_sec": round(delay, 3)},
+            )
+        await asyncio.sleep(delay)
+
+
+def _authorized(scope: Scope, token: str) -> bool:
+    for name, value in scope["headers"]:
+        if name == b"authorization":
+            scheme, _, given = value.decode("latin-1").partition(" ")
+            return scheme.lower() == "bearer" and hmac.compare_digest(
+                given.strip().encode(), token.encode()
+            )
+    return False
+
+
+async def _read_body(receive: Receive) -> bytes:
+    chunks: list[bytes] = []
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            break
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body", False):
+            break
+    return b"".join(chunks)
+
+
+async def _send_json(send: Send, status: int, data: Any) -> None:
+    body = json.dumps(data).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
+async def _send_error(send: Send, status: int, message: str, kind: str) -> None:
+    await _send_json(send, status, {"error": {"message": message, "type": kind, "code": status}})

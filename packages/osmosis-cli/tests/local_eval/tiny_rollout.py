@@ -1,0 +1,147 @@
+"""A tiny rollout project (core only) written into a temp workspace for controller tests.
+
+Behaviour is chosen by ``TINY_MODE`` in the eval config's ``[env]``:
+
+* ``multiply`` (default): asks the policy, runs the ``multiply`` tool call it gets, asks again,
+  and the grader compares ``#### <n>`` in the last message with the label;
+* ``one-call``: a single policy call, reward 1.0 (for throughput);
+* ``noop``: no policy call, reward 1.0;
+* ``crash-on-start``: the entrypoint exits at import with a message on stderr;
+* ``crash-on-rollout``: the server process dies during the first rollout;
+* ``slow``: like ``multiply`` but sleeps ``TINY_SLEEP`` seconds first.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+MAIN_PY = r"""
+import asyncio
+import json
+import os
+import re
+import sys
+
+import httpx
+
+from osmosis_ai.rollout import AgentWorkflow, Grader, LocalBackend, get_rollout_context
+from osmosis_ai.rollout.errors import PolicyHTTPError
+from osmosis_ai.rollout.server import create_rollout_server
+
+MODE = os.environ.get("TINY_MODE", "multiply")
+if MODE == "crash-on-start":
+    print("tiny rollout: refusing to start (TINY_MODE=crash-on-start)", file=sys.stderr, flush=True)
+    raise SystemExit(3)
+
+TOOLS = [{"type": "function", "function": {"name": "multiply", "parameters": {
+    "type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+    "required": ["a", "b"]}}}]
+_client = None
+
+
+def client():
+    global _client
+    if _client is None:
+        _client = httpx.AsyncClient(timeout=30)
+    return _client
+
+
+async def ask(messages, stream=False):
+    ctx = get_rollout_context()
+    body = {"model": "osmosis-rollout", "messages": messages, "tools": TOOLS, "temperature": 0.5}
+    url = ctx.chat_completions_url + "/chat/completions"
+    headers = {"authorization": f"Bearer {ctx.api_key}"}
+    response = await client().post(url, json=body, headers=headers)
+    if response.status_code != 200:
+        raise PolicyHTTPError(response.status_code, response.text, url)
+    data = response.json()
+    message = dict(data["choices"][0]["message"])
+    message["usage"] = data.get("usage")
+    message["model"] = data.get("model")
+    return message
+
+
+class TinyWorkflow(AgentWorkflow):
+    async def run(self, ctx):
+        messages = list(ctx.prompt)
+        if MODE == "noop":
+            return messages + [{"role": "assistant", "content": "noop"}]
+        if MODE == "crash-on-rollout":
+            print("tiny rollout: crashing the server on purpose", file=sys.stderr, flush=True)
+            os._exit(9)
+        if MODE == "slow":
+            await asyncio.sleep(float(os.environ.get("TINY_SLEEP", "0.2")))
+        for _ in range(1 if MODE == "one-call" else 4):
+            message = await ask(messages)
+            messages.append(message)
+            calls = message.get("tool_calls") or []
+            if not calls:
+                break
+            for call in calls:
+                args = json.loads(call["function"]["arguments"])
+                messages.append({"role": "tool", "tool_call_id": call["id"],
+                                 "content": str(args["a"] * args["b"])})
+        return messages
+
+
+class TinyGrader(Grader):
+    async def grade(self, ctx):
+        if MODE in ("noop", "one-call"):
+            ctx.set_reward(1.0)
+            return
+        text = ctx.sample.messages[-1].get("content") or ""
+        found = re.search(r"####\s*(-?\d+)", text)
+        ok = found is not None and ctx.label is not None and int(found.group(1)) == int(float(ctx.label))
+        ctx.set_reward(1.0 if ok else 0.0)
+
+
+app = create_rollout_server(
+    backend=LocalBackend(workflow=TinyWorkflow, grader=TinyGrader,
+                         max_concurrency=int(os.environ.get("TINY_CONCURRENCY", "16"))),
+    configure_logging=False,
+)
+"""
+
+
+def write_workspace(
+    root: Path,
+    *,
+    rows: list[dict[str, Any]] | None = None,
+    n_rows: int = 4,
+    mode: str = "multiply",
+    env: dict[str, str] | None = None,
+    evaluation: str = "",
+    model: str = "mock",
+) -> Path:
+    """Create ``root/{rollouts/tiny,configs/eval/tiny.toml,data/rows.jsonl}``; returns the config."""
+    (root / "rollouts" / "tiny").mkdir(parents=True)
+    (root / "rollouts" / "tiny" / "main.py").write_text(MAIN_PY)
+    (root / "configs" / "eval").mkdir(parents=True)
+    (root / "data").mkdir()
+    if rows is None:
+        rows = [
+            {
+                "user_prompt": f"What is {i + 2} times {i + 3}?",
+                "ground_truth": str((i + 2) * (i + 3)),
+            }
+            for i in range(n_rows)
+        ]
+    (root / "data" / "rows.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    all_env = {"TINY_MODE": mode, **(env or {})}
+    env_lines = "".join(f'{k} = "{v}"\n' for k, v in all_env.items())
+    config = root / "configs" / "eval" / "tiny.toml"
+    config.write_text(
+        "[experiment]\n"
+        'rollout = "tiny"\n'
+        'entrypoint = "main.py"\n'
+        f'model_path = "{model}"\n'
+        'dataset = "rows.jsonl"\n'
+        "\n[evaluation]\n"
+        f"{evaluation}\n"
+        "\n[env]\n"
+        f"{env_lines}"
+        "\n[secrets]\nrequired = []\n"
+    )
+    return config
