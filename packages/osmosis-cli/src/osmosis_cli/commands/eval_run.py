@@ -1,0 +1,383 @@
+"""``osmosis eval run CONFIG``: evaluate a rollout locally against any OpenAI-compatible model.
+
+A thin shell over :mod:`osmosis_cli.local_eval`: it turns flags into :class:`EvalOptions`,
+renders progress (a Rich bar with the live mean reward and failure count, or nothing with
+``--json``), and prints the ``eval.run`` operation envelope. Exit codes: 0 every work item
+succeeded or was skipped; 1 some failed or are still pending (status ``partial``), or the run
+could not start; 130 interrupted (the run is resumable with the same ``--name``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import typer
+
+if TYPE_CHECKING:
+    from osmosis_cli.local_eval.controller import EvalRunResult, Progress
+    from osmosis_cli.local_eval.plan import EvalPlan
+    from osmosis_cli.output import Output
+
+EXIT_INTERRUPTED = 130
+
+
+def run(
+    config: Path = typer.Argument(..., help="Eval config, e.g. configs/eval/<rollout>.toml."),
+    dataset: Path | None = typer.Option(
+        None, "--dataset", help="Local JSONL, CSV or Parquet file (default: experiment.dataset)."
+    ),
+    model: str | None = typer.Option(
+        None,
+        "--model",
+        help="Model: 'openai/<model>' style shorthand, a served name with --base-url, or "
+        "'mock' (offline scripted policy: a plumbing check, its rewards mean nothing).",
+    ),
+    base_url: str | None = typer.Option(
+        None, "--base-url", help="Any OpenAI-compatible base URL (vLLM, SGLang, Ollama, ...)."
+    ),
+    api_key_env: str | None = typer.Option(
+        None, "--api-key-env", help="Environment variable holding the upstream API key."
+    ),
+    n: int | None = typer.Option(None, "--n", help="Samples per row (default: evaluation.n)."),
+    limit: int | None = typer.Option(None, "--limit", help="Evaluate the first N rows."),
+    rows: str | None = typer.Option(
+        None, "--rows", help="Rows to evaluate, 0-based: '0-9' or '3,7,10-20'."
+    ),
+    max_in_flight: int | None = typer.Option(
+        None, "--max-in-flight", help="Rollouts running at once (default: server capacity)."
+    ),
+    pass_threshold: float | None = typer.Option(
+        None, "--pass-threshold", help="Reward counted as a pass (default 1.0)."
+    ),
+    name: str | None = typer.Option(
+        None, "--name", help="Run name; rerunning a name resumes it (default: generated)."
+    ),
+    fresh: bool = typer.Option(False, "--fresh", help="Archive the existing run and start over."),
+    retry_failed: bool = typer.Option(
+        False, "--retry-failed", help="Rerun the work items that failed or were skipped."
+    ),
+    output: Path | None = typer.Option(
+        None, "--output", "-o", help="Runs folder (default: <workspace>/.osmosis/evals)."
+    ),
+    isolated: bool = typer.Option(
+        False,
+        "--isolated",
+        help="Run the rollout server in the rollout's own environment (uv run --project).",
+    ),
+) -> None:
+    """Run an eval locally: every row x n samples through the rollout, graded, resumable."""
+    from osmosis_cli.errors import CLIError, CLIErrorCode, validation
+    from osmosis_cli.output import get_output
+
+    out = get_output()
+    if rows is not None and limit is not None:
+        raise validation("Pass either --rows or --limit, not both.", flags=["--rows", "--limit"])
+    _require_eval_dependencies()
+
+    from osmosis_cli.config import ConfigError
+    from osmosis_cli.local_eval.plan import EvalOptions, EvalPlanError, build_plan
+
+    options = EvalOptions(
+        config_path=config,
+        dataset=dataset,
+        model=model,
+        base_url=base_url,
+        api_key_env=api_key_env,
+        n=n,
+        limit=limit,
+        rows=rows,
+        max_in_flight=max_in_flight,
+        pass_threshold=pass_threshold,
+        name=name,
+        fresh=fresh,
+        retry_failed=retry_failed,
+        output=output,
+        isolated=isolated,
+    )
+    try:
+        plan = build_plan(options)
+    except ConfigError as exc:
+        raise CLIError(CLIErrorCode.VALIDATION, str(exc), details=exc.as_details()) from None
+    except EvalPlanError as exc:
+        raise validation(str(exc)) from None
+    if plan.upstream.is_mock:
+        out.warn(
+            "MOCK_MODEL",
+            "--model mock uses the built-in scripted policy: a plumbing check, its rewards "
+            "say nothing about any model.",
+        )
+    result = _execute(plan, out)
+    _emit(result, out)
+    if result.status == "interrupted":
+        raise typer.Exit(code=EXIT_INTERRUPTED)
+    if result.status != "success":
+        raise typer.Exit(code=1)
+
+
+def _require_eval_dependencies() -> None:
+    """The controller serves HTTP itself: it needs the server extra (uvicorn)."""
+    import importlib.util
+
+    from osmosis_cli.errors import CLIError, CLIErrorCode
+
+    missing = [m for m in ("uvicorn", "fastapi") if importlib.util.find_spec(m) is None]
+    if missing:
+        raise CLIError(
+            CLIErrorCode.VALIDATION,
+            f"`osmosis eval run` needs {', '.join(missing)}, which is not installed; "
+            "run: pip install 'osmosis-cli[eval]'",
+            details={"missing": missing},
+        )
+
+
+def _execute(plan: EvalPlan, out: Output) -> EvalRunResult:
+    import asyncio
+
+    from osmosis_cli.errors import CLIError, CLIErrorCode
+    from osmosis_cli.local_eval.controller import EvalRunFailed, run_eval
+    from osmosis_cli.local_eval.manifest import ManifestMismatchError
+    from osmosis_cli.local_eval.run_layout import RunLayoutError
+
+    reporter = _make_reporter(out)
+    try:
+        return asyncio.run(run_eval(plan, reporter))
+    except ManifestMismatchError as exc:
+        raise CLIError(
+            CLIErrorCode.CONFLICT,
+            str(exc),
+            details={"run_name": plan.run_name, "changed": exc.changed, "flags": ["--fresh"]},
+        ) from None
+    except RunLayoutError as exc:
+        raise CLIError(CLIErrorCode.CONFLICT, str(exc), details={"run_name": plan.run_name}) from None
+    except EvalRunFailed as exc:
+        details: dict[str, Any] = {"run_name": plan.run_name, "output_path": str(plan.run_dir)}
+        if exc.result is not None:
+            details["resource"] = exc.result.resource()
+        raise CLIError(CLIErrorCode.INTERNAL, str(exc), details=details) from None
+    except ValueError as exc:  # unreadable manifest
+        raise CLIError(CLIErrorCode.VALIDATION, str(exc)) from None
+    finally:
+        close = getattr(reporter, "close", None)
+        if close is not None:
+            close()
+
+
+def _make_reporter(out: Output) -> Any:
+    from osmosis_cli.local_eval.controller import SilentReporter
+    from osmosis_cli.output import Mode
+
+    if out.mode is Mode.JSON:
+        return SilentReporter()
+    if out.mode is Mode.PLAIN:
+        return _PlainReporter(out)
+    return _RichReporter(out)
+
+
+class _PlainReporter:
+    """Milestones on stderr; one line per 10% of progress."""
+
+    def __init__(self, out: Output) -> None:
+        self.out = out
+        self._next_mark = 0
+
+    def planned(self, plan: EvalPlan, progress: Progress, resumed: bool) -> None:
+        self.out.progress(_plan_line(plan, progress, resumed))
+        self._step = max(1, progress.pending_at_start // 10)
+        self._next_mark = self._step
+
+    def result(self, record: dict[str, Any], progress: Progress) -> None:
+        if progress.finished_this_session >= self._next_mark:
+            self._next_mark += self._step
+            self.out.progress(_status_line(progress))
+
+    def event(self, level: str, message: str, details: dict[str, Any]) -> None:
+        if level in ("error", "warning") and message != "upstream_retry":
+            self.out.progress(f"{level}: {message} {details.get('reason', '')}".rstrip())
+
+
+class _RichReporter:
+    """A live bar on stderr: done/total, mean reward, failures, rate."""
+
+    def __init__(self, out: Output) -> None:
+        self.out = out
+        self._progress: Any = None
+        self._task: Any = None
+        self._retries = 0
+
+    def planned(self, plan: EvalPlan, progress: Progress, resumed: bool) -> None:
+        from rich.console import Console
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
+
+        console = Console(file=self.out.stderr)
+        console.print(_plan_line(plan, progress, resumed), highlight=False)
+        if progress.pending_at_start == 0:
+            return
+        self._progress = Progress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[stats]}"),
+            TimeElapsedColumn(),
+            TimeRemainingColumn(),
+            console=console,
+            transient=False,
+        )
+        self._progress.start()
+        self._task = self._progress.add_task(
+            plan.run_name, total=progress.total, completed=progress.already_done, stats=""
+        )
+
+    def result(self, record: dict[str, Any], progress: Progress) -> None:
+        if self._progress is None:
+            return
+        self._progress.update(
+            self._task,
+            completed=progress.already_done + progress.finished_this_session,
+            stats=_stats(progress, self._retries),
+        )
+
+    def event(self, level: str, message: str, details: dict[str, Any]) -> None:
+        if message == "upstream_retry":
+            self._retries += 1
+            return
+        if self._progress is not None and level in ("error", "warning"):
+            reason = details.get("reason", "")
+            self._progress.console.print(f"[yellow]{level}:[/yellow] {message} {reason}".rstrip())
+
+    def close(self) -> None:
+        if self._progress is not None:
+            self._progress.stop()
+            self._progress = None
+
+
+def _stats(progress: Progress, retries: int = 0) -> str:
+    mean = progress.mean_reward
+    parts = [f"mean reward {mean:.3f}" if mean is not None else "mean reward -"]
+    parts.append(f"failed {progress.failed}")
+    if progress.skipped:
+        parts.append(f"skipped {progress.skipped}")
+    if retries:
+        parts.append(f"upstream retries {retries}")
+    return " · ".join(parts)
+
+
+def _status_line(progress: Progress) -> str:
+    done = progress.already_done + progress.finished_this_session
+    return f"{done}/{progress.total} done · {_stats(progress)}"
+
+
+def _plan_line(plan: EvalPlan, progress: Progress, resumed: bool) -> str:
+    what = "resuming" if resumed else "starting"
+    return (
+        f"→ {plan.run_name}: {what}, {progress.pending_at_start} of {progress.total} work items "
+        f"pending ({len(plan.rows)} rows x n={plan.n}, model {plan.upstream.model}, "
+        f"rollout {plan.config.rollout})"
+    )
+
+
+def _emit(result: EvalRunResult, out: Output) -> None:
+    status = "success" if result.status == "success" else "partial"
+    resource = result.resource()
+    if result.status == "interrupted":
+        message = (
+            f"Interrupted: {result.pending} work item(s) pending. Rerun with --name "
+            f"{result.run_name} to resume."
+        )
+    elif result.status == "success":
+        message = f"Eval {result.run_name} finished: {result.succeeded} succeeded."
+    else:
+        message = (
+            f"Eval {result.run_name} is partial: {result.failed} failed, "
+            f"{result.pending} pending."
+        )
+    lines = _summary_lines(result)
+    next_steps: list[str] = []
+    if result.failed:
+        next_steps.append(f"osmosis eval run <config> --name {result.run_name} --retry-failed")
+    if result.pending:
+        next_steps.append(f"osmosis eval run <config> --name {result.run_name}")
+    if not out.is_json and out.mode.value == "rich":
+        _print_summary_table(result, out)
+        lines = [f"results: {result.output_path}"] + _failed_lines(result)
+    out.emit_operation(
+        "eval.run",
+        status=status,
+        message=message,
+        resource=resource,
+        next_steps=next_steps,
+        lines=lines,
+    )
+
+
+def _failed_lines(result: EvalRunResult) -> list[str]:
+    lines = [
+        f"row {f['row_index']} (source {f['source_row_index']}) run {f['run_index']}: "
+        f"error_type={f['error_type']} -> {f['rollout_dir']}"
+        for f in result.failed_rows[:20]
+    ]
+    if len(result.failed_rows) > 20:
+        lines.append(f"... and {len(result.failed_rows) - 20} more (see index.jsonl)")
+    if result.halt_reason:
+        lines.append(f"dispatch stopped: {result.halt_reason}")
+    return lines
+
+
+def _summary_lines(result: EvalRunResult) -> list[str]:
+    stats = result.metrics.get("reward_stats", {})
+    mean = stats.get("mean")
+    pass_rate = result.metrics.get("pass_rate")
+    lines = [
+        f"work items: {result.total_work_items}  succeeded: {result.succeeded}  "
+        f"failed: {result.failed}  skipped: {result.skipped}  pending: {result.pending}",
+        f"mean reward: {'-' if mean is None else f'{mean:.4f}'}  pass rate: "
+        f"{'-' if pass_rate is None else f'{pass_rate:.4f}'}",
+    ]
+    for point in result.metrics.get("pass_at_k", []):
+        value = point.get("value")
+        lines.append(f"pass@{point['k']}: {'-' if value is None else f'{value:.4f}'}")
+    lines.append(f"results: {result.output_path}")
+    return lines + _failed_lines(result)
+
+
+def _print_summary_table(result: EvalRunResult, out: Output) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    metrics = result.metrics
+    stats = metrics.get("reward_stats", {})
+
+    def fmt(value: Any) -> str:
+        return "-" if value is None else f"{value:.4f}" if isinstance(value, float) else str(value)
+
+    table = Table(title=f"eval {result.run_name}", show_header=False, show_edge=False)
+    table.add_column(style="bold")
+    table.add_column()
+    rows = [
+        ("work items", result.total_work_items),
+        ("succeeded", result.succeeded),
+        ("failed", result.failed),
+        ("skipped", result.skipped),
+        ("pending", result.pending),
+        ("resumed from earlier sessions", result.resumed),
+        ("mean reward", stats.get("mean")),
+        ("median / std", f"{fmt(stats.get('median'))} / {fmt(stats.get('std'))}"),
+        ("min / max", f"{fmt(stats.get('min'))} / {fmt(stats.get('max'))}"),
+        (f"pass rate (reward ≥ {metrics.get('pass_threshold')})", metrics.get("pass_rate")),
+    ]
+    rows += [(f"pass@{p['k']}", p.get("value")) for p in metrics.get("pass_at_k", [])]
+    if metrics.get("failures_by_type"):
+        rows.append(
+            ("failures by type", ", ".join(f"{k}={v}" for k, v in metrics["failures_by_type"].items()))
+        )
+    rows.append(("tokens", metrics.get("tokens_used")))
+    for key, value in rows:
+        table.add_row(key, fmt(value))
+    Console(file=out.stdout, highlight=False).print(table)
