@@ -10,7 +10,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from hatchling.builders.hooks.plugin.interface import BuildHookInterface
+from hatchling.builders.hooks.plugin.interface import (  # pyright: ignore[reportMissingImports]
+    BuildHookInterface,
+)
 
 
 class CustomBuildHook(BuildHookInterface):  # type: ignore[type-arg]

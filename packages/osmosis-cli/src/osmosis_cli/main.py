@@ -1,16 +1,144 @@
-"""Entry point of the ``osmosis`` console script."""
+"""Entry point of the ``osmosis`` console script: global flags, dispatch, errors, exit codes.
+
+Exit codes: 0 success, 1 failure (any :class:`~osmosis_cli.errors.CLIError` or unexpected
+exception; also a partial result), 2 usage error, 130 interrupted (Ctrl-C).
+
+``--json``, ``--plain`` and ``--version`` are global and position independent: they are taken
+out of argv before Click parses it, so ``osmosis template list --json`` works like
+``osmosis --json template list``. ``osmosis``, ``osmosis --help`` and ``osmosis --version`` are
+answered without importing Typer (see :mod:`osmosis_cli.fast_help`).
+"""
 
 from __future__ import annotations
 
-import typer
+import os
+import sys
+from collections.abc import Sequence
+from typing import Any
 
-app = typer.Typer(name="osmosis", no_args_is_help=True, add_completion=False)
-eval_app = typer.Typer(
-    name="eval", help="Evaluate rollouts locally or on the platform.", no_args_is_help=True
-)
-app.add_typer(eval_app)
+from osmosis_cli import __version__
+
+GLOBAL_FLAGS = {"--json", "--plain", "--version", "-V"}
+EXIT_OK = 0
+EXIT_FAILURE = 1
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
 
 
-def main() -> None:
-    """Run the CLI (console script target)."""
-    app()
+def split_global_flags(argv: Sequence[str]) -> tuple[set[str], list[str]]:
+    """Remove the global flags from ``argv`` (anywhere before a literal ``--``)."""
+    flags: set[str] = set()
+    rest: list[str] = []
+    passthrough = False
+    for arg in argv:
+        if not passthrough and arg == "--":
+            passthrough = True
+        if not passthrough and arg in GLOBAL_FLAGS:
+            flags.add("--version" if arg == "-V" else arg)
+        else:
+            rest.append(arg)
+    return flags, rest
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Console-script target: runs the CLI and exits with its code."""
+    sys.exit(run(sys.argv[1:] if argv is None else argv))
+
+
+def run(argv: Sequence[str]) -> int:
+    """Run one CLI invocation and return its exit code (never raises, except SystemExit)."""
+    flags, args = split_global_flags(argv)
+    from osmosis_cli.output import Mode, Output, set_output
+
+    if "--json" in flags and "--plain" in flags:
+        sys.stderr.write("Error: --json and --plain cannot be used together.\n")
+        return EXIT_USAGE
+    mode = Mode.JSON if "--json" in flags else Mode.PLAIN if "--plain" in flags else Mode.RICH
+    output = set_output(Output(mode=mode))
+
+    if "--version" in flags:
+        if mode is Mode.JSON:
+            output.emit_detail({"name": "osmosis-cli", "version": __version__})
+        else:
+            sys.stdout.write(f"osmosis-cli {__version__}\n")
+        return EXIT_OK
+    if not args or args in (["--help"], ["-h"]):
+        from osmosis_cli.fast_help import render_root_help
+
+        sys.stdout.write(render_root_help())
+        return EXIT_OK
+    return _dispatch(args, output)
+
+
+def _dispatch(args: list[str], output: Any) -> int:
+    from typer import _click
+    from typer.exceptions import Abort, Exit
+
+    from osmosis_cli.cli_app import build_root
+    from osmosis_cli.errors import CLIError, CLIErrorCode
+
+    root = build_root()
+    output.command = _command_path(root, args)
+    try:
+        result = root.main(args, prog_name="osmosis", standalone_mode=False)
+    except CLIError as error:
+        output.error(error)
+        return error.exit_code
+    except _click.exceptions.NoArgsIsHelpError as exc:
+        sys.stdout.write(exc.ctx.get_help() + "\n") if exc.ctx else None
+        return EXIT_OK
+    except _click.exceptions.UsageError as exc:
+        if output.is_json:
+            output.error(
+                CLIError(
+                    CLIErrorCode.VALIDATION,
+                    exc.format_message(),
+                    details={"usage": exc.ctx.get_usage() if exc.ctx else None},
+                )
+            )
+        else:
+            exc.show()
+        return EXIT_USAGE
+    except _click.exceptions.ClickException as exc:
+        output.error(CLIError(CLIErrorCode.VALIDATION, exc.format_message()))
+        return exc.exit_code
+    except (KeyboardInterrupt, Abort):
+        sys.stderr.write("\nInterrupted.\n")
+        return EXIT_INTERRUPTED
+    except Exit as exc:
+        return exc.exit_code
+    except Exception as exc:
+        if os.environ.get("OSMOSIS_DEBUG") == "1":
+            import traceback
+
+            traceback.print_exc()
+        output.error(
+            CLIError(
+                CLIErrorCode.INTERNAL,
+                "An unexpected internal error occurred. Re-run with OSMOSIS_DEBUG=1 for the "
+                f"traceback. ({type(exc).__name__}: {exc})",
+                details={"exception_type": type(exc).__name__},
+            )
+        )
+        return EXIT_FAILURE
+    if isinstance(result, int) and not isinstance(result, bool):
+        return result
+    return EXIT_OK
+
+
+def _command_path(root: Any, args: list[str]) -> str:
+    """``"template apply"`` for ``["template", "apply", "x"]`` (used in error envelopes)."""
+    path: list[str] = []
+    command = root
+    for token in args:
+        if token.startswith("-") or not hasattr(command, "get_command"):
+            break
+        try:
+            sub = command.get_command(None, token)
+        except Exception:  # a broken command module must not hide the real error
+            break
+        if sub is None:
+            break
+        path.append(token)
+        command = sub
+    return " ".join(path)

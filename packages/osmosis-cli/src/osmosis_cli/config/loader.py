@@ -60,7 +60,6 @@ def _validate[Config: SubmitConfig](
     reported = {(issue.key, "missing") for issue in issues}
     allowed = rules.allowed_sections(kind)
     document = {key: value for key, value in raw.items() if key in allowed}
-    document["kind"] = kind
     document["source_path"] = path
     try:
         config = model.model_validate(document)

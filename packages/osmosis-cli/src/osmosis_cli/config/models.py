@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -93,12 +93,11 @@ class SecretsSection(_Section):
 class SubmitConfig(_Section):
     """Fields shared by eval and training configs."""
 
-    kind: Literal["eval", "training"] = Field(exclude=True)
+    kind: ClassVar[str]
     source_path: Path | None = Field(default=None, exclude=True)
     experiment: ExperimentSection
     advanced: dict[str, Any] = Field(default_factory=dict)
     env: dict[str, str] = Field(default_factory=dict)
-    secrets: SecretsSection | None = None
 
     @property
     def rollout(self) -> str:
@@ -110,7 +109,8 @@ class SubmitConfig(_Section):
 
     @property
     def required_secrets(self) -> list[str]:
-        return list(self.secrets.required) if self.secrets is not None else []
+        secrets: SecretsSection | None = getattr(self, "secrets", None)
+        return list(secrets.required) if secrets is not None else []
 
     def rollout_dir(self, workspace: Path) -> Path:
         """``<workspace>/rollouts/<rollout>`` (the name is validated to be one segment)."""
@@ -128,7 +128,7 @@ class SubmitConfig(_Section):
 class EvalConfig(SubmitConfig):
     """A validated ``configs/eval/<name>.toml``."""
 
-    kind: Literal["eval"] = Field(default="eval", exclude=True)
+    kind: ClassVar[str] = "eval"
     evaluation: EvaluationSection = Field(default_factory=EvaluationSection)
     secrets: SecretsSection  # required for eval (``required = []`` is fine)
 
@@ -147,10 +147,11 @@ class EvalConfig(SubmitConfig):
 class TrainingConfig(SubmitConfig):
     """A validated ``configs/training/<name>.toml``."""
 
-    kind: Literal["training"] = Field(default="training", exclude=True)
+    kind: ClassVar[str] = "training"
     training: TrainingSection = Field(default_factory=TrainingSection)
     sampling: SamplingSection = Field(default_factory=SamplingSection)
     checkpoints: CheckpointsSection = Field(default_factory=CheckpointsSection)
+    secrets: SecretsSection | None = None  # optional for training
 
     def sections_for_platform(self) -> dict[str, Any]:
         body: dict[str, Any] = {

@@ -1,0 +1,35 @@
+"""``osmosis --help`` and ``osmosis --version`` without importing Typer.
+
+Importing Typer (and the Click it vendors) costs more than 100 ms on a small machine, and
+agents call ``osmosis --help`` to discover the CLI. The top-level help is fully determined by
+:mod:`osmosis_cli.registry`, so it is rendered here in Click's layout; a test checks that it
+names exactly the commands the Typer app has.
+"""
+
+from __future__ import annotations
+
+import shutil
+
+from osmosis_cli.registry import COMMANDS, GLOBAL_OPTIONS, ROOT_HELP
+
+
+def render_root_help(prog: str = "osmosis") -> str:
+    width = min(shutil.get_terminal_size((80, 24)).columns, 100)
+    lines = [f"Usage: {prog} [OPTIONS] COMMAND [ARGS]...", "", f"  {ROOT_HELP}", ""]
+    lines.append("Options:")
+    lines.extend(_rows(GLOBAL_OPTIONS, width))
+    lines.append("")
+    lines.append("Commands:")
+    lines.extend(_rows(tuple((c.name, c.help) for c in COMMANDS), width))
+    lines.append("")
+    lines.append(f"Run '{prog} COMMAND --help' for the options of a command.")
+    return "\n".join(lines) + "\n"
+
+
+def _rows(rows: tuple[tuple[str, str], ...], width: int) -> list[str]:
+    first = max(len(name) for name, _ in rows) + 2
+    out = []
+    for name, text in rows:
+        room = max(width - first - 4, 20)
+        out.append(f"  {name.ljust(first)}{text[:room]}")
+    return out

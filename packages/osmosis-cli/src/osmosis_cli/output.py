@@ -1,0 +1,314 @@
+"""How commands talk to people and to programs.
+
+Three modes, chosen once per process by the global flags:
+
+* rich (default): colour and tables on a terminal; Rich is imported only when something is
+  actually rendered, so ``--json`` and ``--plain`` runs never pay for it;
+* ``--plain``: low-noise text without colour, one record per line (stable enough for ``grep``);
+* ``--json``: exactly one envelope with ``schema_version: 1`` on stdout; warnings are JSON
+  lines on stderr; errors are an envelope on stderr. Non-finite floats become ``null``.
+
+Commands never print directly; they call :func:`get_output` and one of its ``emit_*`` methods.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, TextIO
+
+from osmosis_cli import __version__
+from osmosis_cli.errors import CLIError, CLIErrorCode
+
+SCHEMA_VERSION = 1
+
+
+class Mode(StrEnum):
+    RICH = "rich"
+    PLAIN = "plain"
+    JSON = "json"
+
+
+def json_safe(value: Any) -> Any:
+    """Replace non-finite floats by ``None`` (JSON has no NaN) and paths by strings."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, Mapping):
+        return {str(k): json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [json_safe(v) for v in value]
+    if isinstance(value, str | int | bool) or value is None:
+        return value
+    return str(value)
+
+
+def dumps(payload: Mapping[str, Any]) -> str:
+    return json.dumps(json_safe(payload), allow_nan=False, ensure_ascii=False)
+
+
+@dataclass(slots=True)
+class Column:
+    key: str
+    header: str
+
+
+@dataclass
+class Output:
+    """Renders command results in the selected mode."""
+
+    mode: Mode = Mode.RICH
+    command: str = ""
+    stdout: TextIO = field(default_factory=lambda: sys.stdout)
+    stderr: TextIO = field(default_factory=lambda: sys.stderr)
+
+    # -- helpers -------------------------------------------------------------------------
+    @property
+    def is_json(self) -> bool:
+        return self.mode is Mode.JSON
+
+    @property
+    def interactive(self) -> bool:
+        """Prompts are allowed only for humans on a real terminal."""
+        if self.mode is not Mode.RICH:
+            return False
+        try:
+            return sys.stdin.isatty() and self.stdout.isatty()
+        except (AttributeError, ValueError):
+            return False
+
+    def _console(self, stderr: bool = False) -> Any:
+        from rich.console import Console
+
+        return Console(file=self.stderr if stderr else self.stdout, highlight=False)
+
+    def _print(self, text: str, *, stderr: bool = False) -> None:
+        stream = self.stderr if stderr else self.stdout
+        stream.write(text + "\n")
+        stream.flush()
+
+    # -- success envelopes ---------------------------------------------------------------
+    def emit_list(
+        self,
+        items: Sequence[Mapping[str, Any]],
+        *,
+        columns: Sequence[Column],
+        plain: Callable[[Mapping[str, Any]], str],
+        title: str | None = None,
+        empty: str = "Nothing to show.",
+    ) -> None:
+        if self.is_json:
+            self._print(
+                dumps(
+                    {
+                        "schema_version": SCHEMA_VERSION,
+                        "items": list(items),
+                        "total_count": len(items),
+                        "has_more": False,
+                        "next_offset": None,
+                    }
+                )
+            )
+            return
+        if self.mode is Mode.PLAIN:
+            for item in items:
+                self._print(plain(item))
+            return
+        if not items:
+            self._print(empty)
+            return
+        from rich.table import Table
+
+        table = Table(title=title, show_edge=False, header_style="bold")
+        for column in columns:
+            table.add_column(column.header)
+        for item in items:
+            table.add_row(*(_cell(item.get(c.key)) for c in columns))
+        self._console().print(table)
+
+    def emit_detail(self, data: Mapping[str, Any], *, title: str | None = None) -> None:
+        if self.is_json:
+            self._print(dumps({"schema_version": SCHEMA_VERSION, "data": dict(data)}))
+            return
+        if self.mode is Mode.PLAIN:
+            for key, value in data.items():
+                self._print(f"{key}: {_cell(value)}")
+            return
+        from rich.table import Table
+
+        table = Table(title=title, show_header=False, show_edge=False)
+        table.add_column(style="bold")
+        table.add_column()
+        for key, value in data.items():
+            table.add_row(str(key), _cell(value))
+        self._console().print(table)
+
+    def emit_operation(
+        self,
+        operation: str,
+        *,
+        status: str = "success",
+        message: str | None = None,
+        resource: Mapping[str, Any] | None = None,
+        next_steps: Sequence[str] = (),
+        lines: Sequence[str] = (),
+    ) -> None:
+        """Result of a command that changed something (``template.apply``, ``eval.submit``...).
+
+        ``lines`` are extra human-only details (e.g. the files written); JSON carries them in
+        ``resource`` instead.
+        """
+        if self.is_json:
+            payload: dict[str, Any] = {
+                "schema_version": SCHEMA_VERSION,
+                "status": status,
+                "operation": operation,
+            }
+            if resource is not None:
+                payload["resource"] = dict(resource)
+            if message is not None:
+                payload["message"] = message
+            if next_steps:
+                payload["next_steps_structured"] = [{"command": s} for s in next_steps]
+            self._print(dumps(payload))
+            return
+        if self.mode is Mode.PLAIN:
+            if message:
+                self._print(message)
+            for line in lines:
+                self._print(f"  {line}")
+            if next_steps:
+                self._print("Next steps:")
+                for step in next_steps:
+                    self._print(f"  {step}")
+            return
+        console = self._console()
+        if message:
+            mark = "[green]✓[/green]" if status == "success" else "[yellow]![/yellow]"
+            console.print(f"{mark} {_escape(message)}")
+        for line in lines:
+            console.print(f"  {_escape(line)}")
+        if next_steps:
+            console.print("\n[bold]Next steps[/bold]")
+            for step in next_steps:
+                console.print(f"  [cyan]{_escape(step)}[/cyan]")
+
+    def emit_message(self, message: str) -> None:
+        if self.is_json:
+            self._print(dumps({"schema_version": SCHEMA_VERSION, "message": message}))
+        else:
+            self._print(message)
+
+    # -- side channel (stderr) -----------------------------------------------------------
+    def warn(self, code: str, message: str, **details: Any) -> None:
+        if self.is_json:
+            warning: dict[str, Any] = {"code": code, "message": message}
+            if details:
+                warning["details"] = details
+            self._print(
+                dumps(
+                    {
+                        "schema_version": SCHEMA_VERSION,
+                        "cli_version": __version__,
+                        "warning": warning,
+                    }
+                ),
+                stderr=True,
+            )
+        elif self.mode is Mode.PLAIN:
+            self._print(f"Warning: {message}", stderr=True)
+        else:
+            self._console(stderr=True).print(f"[yellow]Warning:[/yellow] {_escape(message)}")
+
+    def progress(self, message: str) -> None:
+        """A human-only milestone on stderr (silent in JSON mode)."""
+        if self.is_json:
+            return
+        if self.mode is Mode.PLAIN:
+            self._print(message, stderr=True)
+        else:
+            self._console(stderr=True).print(f"[dim]{_escape(message)}[/dim]")
+
+    def error(self, error: CLIError) -> None:
+        if self.is_json:
+            self._print(
+                dumps(
+                    {
+                        "schema_version": SCHEMA_VERSION,
+                        "command": self.command,
+                        "cli_version": __version__,
+                        "error": {
+                            "code": str(error.code),
+                            "message": error.message,
+                            "details": error.details,
+                        },
+                    }
+                ),
+                stderr=True,
+            )
+        elif self.mode is Mode.PLAIN or not _stderr_is_tty(self.stderr):
+            self._print(f"Error: {error.message}", stderr=True)
+        else:
+            self._console(stderr=True).print(
+                f"[bold red]Error:[/bold red] {_escape(error.message)}"
+            )
+
+    # -- interaction ----------------------------------------------------------------------
+    def confirm(self, question: str, *, assume_yes: bool) -> bool:
+        """Ask a yes/no question; never prompts in ``--json``/``--plain`` or without a TTY."""
+        if assume_yes:
+            return True
+        if not self.interactive:
+            raise CLIError(
+                CLIErrorCode.INTERACTIVE_REQUIRED,
+                "Confirmation needed but this session is not interactive. "
+                "Use --yes to confirm in non-interactive mode.",
+                details={"flags": ["--yes"]},
+            )
+        from rich.prompt import Confirm
+
+        return bool(Confirm.ask(question, default=False, console=self._console(stderr=True)))
+
+    def prompt_secret(self, name: str) -> str:
+        import getpass
+
+        return getpass.getpass(f"{name}: ")
+
+
+def _stderr_is_tty(stream: TextIO) -> bool:
+    try:
+        return stream.isatty() and not os.environ.get("NO_COLOR")
+    except (AttributeError, ValueError):
+        return False
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, list | tuple):
+        return ", ".join(_cell(v) for v in value)
+    if isinstance(value, Mapping):
+        return ", ".join(f"{k}={_cell(v)}" for k, v in value.items())
+    return str(value)
+
+
+def _escape(text: str) -> str:
+    return text.replace("[", "\\[")
+
+
+_current = Output()
+
+
+def get_output() -> Output:
+    """The process-wide output, configured by :mod:`osmosis_cli.main` from the global flags."""
+    return _current
+
+
+def set_output(output: Output) -> Output:
+    global _current
+    _current = output
+    return output

@@ -1,0 +1,45 @@
+"""The top-level command table, as plain data.
+
+It is read by two consumers: :mod:`osmosis_cli.cli_app` (which imports a command's module only
+when that command runs) and :mod:`osmosis_cli.fast_help` (which prints ``osmosis --help``
+without importing Typer at all). Keeping it free of imports is what makes both fast.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class CommandSpec:
+    name: str
+    module: str  # exposes ``app`` (a typer.Typer)
+    help: str
+
+
+COMMANDS: tuple[CommandSpec, ...] = (
+    CommandSpec("init", "osmosis_cli.commands.init", "Create an osmosis workspace."),
+    CommandSpec("template", "osmosis_cli.commands.template", "List and apply rollout templates."),
+    CommandSpec(
+        "rollout",
+        "osmosis_cli.commands.rollout",
+        "Scaffold, validate and serve rollouts.",
+    ),
+    CommandSpec(
+        "eval",
+        "osmosis_cli.commands.eval",
+        "Evaluate rollouts locally or on the platform.",
+    ),
+    CommandSpec("train", "osmosis_cli.commands.train", "Submit and follow training runs."),
+    CommandSpec("auth", "osmosis_cli.commands.auth", "Log in to the platform."),
+    CommandSpec("doctor", "osmosis_cli.commands.doctor", "Check the workspace and environment."),
+)
+
+ROOT_HELP = "osmosis: define, run, evaluate and serve agent rollouts."
+
+GLOBAL_OPTIONS: tuple[tuple[str, str], ...] = (
+    ("--json", "Print one JSON envelope on stdout (errors on stderr)."),
+    ("--plain", "Plain text without colour or tables."),
+    ("-V, --version", "Show the version and exit."),
+    ("-h, --help", "Show this message and exit."),
+)

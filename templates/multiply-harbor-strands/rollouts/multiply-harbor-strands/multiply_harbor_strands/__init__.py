@@ -1,0 +1,1 @@
+"""multiply-harbor-strands: a Strands agent that multiplies with a tool, inside a Harbor trial."""

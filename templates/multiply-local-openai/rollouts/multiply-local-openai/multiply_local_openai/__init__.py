@@ -1,0 +1,1 @@
+"""multiply-local-openai: an OpenAI Agents SDK agent that multiplies with a tool."""
