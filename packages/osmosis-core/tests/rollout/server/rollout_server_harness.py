@@ -1,0 +1,260 @@
+"""Test harness: real servers on 127.0.0.1 and a programmable backend.
+
+* :func:`serve_app` runs an ASGI app under uvicorn on a free loopback port inside the test's
+  event loop, lifespan included, and shuts it down (draining) on exit.
+* :class:`FakeBackend` behaves per rollout according to ``metadata["mode"]``: succeed, block
+  until released, raise, fail in the workflow or the grader, time out, produce odd samples...
+* :class:`CallbackListener` is a real 0.3.0 controller endpoint that records callbacks and
+  answers with scripted status codes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import socket
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from osmosis_ai.rollout.backend.base import ExecutionBackend
+from osmosis_ai.rollout.context import get_rollout_context
+from osmosis_ai.rollout.server import create_rollout_server
+from osmosis_ai.rollout.server.service import RolloutService
+from osmosis_ai.rollout.types import (
+    ExecutionOutcome,
+    ExecutionRequest,
+    ExecutionResult,
+    RolloutErrorCategory,
+    RolloutSample,
+    RolloutStatus,
+)
+
+LEASE = "X-Osmosis-Rollout-Lease"
+
+
+class _Server(uvicorn.Server):
+    def __init__(self, config: uvicorn.Config) -> None:
+        super().__init__(config)
+        self.ready = asyncio.Event()
+
+    async def startup(self, sockets: Any = None) -> None:
+        await super().startup(sockets=sockets)
+        self.ready.set()
+
+
+@asynccontextmanager
+async def running(
+    backend: ExecutionBackend, **options: Any
+) -> AsyncIterator[tuple[httpx.AsyncClient, RolloutService]]:
+    """A rollout server for ``backend`` on loopback and an httpx client bound to it."""
+    options.setdefault("configure_logging", False)
+    app = create_rollout_server(backend=backend, **options)
+    async with serve_app(app) as url, httpx.AsyncClient(base_url=url, timeout=10) as client:
+        yield client, app.state.rollout_service
+
+
+@asynccontextmanager
+async def serve_app(app: Any, *, port: int = 0) -> AsyncIterator[str]:
+    """Serve ``app`` on ``127.0.0.1``; yield its base URL."""
+    server = _Server(
+        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
+    )
+    task = asyncio.create_task(server.serve())
+    ready = asyncio.create_task(server.ready.wait())
+    done, _ = await asyncio.wait({task, ready}, timeout=5, return_when=asyncio.FIRST_COMPLETED)
+    if ready not in done:
+        ready.cancel()
+        server.should_exit = True
+        await task
+        raise RuntimeError("uvicorn did not start")
+    bound = server.servers[0].sockets[0].getsockname()[1]
+    try:
+        yield f"http://127.0.0.1:{bound}"
+    finally:
+        server.should_exit = True
+        await task
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def body(rollout_id: str | None = "r1", **fields: Any) -> dict[str, Any]:
+    """A valid ``POST /rollout`` body."""
+    payload: dict[str, Any] = {
+        "initial_messages": [{"role": "user", "content": "What is 6 * 7?"}],
+        "chat_completions_url": "http://127.0.0.1:9/v1/rollouts/r1",
+        "label": "42",
+    }
+    if rollout_id is not None:
+        payload["rollout_id"] = rollout_id
+    payload.update(fields)
+    return payload
+
+
+@dataclass
+class FakeBackend(ExecutionBackend):
+    """Behaviour per rollout from ``metadata["mode"]`` (default ``success``)."""
+
+    capacity: bool = True
+    cancel_reply: dict[str, str] | None = None
+    requests: list[ExecutionRequest] = field(default_factory=list)
+    contexts: dict[str, tuple[str, str | None, str]] = field(default_factory=dict)
+    gates: dict[str, asyncio.Event] = field(default_factory=dict)
+    started: dict[str, asyncio.Event] = field(default_factory=dict)
+    cancelled: set[str] = field(default_factory=set)
+    shutdown_calls: int = 0
+
+    def gate(self, rollout_id: str) -> asyncio.Event:
+        return self.gates.setdefault(rollout_id, asyncio.Event())
+
+    def started_event(self, rollout_id: str) -> asyncio.Event:
+        return self.started.setdefault(rollout_id, asyncio.Event())
+
+    def has_capacity(self) -> bool:
+        return self.capacity
+
+    def cancel_rollouts(
+        self, ids: list[str] | None = None, prefix: str | None = None, all: bool = False
+    ) -> dict[str, str]:
+        return dict(self.cancel_reply or {})
+
+    def health(self) -> dict[str, Any]:
+        return {"status": "ok", "concurrency": {"max_concurrent": None, "queued": 0, "running": 0}}
+
+    async def shutdown(self) -> None:
+        self.shutdown_calls += 1
+
+    async def execute(self, request: ExecutionRequest) -> ExecutionOutcome:
+        self.requests.append(request)
+        ctx = get_rollout_context()
+        assert ctx is not None, "the server must enter a RolloutContext around execute"
+        self.contexts[request.id] = (ctx.chat_completions_url, ctx.api_key, ctx.rollout_id)
+        self.started_event(request.id).set()
+        metadata = request.metadata or {}
+        mode = metadata.get("mode", "success")
+        messages = [*request.prompt, {"role": "assistant", "content": "#### 42"}]
+        try:
+            if mode in ("block", "staged"):
+                await self.gate(request.id).wait()
+            if mode == "sleep":
+                await asyncio.sleep(float(metadata.get("seconds", 0.2)))
+        except asyncio.CancelledError:
+            self.cancelled.add(request.id)
+            raise
+        if mode == "raise":
+            raise RuntimeError("kaboom")
+        if mode == "return_none":
+            return None  # type: ignore[return-value]
+        if mode == "workflow_error":
+            return ExecutionOutcome(
+                workflow=ExecutionResult(
+                    status=RolloutStatus.FAILURE,
+                    err_message="kaboom",
+                    err_category=RolloutErrorCategory.AGENT_ERROR,
+                )
+            )
+        if mode == "timeout":
+            return ExecutionOutcome(
+                workflow=ExecutionResult(
+                    status=RolloutStatus.FAILURE,
+                    err_message="workflow exceeded its 0.1s deadline",
+                    err_category=RolloutErrorCategory.TIMEOUT,
+                )
+            )
+        sample = RolloutSample(messages=messages, label=request.label)
+        if mode == "nan_metrics":
+            sample.metrics = {"x": math.nan, "y": 1}
+        if mode == "unencodable":
+            sample = RolloutSample(
+                messages=[{"role": "assistant", "content": object()}], label=request.label
+            )
+        workflow = ExecutionResult(status=RolloutStatus.SUCCESS, sample=sample)
+        if not request.grade:
+            return ExecutionOutcome(workflow=workflow)
+        await ctx.set_status(RolloutStatus.GRADING)
+        if mode == "staged":
+            await self.gate(f"{request.id}:grading").wait()
+        graded = sample.model_copy(deep=True)
+        if mode == "grader_error":
+            graded.reward = 1.0
+            return ExecutionOutcome(
+                workflow=workflow,
+                grader=ExecutionResult(
+                    status=RolloutStatus.FAILURE,
+                    sample=graded,
+                    err_message="bad label",
+                    err_category=RolloutErrorCategory.VALIDATION_ERROR,
+                ),
+            )
+        if mode == "remove_sample":
+            graded.reward = 1.0
+            graded.remove_sample = True
+        else:
+            graded.reward = float(metadata.get("reward", 1.0))
+        return ExecutionOutcome(
+            workflow=workflow, grader=ExecutionResult(status=RolloutStatus.SUCCESS, sample=graded)
+        )
+
+
+@dataclass
+class Callback:
+    kind: str
+    rollout_id: str
+    body: dict[str, Any]
+    authorization: str | None
+
+
+class CallbackListener:
+    """A real callback endpoint: ``POST /cb/{kind}/{rollout_id}``.
+
+    ``script[kind]`` is a list of status codes answered before the default 200 (one per call);
+    ``ack`` is the JSON body of a 200 answer.
+    """
+
+    def __init__(self) -> None:
+        self.calls: list[Callback] = []
+        self.attempts: list[tuple[str, str, int]] = []
+        self.script: dict[str, list[int]] = {}
+        self.ack: dict[str, Any] = {"ok": True}
+        self._arrived = asyncio.Event()
+        self.app = Starlette(
+            routes=[Route("/cb/{kind}/{rollout_id}", self._handle, methods=["POST"])]
+        )
+
+    def url(self, base: str, kind: str, rollout_id: str) -> str:
+        return f"{base}/cb/{kind}/{rollout_id}"
+
+    async def _handle(self, request: Request) -> Response:
+        kind = request.path_params["kind"]
+        rollout_id = request.path_params["rollout_id"]
+        payload = await request.json()
+        scripted = self.script.get(kind)
+        status = scripted.pop(0) if scripted else 200
+        self.attempts.append((kind, rollout_id, status))
+        event, self._arrived = self._arrived, asyncio.Event()
+        event.set()
+        if status != 200:
+            return JSONResponse({"detail": f"scripted {status}"}, status_code=status)
+        self.calls.append(Callback(kind, rollout_id, payload, request.headers.get("authorization")))
+        return JSONResponse(self.ack)
+
+    async def wait_for(self, count: int, *, kind: str | None = None) -> list[Callback]:
+        """Wait (at most 4 s) until ``count`` successful callbacks (of ``kind``) arrived."""
+        async with asyncio.timeout(4.0):
+            while True:
+                matching = [c for c in self.calls if kind is None or c.kind == kind]
+                if len(matching) >= count:
+                    return matching
+                await self._arrived.wait()
