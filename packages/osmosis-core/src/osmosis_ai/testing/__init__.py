@@ -30,18 +30,20 @@ Requires FastAPI and uvicorn: ``pip install 'osmosis-ai[server]'`` (or
 
 from __future__ import annotations
 
-import importlib.util
 from typing import TYPE_CHECKING
 
 from osmosis_ai._lazy import lazy_exports
 
-for _required in ("fastapi", "uvicorn"):
-    if importlib.util.find_spec(_required) is None:
-        raise ModuleNotFoundError(
-            f"osmosis_ai.testing requires {_required}, which is not installed. Install the "
-            "server extra with: pip install 'osmosis-ai[server]' (or 'osmosis-core[server]')",
-            name=_required,
-        )
+try:
+    import fastapi  # noqa: F401
+    import uvicorn  # noqa: F401
+except ModuleNotFoundError as _exc:
+    raise ModuleNotFoundError(
+        f"osmosis_ai.testing requires {_exc.name or 'fastapi/uvicorn'}, which is not installed. "
+        "Install the server extra with: pip install 'osmosis-ai[server]' "
+        "(or 'osmosis-core[server]')",
+        name=_exc.name,
+    ) from _exc
 
 _P = __name__
 _EXPORTS = {

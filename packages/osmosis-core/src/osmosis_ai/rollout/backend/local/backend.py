@@ -356,7 +356,7 @@ class LocalBackend(ExecutionBackend):
         timeout = request.agent_timeout_sec
         deadline = None if timeout is None else admitted_at + timeout
         acquired = False
-        started_at = admitted_at
+        started_at: float | None = admitted_at if semaphore is None else None
         sample: RolloutSample | None = None
         output = None
         scope = asyncio.timeout_at(deadline)
@@ -415,8 +415,12 @@ class LocalBackend(ExecutionBackend):
         return ExecutionResult(status=_SUCCESS, sample=sample, extra_fields=extra), acquired
 
     @staticmethod
-    def _deadline_message(timeout: float | None, admitted_at: float, started_at: float) -> str:
+    def _deadline_message(
+        timeout: float | None, admitted_at: float, started_at: float | None
+    ) -> str:
         message = f"workflow exceeded its {_seconds(timeout or 0.0)}s deadline"
+        if started_at is None:  # never left the queue
+            started_at = asyncio.get_running_loop().time()
         queued = started_at - admitted_at
         if queued >= 0.1:
             message += f" ({queued:.1f}s of it spent queued)"
