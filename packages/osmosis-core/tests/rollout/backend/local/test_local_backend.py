@@ -121,11 +121,11 @@ class WithMetrics(AgentWorkflow[AgentWorkflowConfig]):
 class Records(AgentWorkflow[AgentWorkflowConfig]):
     """Records instance identity and the config it saw."""
 
-    instances: list[int] = []
+    instances: list[AgentWorkflow[Any]] = []
     configs: list[Any] = []
 
     async def run(self, ctx: AgentWorkflowContext[AgentWorkflowConfig]) -> Any:
-        Records.instances.append(id(self))
+        Records.instances.append(self)  # keep it alive so identities stay distinct
         Records.configs.append(ctx.config)
         assert ctx.config is self.config
         return ANSWER
@@ -359,11 +359,11 @@ async def test_grader_without_sample_fails_and_set_reward_raises() -> None:
 
 
 async def test_grader_receives_its_config_and_a_fresh_instance() -> None:
-    instances: list[int] = []
+    instances: list[Grader] = []
 
     class Configured(Grader):
         async def grade(self, ctx: GraderContext) -> None:
-            instances.append(id(self))
+            instances.append(self)
             assert self.config is not None
             ctx.set_reward(float(self.config.weight))  # type: ignore[attr-defined]
 
@@ -480,7 +480,8 @@ async def test_fresh_workflow_instance_and_deep_copied_config() -> None:
     backend = LocalBackend(workflow=Records, workflow_config=config)
     await backend.execute(request("a"))
     await backend.execute(request("b"))
-    assert len(set(Records.instances)) == 2
+    first_instance, second_instance = Records.instances
+    assert first_instance is not second_instance
     first, second = Records.configs
     assert first is not config
     assert first is not second
