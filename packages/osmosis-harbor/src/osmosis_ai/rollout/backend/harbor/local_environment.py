@@ -53,54 +53,43 @@ class LocalSandboxError(RuntimeError):
     """The namespace sandbox could not be created or used (see the message for the cause)."""
 
 
-class LocalNamespaceEnvironment(BaseEnvironment):
-    """One trial's sandbox: a holder process keeps a private mount namespace alive; every
-    ``exec`` enters it with ``nsenter`` and ``chroot``s into the overlay."""
+class NamespaceSandbox:
+    """A private mount namespace over an overlay of ``/``, kept alive by a holder process.
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+    Used by :class:`LocalNamespaceEnvironment` and usable on its own (tests back a stub
+    SkyPilot SDK with it). ``binds`` maps host directories to sandbox paths.
+    """
+
+    def __init__(self) -> None:
         self._holder: asyncio.subprocess.Process | None = None
         self._scratch: Path | None = None
-
-    @staticmethod
-    def type() -> str:
-        return "osmosis-local-ns"
+        self.workdir: str | None = None
 
     @property
-    def capabilities(self) -> EnvironmentCapabilities:
-        # mounted: the trial's log directories are bind mounts, so Harbor reads them on the
-        # host instead of downloading them.
-        return EnvironmentCapabilities(mounted=True)
-
-    def _validate_definition(self) -> None:
-        """Nothing to validate: the Dockerfile is deliberately ignored (see module docs)."""
-
-    # --- lifecycle -----------------------------------------------------------------------
+    def started(self) -> bool:
+        return self._holder is not None
 
     @property
-    def _merged(self) -> Path:
+    def merged(self) -> Path:
         if self._scratch is None:
             raise LocalSandboxError("the sandbox is not started; call start() first")
         return self._scratch / "merged"
 
-    def _trial_mounts(self) -> list[dict[str, Any]]:
-        # Harbor 0.26 keeps the mounts it wants bound on the host in _host_mounts; 0.20 in _mounts.
-        mounts = getattr(self, "_host_mounts", None)
-        if mounts is None:
-            mounts = getattr(self, "_mounts", None) or []
-        return [dict(m) for m in mounts if m.get("type", "bind") == "bind"]
-
-    def _workdir(self) -> str | None:
-        config = getattr(self, "task_env_config", None)
-        return getattr(config, "workdir", None) if config is not None else None
-
-    async def start(self, force_build: bool) -> None:
+    async def start(
+        self,
+        *,
+        binds: list[tuple[str, str, bool]] = (),  # type: ignore[assignment]
+        dirs: list[str] = (),  # type: ignore[assignment]
+        workdir: str | None = None,
+    ) -> None:
+        """Create the sandbox; ``binds`` are ``(host source, sandbox target, read_only)``."""
         if shutil.which("unshare") is None or shutil.which("nsenter") is None:
             raise LocalSandboxError(
                 "the local sandbox needs the util-linux tools 'unshare' and 'nsenter' on PATH"
             )
+        self.workdir = workdir
         self._scratch = Path(tempfile.mkdtemp(prefix="osmosis-localns-"))
-        merged = self._merged
+        merged = self.merged
         for name in ("upper", "work", "merged"):
             (self._scratch / name).mkdir()
         q = shlex.quote
@@ -110,17 +99,13 @@ class LocalNamespaceEnvironment(BaseEnvironment):
             *(f"mount --rbind /{d} {q(str(merged / d))}" for d in ("dev", "proc", "sys")),
             f"mount -t tmpfs tmpfs {q(str(merged / 'tmp'))}",
         ]
-        targets = ["/logs/agent", "/logs/verifier", "/logs/artifacts"]
-        for mount in self._trial_mounts():
-            source, target = str(mount["source"]), str(mount["target"])
+        for source, target, read_only in binds:
             dest = merged / target.lstrip("/")
             Path(source).mkdir(parents=True, exist_ok=True)
             lines.append(f"mkdir -p {q(str(dest))}")
-            options = "--bind -o ro" if mount.get("read_only") else "--bind"
+            options = "--bind -o ro" if read_only else "--bind"
             lines.append(f"mount {options} {q(source)} {q(str(dest))}")
-        workdir = self._workdir()
-        if workdir:
-            targets.append(workdir)
+        targets = [*dirs, *([workdir] if workdir else [])]
         lines.extend(f"mkdir -p {q(str(merged / t.lstrip('/')))}" for t in targets)
         script = "; ".join(lines) + f"; echo {_READY.decode()}; exec sleep infinity"
         self._holder = await asyncio.create_subprocess_exec(
@@ -146,13 +131,13 @@ class LocalNamespaceEnvironment(BaseEnvironment):
             stderr = b""
             if self._holder.returncode is not None and self._holder.stderr is not None:
                 stderr = await self._holder.stderr.read()
-            await self.stop(delete=True)
+            await self.stop()
             raise LocalSandboxError(
                 "could not create the mount-namespace sandbox (it needs root or user "
                 f"namespaces and overlayfs): {stderr.decode(errors='replace').strip()}"
             )
 
-    async def stop(self, delete: bool) -> None:
+    async def stop(self) -> None:
         holder, self._holder = self._holder, None
         if holder is not None:
             _kill_namespace_members(holder.pid)
@@ -163,9 +148,7 @@ class LocalNamespaceEnvironment(BaseEnvironment):
         if scratch is not None:
             await asyncio.to_thread(shutil.rmtree, scratch, True)
 
-    # --- commands and files --------------------------------------------------------------
-
-    def _inside(self, path: str) -> Path:
+    def inside(self, path: str) -> Path:
         """Host-side path of ``path`` in the sandbox, resolved in the sandbox's mount namespace.
 
         ``/proc/<pid>/root`` walks the holder's mount namespace, so plain file operations reach
@@ -175,25 +158,25 @@ class LocalNamespaceEnvironment(BaseEnvironment):
             raise LocalSandboxError("the sandbox is not started; call start() first")
         relative = PurePosixPath(path)
         if not relative.is_absolute():
-            relative = PurePosixPath(self._workdir() or "/") / relative
-        return Path(f"/proc/{self._holder.pid}/root") / str(self._merged).lstrip("/") / (
+            relative = PurePosixPath(self.workdir or "/") / relative
+        return Path(f"/proc/{self._holder.pid}/root") / str(self.merged).lstrip("/") / (
             str(relative).lstrip("/")
         )
 
-    async def exec(
+    async def run(
         self,
-        command: str,
+        argv: list[str],
+        *,
         cwd: str | None = None,
         env: dict[str, str] | None = None,
-        timeout_sec: int | None = None,
-        user: str | int | None = None,
-    ) -> ExecResult:
+        timeout_sec: float | None = None,
+    ) -> tuple[int, bytes, bytes]:
+        """Run ``argv`` chrooted into the sandbox; returns ``(exit code, stdout, stderr)``."""
         if self._holder is None:
             raise LocalSandboxError("the sandbox is not started; call start() first")
         process_env = {k: os.environ[k] for k in _PASSTHROUGH_ENV if k in os.environ}
-        process_env.update(self._merge_env(env) or {})
-        directory = cwd or self._workdir() or "/"
-        inner = f"cd {shlex.quote(directory)} && {command}"
+        process_env.update(env or {})
+        directory = cwd or self.workdir or "/"
         process = await asyncio.create_subprocess_exec(
             "nsenter",
             "-t",
@@ -201,10 +184,12 @@ class LocalNamespaceEnvironment(BaseEnvironment):
             "-m",
             "--",
             "chroot",
-            str(self._merged),
-            "bash",
+            str(self.merged),
+            "sh",
             "-c",
-            inner,
+            'cd "$0" && exec "$@"',
+            directory,
+            *argv,
             stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
@@ -219,23 +204,82 @@ class LocalNamespaceEnvironment(BaseEnvironment):
                 os.killpg(process.pid, signal.SIGKILL)
             await process.wait()
             raise
+        return (process.returncode if process.returncode is not None else -1, stdout, stderr)
+
+
+class LocalNamespaceEnvironment(BaseEnvironment):
+    """One trial's sandbox (a :class:`NamespaceSandbox`); see the module docs."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._sandbox = NamespaceSandbox()
+
+    @staticmethod
+    def type() -> str:
+        return "osmosis-local-ns"
+
+    @property
+    def capabilities(self) -> EnvironmentCapabilities:
+        # mounted: the trial's log directories are bind mounts, so Harbor reads them on the
+        # host instead of downloading them.
+        return EnvironmentCapabilities(mounted=True)
+
+    def _validate_definition(self) -> None:
+        """Nothing to validate: the Dockerfile is deliberately ignored (see module docs)."""
+
+    def _trial_mounts(self) -> list[dict[str, Any]]:
+        # Harbor 0.26 keeps the mounts it wants bound on the host in _host_mounts; 0.20 in _mounts.
+        mounts = getattr(self, "_host_mounts", None)
+        if mounts is None:
+            mounts = getattr(self, "_mounts", None) or []
+        return [dict(m) for m in mounts if m.get("type", "bind") == "bind"]
+
+    def _workdir(self) -> str | None:
+        config = getattr(self, "task_env_config", None)
+        return getattr(config, "workdir", None) if config is not None else None
+
+    async def start(self, force_build: bool) -> None:
+        binds = [
+            (str(m["source"]), str(m["target"]), bool(m.get("read_only")))
+            for m in self._trial_mounts()
+        ]
+        await self._sandbox.start(
+            binds=binds,
+            dirs=["/logs/agent", "/logs/verifier", "/logs/artifacts"],
+            workdir=self._workdir(),
+        )
+
+    async def stop(self, delete: bool) -> None:
+        await self._sandbox.stop()
+
+    async def exec(
+        self,
+        command: str,
+        cwd: str | None = None,
+        env: dict[str, str] | None = None,
+        timeout_sec: int | None = None,
+        user: str | int | None = None,
+    ) -> ExecResult:
+        code, stdout, stderr = await self._sandbox.run(
+            ["bash", "-c", command], cwd=cwd, env=self._merge_env(env), timeout_sec=timeout_sec
+        )
         return ExecResult(
             stdout=stdout.decode(errors="replace"),
             stderr=stderr.decode(errors="replace"),
-            return_code=process.returncode if process.returncode is not None else -1,
+            return_code=code,
         )
 
     async def upload_file(self, source_path: Path | str, target_path: str) -> None:
-        await asyncio.to_thread(_copy_file, Path(source_path), self._inside(target_path))
+        await asyncio.to_thread(_copy_file, Path(source_path), self._sandbox.inside(target_path))
 
     async def upload_dir(self, source_dir: Path | str, target_dir: str) -> None:
-        await asyncio.to_thread(_copy_tree, Path(source_dir), self._inside(target_dir))
+        await asyncio.to_thread(_copy_tree, Path(source_dir), self._sandbox.inside(target_dir))
 
     async def download_file(self, source_path: str, target_path: Path | str) -> None:
-        await asyncio.to_thread(_copy_file, self._inside(source_path), Path(target_path))
+        await asyncio.to_thread(_copy_file, self._sandbox.inside(source_path), Path(target_path))
 
     async def download_dir(self, source_dir: str, target_dir: Path | str) -> None:
-        await asyncio.to_thread(_copy_tree, self._inside(source_dir), Path(target_dir))
+        await asyncio.to_thread(_copy_tree, self._sandbox.inside(source_dir), Path(target_dir))
 
 
 def _copy_file(source: Path, target: Path) -> None:

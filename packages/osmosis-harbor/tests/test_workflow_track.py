@@ -1,0 +1,101 @@
+"""The AgentWorkflow track: the project is bundled, installed in the sandbox and run there; the
+workflow calls the scripted policy from inside the sandbox and the SDK grader scores it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from harbor.trial.queue import TrialQueue
+
+from osmosis_ai.rollout.backend.harbor import HarborBackend, local_environment_config
+from osmosis_ai.rollout.context import RolloutContext
+from osmosis_ai.rollout.types.enums import RolloutErrorCategory, RolloutStatus
+from osmosis_ai.rollout.types.execution import ExecutionOutcome, ExecutionRequest
+from osmosis_ai.testing import ScriptedPolicyServer
+
+SECRET = "sk-test-secret-0123456789"
+
+
+async def _run(
+    backend: HarborBackend,
+    policy: ScriptedPolicyServer,
+    rollout_id: str,
+    prompt: str,
+    label: str | None,
+    **kwargs: Any,
+) -> ExecutionOutcome:
+    with RolloutContext(
+        chat_completions_url=policy.chat_completions_url(rollout_id),
+        api_key=SECRET,
+        rollout_id=rollout_id,
+    ):
+        return await backend.execute(
+            ExecutionRequest(
+                id=rollout_id, prompt=[{"role": "user", "content": prompt}], label=label, **kwargs
+            )
+        )
+
+
+def _files_containing(root: Path, needle: bytes) -> list[Path]:
+    return [p for p in root.rglob("*") if p.is_file() and needle in p.read_bytes()]
+
+
+async def test_workflow_runs_in_sandbox_and_sdk_grader_scores_it(
+    queue: TrialQueue, open_task: Path, multiply_project: ModuleType, osmosis_home: Path
+) -> None:
+    backend = HarborBackend(
+        orchestrator=queue,
+        tasks_dir=open_task,
+        agent=multiply_project.MultiplyWorkflow,  # type: ignore[attr-defined]
+        workflow_config=multiply_project.CONFIG,  # type: ignore[attr-defined]
+        grader=multiply_project.MultiplyGrader,  # type: ignore[attr-defined]
+        environment_config=local_environment_config(),
+        cleanup_successful_trials=False,
+    )
+    async with ScriptedPolicyServer("multiply") as policy:
+        right = await _run(backend, policy, "wf-right", "What is 6 times 7?", "42")
+        wrong = await _run(backend, policy, "wf-wrong", "What is 6 times 7?", "41")
+
+    assert right.result.status == RolloutStatus.SUCCESS, right.result.err_message
+    sample = right.result.sample
+    assert sample is not None and sample.reward == 1.0 and sample.label == "42"
+    assert [m["role"] for m in sample.messages] == ["user", "assistant", "tool", "assistant"]
+    assert sample.messages[-1]["content"] == "#### 42"
+    assert wrong.result.sample is not None and wrong.result.sample.reward == 0.0
+    # The policy calls came from inside the sandbox, scoped and authenticated per rollout.
+    calls = policy.requests_for("wf-right")
+    assert len(calls) == 2 and all(c.bearer_token == SECRET for c in calls)
+    # Artifacts written to ctx.artifacts_dir in the sandbox land in the rollout's home dir.
+    assert (osmosis_home / "wf-right" / "artifacts" / "turns.txt").read_text() == "4"
+    # The key never reaches the trial dir (kept here because cleanup is off), nor the label
+    # the agent phase could read.
+    trial_dirs = list(backend.trials_dir.iterdir())
+    assert len(trial_dirs) == 2
+    assert _files_containing(backend.trials_dir, SECRET.encode()) == []
+    agent_input = json.loads(
+        next(backend.trials_dir.glob("*wf-right*/agent/osmosis_input.json")).read_text()
+    )
+    assert "label" not in agent_input and "api_key" not in json.dumps(agent_input)
+    await backend.shutdown()
+
+
+async def test_workflow_failure_is_reported_with_its_category(
+    queue: TrialQueue, open_task: Path, multiply_project: ModuleType
+) -> None:
+    backend = HarborBackend(
+        orchestrator=queue,
+        tasks_dir=open_task,
+        agent="multiply_rollout:FailingWorkflow",
+        grader="multiply_rollout:MultiplyGrader",
+        environment_config=local_environment_config(),
+    )
+    async with ScriptedPolicyServer("multiply") as policy:
+        outcome = await _run(backend, policy, "wf-fail", "What is 2 times 3?", "6")
+    assert outcome.result.status == RolloutStatus.FAILURE
+    assert outcome.result.err_category == RolloutErrorCategory.VALIDATION_ERROR
+    assert outcome.result.err_message == "the workflow refused the prompt"
+    assert outcome.grader is None
+    await backend.shutdown()
