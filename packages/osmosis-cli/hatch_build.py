@@ -14,6 +14,8 @@ from hatchling.builders.hooks.plugin.interface import (  # pyright: ignore[repor
     BuildHookInterface,
 )
 
+_SKIPPED = {"__pycache__", ".venv", ".pytest_cache", ".ruff_cache", ".mypy_cache"}
+
 
 class CustomBuildHook(BuildHookInterface):  # type: ignore[type-arg]
     """Adds the templates to the build as forced includes."""
@@ -29,4 +31,10 @@ class CustomBuildHook(BuildHookInterface):  # type: ignore[type-arg]
                 "build from the repository or from an sdist made by it"
             )
         target = "templates" if self.target_name == "sdist" else "osmosis_cli/templates"
-        build_data["force_include"][str(source)] = target
+        # File by file, so caches and virtualenvs left by local runs never ship.
+        for path in sorted(source.rglob("*")):
+            parts = set(path.relative_to(source).parts)
+            if not path.is_file() or path.is_symlink() or parts & _SKIPPED or path.suffix == ".pyc":
+                continue
+            rel = path.relative_to(source).as_posix()
+            build_data["force_include"][str(path)] = f"{target}/{rel}"

@@ -1,0 +1,121 @@
+"""``osmosis rollout init | validate | serve``."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from osmosis_cli.cli_app import new_typer
+
+app = new_typer("rollout", help="Scaffold, validate and serve rollouts.")
+
+
+@app.command("init")
+def init_command(
+    name: Annotated[str, typer.Argument(help="Rollout name: lower-case letters, digits, '-'.")],
+    force: Annotated[
+        bool, typer.Option("--force", "-f", help="Replace an existing rollout and its configs.")
+    ] = False,
+) -> None:
+    """Create rollouts/NAME/ with a workflow and a grader to fill in, plus its configs."""
+    from osmosis_cli.output import get_output
+    from osmosis_cli.scaffolding.rollout_init import init_rollout, validate_rollout_name
+    from osmosis_cli.workspace import require_workspace
+
+    validate_rollout_name(name)
+    workspace = require_workspace()
+    scaffold = init_rollout(name, workspace, force=force)
+    get_output().emit_operation(
+        "rollout.init",
+        message=f"Created rollout '{name}' in {workspace}.",
+        resource=scaffold.resource(),
+        lines=scaffold.result.written,
+        next_steps=scaffold.next_steps(),
+    )
+
+
+@app.command("validate")
+def validate_command(
+    target: Annotated[
+        str,
+        typer.Argument(
+            metavar="CONFIG_OR_PATH",
+            help="configs/eval/<name>.toml, configs/training/<name>.toml, rollouts/<name> "
+            "or rollouts/<name>/main.py.",
+        ),
+    ],
+    timeout: Annotated[
+        float, typer.Option("--timeout", min=1, help="Seconds allowed for the import check.")
+    ] = 60.0,
+) -> None:
+    """Check a rollout before running or submitting it (config, paths, dependencies, import).
+
+    The entrypoint is imported once in a child process; its `__main__` block does not run.
+    """
+    from osmosis_cli.errors import CLIError, CLIErrorCode
+    from osmosis_cli.output import get_output
+    from osmosis_cli.preflight import resolve_target, run_preflight
+
+    output = get_output()
+    report = run_preflight(resolve_target(target), timeout_sec=timeout)
+    label = f"{report.rollout}/{report.entrypoint}"
+    if not report.ok:
+        failed = next(c for c in report.checks if c.status == "error")
+        if not output.is_json:
+            _print_checks(report.checks)
+        raise CLIError(
+            CLIErrorCode.VALIDATION,
+            f"Preflight failed for `{label}`:\n  {failed.message}",
+            details={**failed.details, **report.as_dict()},
+        )
+    for check in report.warnings:
+        output.warn("PREFLIGHT_WARNING", f"{check.name}: {check.message}", check=check.name)
+    lines = [
+        f"{_mark(c.status)} {c.name}: {c.message}" for c in report.checks if c.status != "warning"
+    ]
+    output.emit_operation(
+        "rollout.validate",
+        message=f"`{label}` passed the preflight"
+        + (f" with {len(report.warnings)} warning(s)." if report.warnings else "."),
+        resource=report.as_dict(),
+        lines=lines,
+    )
+
+
+def _mark(status: str) -> str:
+    return {"ok": "ok  ", "warning": "warn", "error": "FAIL", "skipped": "skip"}.get(status, status)
+
+
+def _print_checks(checks: list) -> None:
+    import sys
+
+    for check in checks:
+        sys.stderr.write(f"  {_mark(check.status)} {check.name}: {check.message}\n")
+
+
+@app.command("serve")
+def serve_command(
+    entrypoint: Annotated[
+        str,
+        typer.Argument(
+            help="rollouts/<name>/main.py (or the folder); append ':attr' if the app is not `app`."
+        ),
+    ],
+    host: Annotated[
+        str, typer.Option("--host", help="Interface to bind (127.0.0.1: this machine only).")
+    ] = "127.0.0.1",
+    port: Annotated[
+        int | None,
+        typer.Option(
+            "--port", min=0, max=65535, help="Port (default: $_OSMOSIS_ROLLOUT_PORT, else 8000)."
+        ),
+    ] = None,
+    reload: Annotated[
+        bool, typer.Option("--reload", help="Restart when files in the rollout folder change.")
+    ] = False,
+) -> None:
+    """Serve a rollout's `app` (from create_rollout_server) with uvicorn."""
+    from osmosis_cli.serving import serve_rollout
+
+    serve_rollout(entrypoint, host=host, port=port, reload=reload)

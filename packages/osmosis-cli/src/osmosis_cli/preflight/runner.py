@@ -1,0 +1,199 @@
+"""The preflight steps in order: config, containment (both in :mod:`.target`), declared
+dependencies, then one import of the entrypoint in a child process."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from osmosis_cli.errors import CLIError, CLIErrorCode
+from osmosis_cli.preflight.dependencies import check_declared_dependencies
+from osmosis_cli.preflight.report import Check, PreflightReport
+from osmosis_cli.preflight.target import RolloutTarget
+
+DEFAULT_IMPORT_TIMEOUT_SEC = 60.0
+
+
+def run_preflight(
+    target: RolloutTarget, *, timeout_sec: float = DEFAULT_IMPORT_TIMEOUT_SEC
+) -> PreflightReport:
+    """Run every step; the report holds an ``error`` check when the rollout would not start.
+
+    Raises :class:`CLIError` only for failures of the preflight itself (e.g. the child process
+    cannot be started); a broken rollout is a report with an error, so callers can show all of it.
+    """
+    report = PreflightReport(
+        rollout=target.rollout_label,
+        entrypoint=target.entrypoint_label,
+        workspace=str(target.workspace) if target.workspace else None,
+    )
+    if target.config is not None:
+        report.add(Check("config", "ok", f"{target.config.kind} config is valid"))
+        _dataset_check(report, target)
+    report.add(
+        Check(
+            "paths", "ok", f"{target.rollout_label}/{target.entrypoint_label} is inside the rollout"
+        )
+    )
+
+    deps = check_declared_dependencies(target.rollout_dir)
+    if deps.problem:
+        report.add(Check("dependencies", "warning", deps.problem))
+    elif deps.unsatisfied:
+        report.add(
+            Check(
+                "dependencies",
+                "warning",
+                "This environment does not satisfy the rollout's declared dependencies ("
+                + "; ".join(deps.unsatisfied)
+                + "), so the import check was skipped. Install them (e.g. `uv pip install -e "
+                + f"{target.rollout_label}`) to run it; the rollout's own environment is "
+                "checked again when it starts.",
+                {"unsatisfied": deps.unsatisfied},
+            )
+        )
+        report.add(Check("import", "skipped", "skipped: declared dependencies not installed"))
+        return report
+    else:
+        count = len(deps.declared)
+        report.add(
+            Check(
+                "dependencies",
+                "ok",
+                f"{count} declared dependenc{'y' if count == 1 else 'ies'} installed",
+            )
+        )
+
+    report.add(_import_check(target, timeout_sec))
+    return report
+
+
+def _dataset_check(report: PreflightReport, target: RolloutTarget) -> None:
+    if target.config is None or target.workspace is None:
+        return
+    name = target.config.experiment.dataset
+    data = target.workspace / "data"
+    candidates = [data / name, *(data / f"{name}{s}" for s in (".jsonl", ".csv", ".parquet"))]
+    found = next((c for c in candidates if c.is_file()), None)
+    if found is not None:
+        report.add(Check("dataset", "ok", f"local dataset {found.relative_to(target.workspace)}"))
+    else:
+        report.add(
+            Check(
+                "dataset",
+                "warning",
+                f"no local file for dataset {name!r} under data/; a local eval needs one "
+                "(or --dataset), a platform run uses the platform dataset of that name",
+            )
+        )
+
+
+def _import_check(target: RolloutTarget, timeout_sec: float) -> Check:
+    with tempfile.TemporaryDirectory(prefix="osmosis-preflight-") as tmp:
+        result_path = Path(tmp) / "result.json"
+        command = [
+            sys.executable,
+            "-m",
+            "osmosis_cli.preflight.probe_child",
+            str(target.rollout_dir),
+            str(target.entrypoint),
+            str(result_path),
+        ]
+        env = dict(os.environ)
+        try:
+            completed = subprocess.run(
+                command,
+                capture_output=True,
+                text=True,
+                timeout=timeout_sec,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                check=False,
+            )
+        except subprocess.TimeoutExpired:
+            return Check(
+                "import",
+                "error",
+                f"importing {target.entrypoint_label} did not finish within {timeout_sec:g}s. "
+                "Does it start a server or wait for something at import time? Keep startup "
+                'under `if __name__ == "__main__":`.',
+                {"timeout_sec": timeout_sec},
+            )
+        except OSError as exc:
+            raise CLIError(
+                CLIErrorCode.INTERNAL, f"could not start the preflight child process: {exc}"
+            ) from exc
+        if not result_path.is_file():
+            tail = (completed.stderr or "").strip().splitlines()[-8:]
+            return Check(
+                "import",
+                "error",
+                f"importing {target.entrypoint_label} killed the interpreter "
+                f"(exit code {completed.returncode})"
+                + (":\n  " + "\n  ".join(tail) if tail else ""),
+                {"exit_code": completed.returncode},
+            )
+        result: dict[str, Any] = json.loads(result_path.read_text(encoding="utf-8"))
+    return _interpret(result, target)
+
+
+def _interpret(result: dict[str, Any], target: RolloutTarget) -> Check:
+    if result.get("ok"):
+        attributes = result.get("attributes") or {}
+        if attributes.get("app") is None:
+            return Check(
+                "import",
+                "warning",
+                f"{target.entrypoint_label} imports, but defines no module-level `app`; "
+                "`osmosis rollout serve` needs `app = create_rollout_server(backend=...)`.",
+                {"attributes": attributes},
+            )
+        return Check(
+            "import",
+            "ok",
+            f"{target.entrypoint_label} imports and exposes `app`",
+            {"attributes": attributes},
+        )
+    location = _location_label(result, target)
+    if result.get("module_not_found"):
+        return Check(
+            "import",
+            "warning",
+            f"skipped: {result.get('message')} (at {location}). Install the rollout's "
+            "dependencies to check the import; it is validated again when the rollout starts.",
+            {
+                "missing_module": result.get("missing_module"),
+                "file": result.get("file"),
+                "line": result.get("line"),
+            },
+        )
+    return Check(
+        "import",
+        "error",
+        f"{location}: {result.get('error_type')}: {result.get('message')}",
+        {
+            "error_type": result.get("error_type"),
+            "file": result.get("file"),
+            "line": result.get("line"),
+            "traceback": result.get("traceback"),
+        },
+    )
+
+
+def _location_label(result: dict[str, Any], target: RolloutTarget) -> str:
+    filename = result.get("file")
+    if not filename:
+        return target.entrypoint_label
+    path = Path(filename)
+    base = target.workspace or target.rollout_dir
+    try:
+        shown = path.resolve().relative_to(base.resolve()).as_posix()
+    except ValueError:
+        shown = str(path)
+    line = result.get("line")
+    return f"{shown}:{line}" if line else shown

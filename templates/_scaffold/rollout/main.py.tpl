@@ -1,0 +1,17 @@
+"""Rollout server for {{name}}.
+
+`osmosis rollout serve rollouts/{{name}}/main.py` serves `app` on 127.0.0.1. Importing this file
+builds the backend but starts nothing, so `osmosis rollout validate` can check it.
+"""
+
+from osmosis_ai.rollout import LocalBackend
+from osmosis_ai.rollout.server import create_rollout_server, serve
+
+from {{package}}.grader import MyGrader
+from {{package}}.workflow import MyAgentWorkflow
+
+backend = LocalBackend(workflow=MyAgentWorkflow, grader=MyGrader)
+app = create_rollout_server(backend=backend)
+
+if __name__ == "__main__":
+    serve(app)
