@@ -74,6 +74,7 @@ class RolloutEntry:
         "finished_at",
         "lease_deadline",
         "lease_digest",
+        "polled",
         "progress",
         "request",
         "result",
@@ -101,6 +102,7 @@ class RolloutEntry:
         self.reward: float | None = None
         self.err_message: str | None = None
         self.fetched = False
+        self.polled = False
         self.cancel_disposition: str | None = None
         self.cancel_message: str | None = None
         # 0.3.0 mode: callbacks still to deliver, in order: (phase, url, body).
@@ -483,6 +485,12 @@ class RolloutService:
                 entry.fetched = True
                 return entry.result
             entry.lease_deadline = now + self.settings.polling_lease_timeout_sec
+        if not entry.polled:
+            entry.polled = True
+            if entry.progress.status != _QUEUED:
+                # The controller has only seen "queued" (from admission): report the progress
+                # it has not seen yet instead of waiting for a further change.
+                return wire.in_progress_json(entry.rollout_id, entry.progress.status)
         event = entry.progress.changed
         try:
             async with asyncio.timeout(self.settings.result_wait_timeout_sec):
