@@ -30,7 +30,7 @@ from .errors import (
     PolicyHTTPError,
     PolicyTimeoutError,
 )
-from .model import OsmosisRolloutModel
+from .model import NoActiveRolloutError, OsmosisRolloutModel
 from .prompt import (
     merge_system_prompt,
     split_prompt,
@@ -42,7 +42,9 @@ from .sample import (
 
 # strands.Agent's leading positional parameters, in order (stable from 1.0 to 1.62).
 _POSITIONAL = ("model", "messages", "tools", "system_prompt")
-_POLICY_ERRORS = (PolicyHTTPError, PolicyTimeoutError)
+# Raised by the model and wrapped by Strands into EventLoopException; re-raised as themselves so
+# that the failure category (http_error, timeout) and the how-to-run message survive.
+_POLICY_ERRORS = (PolicyHTTPError, PolicyTimeoutError, NoActiveRolloutError)
 
 
 class OsmosisStrandsAgent(Agent):

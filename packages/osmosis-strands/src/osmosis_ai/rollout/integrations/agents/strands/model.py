@@ -46,6 +46,10 @@ _HOW_TO_RUN = (
 )
 
 
+class NoActiveRolloutError(RuntimeError):
+    """``OsmosisRolloutModel`` was called while no rollout (``RolloutContext``) is active."""
+
+
 class CallRecorder(Protocol):
     """Receives one :class:`CallRecord` per completed policy call (see :mod:`.sample`)."""
 
@@ -154,12 +158,12 @@ class OsmosisRolloutModel(Model):
 def _active_context() -> RolloutContext:
     ctx = get_rollout_context()
     if ctx is None:
-        raise RuntimeError(
+        raise NoActiveRolloutError(
             "OsmosisRolloutModel was called outside a rollout: it sends each request to the "
             "policy of the rollout being executed, and no RolloutContext is active. " + _HOW_TO_RUN
         )
     if not ctx.chat_completions_url:
-        raise RuntimeError(
+        raise NoActiveRolloutError(
             f"OsmosisRolloutModel: the active rollout {ctx.rollout_id or '(no id)'!r} has no "
             "chat_completions_url, so there is no policy to call. " + _HOW_TO_RUN
         )
