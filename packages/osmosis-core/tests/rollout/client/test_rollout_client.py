@@ -30,10 +30,13 @@ def _client_for(http: Any, **options: Any) -> RolloutClient:
 
 async def test_run_rollout_to_completion_and_wait_idle() -> None:
     backend = FakeBackend()
-    async with running(backend, result_wait_timeout_sec=1.0, polling_lease_timeout_sec=5.0) as (
-        http,
-        _,
-    ), _client_for(http) as client:
+    async with (
+        running(backend, result_wait_timeout_sec=1.0, polling_lease_timeout_sec=5.0) as (
+            http,
+            _,
+        ),
+        _client_for(http) as client,
+    ):
         handle = await client.run_rollout_async(
             PROMPT, CHAT, "r1", label="42", metadata={"mode": "staged"}
         )
@@ -79,19 +82,23 @@ async def test_429_is_retried_until_capacity_or_admission_timeout() -> None:
             return True
 
     backend = FillsUp()
-    async with running(backend) as (http, _):
-        # The server says Retry-After: 5; patch the sleep out of the way by a short timeout
-        # first, then let a real retry happen through a stand-in with a short Retry-After.
-        async with _client_for(http, admission_timeout_sec=0.2) as client:
-            with pytest.raises(RolloutAdmissionTimeoutError, match="timed out after 0.2 seconds"):
-                await client.run_rollout_async(PROMPT, CHAT, "r1")
+    # The real server says Retry-After: 5, longer than the admission timeout; a real retry
+    # is then exercised against a stand-in with a short Retry-After.
+    async with (
+        running(backend) as (http, _),
+        _client_for(http, admission_timeout_sec=0.2) as client,
+    ):
+        with pytest.raises(RolloutAdmissionTimeoutError, match=r"timed out after 0\.2 seconds"):
+            await client.run_rollout_async(PROMPT, CHAT, "r1")
 
     attempts: list[int] = []
 
     async def admit(request: Request) -> Response:
         attempts.append(1)
         if len(attempts) < 3:
-            return JSONResponse({"detail": "full"}, status_code=429, headers={"Retry-After": "0.01"})
+            return JSONResponse(
+                {"detail": "full"}, status_code=429, headers={"Retry-After": "0.01"}
+            )
         payload = await request.json()
         return JSONResponse(
             {

@@ -24,8 +24,20 @@ FAST_RETRY: dict[str, Any] = {
 }
 
 
+async def backend_done(service: Any) -> None:
+    """Wait for every callback delivery of ``service`` to end (delivered, dropped or parked)."""
+    async with asyncio.timeout(4):
+        while service._deliveries:
+            await asyncio.wait(set(service._deliveries))
+
+
 def callback_body(
-    base: str, listener: CallbackListener, rollout_id: str | None, *, grader: bool = True, **fields: Any
+    base: str,
+    listener: CallbackListener,
+    rollout_id: str | None,
+    *,
+    grader: bool = True,
+    **fields: Any,
 ) -> dict[str, Any]:
     key = rollout_id or "minted"
     payload = body(
@@ -113,7 +125,9 @@ async def test_failures_reach_both_callbacks(
         assert first.body["err_message"] == "workflow exceeded its 0.1s deadline"
         assert second.body["sample"] is None
     if mode in ("grader_error", "remove_sample"):
-        assert second.body["sample"]["reward"] is None  # the wire reward rule
+        sample = second.body["sample"]
+        assert isinstance(sample, dict)
+        assert sample["reward"] is None  # the wire reward rule
 
 
 async def test_503_twice_then_200_is_one_delivery(backend: FakeBackend) -> None:
@@ -174,9 +188,8 @@ async def test_exhausted_budget_parks_callbacks_in_the_outbox_and_restart_resend
     options: dict[str, Any] = {**FAST_RETRY, "callback_retry_budget_sec": 0.3, "outbox_dir": outbox}
     async with running(FakeBackend(), **options) as (client, service):
         await client.post("/rollout", json=callback_body(base, listener, "r1"))
-        async with asyncio.timeout(4):
-            while not (outbox / "r1.json").exists():
-                await asyncio.sleep(0.05)
+        await backend_done(service)
+        assert (outbox / "r1.json").exists()
         assert service.entries["r1"].callbacks is None
     record = (outbox / "r1.json").read_text()
     assert '"phase": "completion"' in record
