@@ -10,7 +10,7 @@ could not start; 130 interrupted (the run is resumable with the same ``--name``)
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -23,48 +23,70 @@ EXIT_INTERRUPTED = 130
 
 
 def run(
-    config: Path = typer.Argument(..., help="Eval config, e.g. configs/eval/<rollout>.toml."),
-    dataset: Path | None = typer.Option(
-        None, "--dataset", help="Local JSONL, CSV or Parquet file (default: experiment.dataset)."
-    ),
-    model: str | None = typer.Option(
-        None,
-        "--model",
-        help="Model: 'openai/<model>' style shorthand, a served name with --base-url, or "
-        "'mock' (offline scripted policy: a plumbing check, its rewards mean nothing).",
-    ),
-    base_url: str | None = typer.Option(
-        None, "--base-url", help="Any OpenAI-compatible base URL (vLLM, SGLang, Ollama, ...)."
-    ),
-    api_key_env: str | None = typer.Option(
-        None, "--api-key-env", help="Environment variable holding the upstream API key."
-    ),
-    n: int | None = typer.Option(None, "--n", help="Samples per row (default: evaluation.n)."),
-    limit: int | None = typer.Option(None, "--limit", help="Evaluate the first N rows."),
-    rows: str | None = typer.Option(
-        None, "--rows", help="Rows to evaluate, 0-based: '0-9' or '3,7,10-20'."
-    ),
-    max_in_flight: int | None = typer.Option(
-        None, "--max-in-flight", help="Rollouts running at once (default: server capacity)."
-    ),
-    pass_threshold: float | None = typer.Option(
-        None, "--pass-threshold", help="Reward counted as a pass (default 1.0)."
-    ),
-    name: str | None = typer.Option(
-        None, "--name", help="Run name; rerunning a name resumes it (default: generated)."
-    ),
-    fresh: bool = typer.Option(False, "--fresh", help="Archive the existing run and start over."),
-    retry_failed: bool = typer.Option(
-        False, "--retry-failed", help="Rerun the work items that failed or were skipped."
-    ),
-    output: Path | None = typer.Option(
-        None, "--output", "-o", help="Runs folder (default: <workspace>/.osmosis/evals)."
-    ),
-    isolated: bool = typer.Option(
-        False,
-        "--isolated",
-        help="Run the rollout server in the rollout's own environment (uv run --project).",
-    ),
+    config: Annotated[Path, typer.Argument(help="Eval config, e.g. configs/eval/<rollout>.toml.")],
+    dataset: Annotated[
+        Path | None,
+        typer.Option(
+            "--dataset", help="Local JSONL, CSV or Parquet file (default: experiment.dataset)."
+        ),
+    ] = None,
+    model: Annotated[
+        str | None,
+        typer.Option(
+            "--model",
+            help="Model: 'openai/<model>' style shorthand, a served name with --base-url, or "
+            "'mock' (offline scripted policy: a plumbing check, its rewards mean nothing).",
+        ),
+    ] = None,
+    base_url: Annotated[
+        str | None,
+        typer.Option(
+            "--base-url", help="Any OpenAI-compatible base URL (vLLM, SGLang, Ollama...)."
+        ),
+    ] = None,
+    api_key_env: Annotated[
+        str | None,
+        typer.Option("--api-key-env", help="Environment variable holding the upstream API key."),
+    ] = None,
+    n: Annotated[
+        int | None, typer.Option("--n", help="Samples per row (default: evaluation.n).")
+    ] = None,
+    limit: Annotated[int | None, typer.Option("--limit", help="Evaluate the first N rows.")] = None,
+    rows: Annotated[
+        str | None, typer.Option("--rows", help="Rows to evaluate, 0-based: '0-9' or '3,7,10-20'.")
+    ] = None,
+    max_in_flight: Annotated[
+        int | None,
+        typer.Option(
+            "--max-in-flight", help="Rollouts running at once (default: server capacity)."
+        ),
+    ] = None,
+    pass_threshold: Annotated[
+        float | None,
+        typer.Option("--pass-threshold", help="Reward counted as a pass (default 1.0)."),
+    ] = None,
+    name: Annotated[
+        str | None,
+        typer.Option("--name", help="Run name; rerunning a name resumes it (default: generated)."),
+    ] = None,
+    fresh: Annotated[
+        bool, typer.Option("--fresh", help="Archive the existing run and start over.")
+    ] = False,
+    retry_failed: Annotated[
+        bool,
+        typer.Option("--retry-failed", help="Rerun the work items that failed or were skipped."),
+    ] = False,
+    output: Annotated[
+        Path | None,
+        typer.Option("--output", "-o", help="Runs folder (default: <workspace>/.osmosis/evals)."),
+    ] = None,
+    isolated: Annotated[
+        bool,
+        typer.Option(
+            "--isolated",
+            help="Run the rollout server in the rollout's own environment (uv run --project).",
+        ),
+    ] = False,
 ) -> None:
     """Run an eval locally: every row x n samples through the rollout, graded, resumable."""
     from osmosis_cli.errors import CLIError, CLIErrorCode, validation
@@ -149,7 +171,9 @@ def _execute(plan: EvalPlan, out: Output) -> EvalRunResult:
             details={"run_name": plan.run_name, "changed": exc.changed, "flags": ["--fresh"]},
         ) from None
     except RunLayoutError as exc:
-        raise CLIError(CLIErrorCode.CONFLICT, str(exc), details={"run_name": plan.run_name}) from None
+        raise CLIError(
+            CLIErrorCode.CONFLICT, str(exc), details={"run_name": plan.run_name}
+        ) from None
     except EvalRunFailed as exc:
         details: dict[str, Any] = {"run_name": plan.run_name, "output_path": str(plan.run_dir)}
         if exc.result is not None:
@@ -295,8 +319,7 @@ def _emit(result: EvalRunResult, out: Output) -> None:
         message = f"Eval {result.run_name} finished: {result.succeeded} succeeded."
     else:
         message = (
-            f"Eval {result.run_name} is partial: {result.failed} failed, "
-            f"{result.pending} pending."
+            f"Eval {result.run_name} is partial: {result.failed} failed, {result.pending} pending."
         )
     lines = _summary_lines(result)
     next_steps: list[str] = []
@@ -306,7 +329,7 @@ def _emit(result: EvalRunResult, out: Output) -> None:
         next_steps.append(f"osmosis eval run <config> --name {result.run_name}")
     if not out.is_json and out.mode.value == "rich":
         _print_summary_table(result, out)
-        lines = [f"results: {result.output_path}"] + _failed_lines(result)
+        lines = [f"results: {result.output_path}", *_failed_lines(result)]
     out.emit_operation(
         "eval.run",
         status=status,
@@ -375,7 +398,10 @@ def _print_summary_table(result: EvalRunResult, out: Output) -> None:
     rows += [(f"pass@{p['k']}", p.get("value")) for p in metrics.get("pass_at_k", [])]
     if metrics.get("failures_by_type"):
         rows.append(
-            ("failures by type", ", ".join(f"{k}={v}" for k, v in metrics["failures_by_type"].items()))
+            (
+                "failures by type",
+                ", ".join(f"{k}={v}" for k, v in metrics["failures_by_type"].items()),
+            )
         )
     rows.append(("tokens", metrics.get("tokens_used")))
     for key, value in rows:

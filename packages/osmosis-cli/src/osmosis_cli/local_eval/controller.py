@@ -329,6 +329,23 @@ async def _dispatch(
     restore_sigterm = _install_sigterm(current)
     try:
         async with AsyncExitStack() as stack:
+            # A per-session key: no other local process can admit rollouts to (or cancel) ours.
+            server_key = secrets.token_urlsafe(24)
+            log.redact.add(server_key)
+            server = RolloutServerProcess(
+                entrypoint=plan.entrypoint,
+                rollout_dir=plan.rollout_dir,
+                log_path=paths.server_log,
+                env=_child_env(plan, paths),
+                isolated=plan.isolated,
+                api_key=server_key,
+                redact=log.redact,
+            )
+            stack.push_async_callback(server.stop)
+            log.info("server", "starting rollout server", command=" ".join(server.command()))
+            # The child imports its rollout (seconds) while we start the upstream and proxy.
+            server.spawn()
+
             if upstream.is_mock:
                 from osmosis_ai.testing import ScriptedPolicyServer
 
@@ -356,21 +373,8 @@ async def _dispatch(
                 model=upstream.model,
             )
 
-            # A per-session key: no other local process can admit rollouts to (or cancel) ours.
-            server_key = secrets.token_urlsafe(24)
-            log.redact.add(server_key)
-            server = RolloutServerProcess(
-                entrypoint=plan.entrypoint,
-                rollout_dir=plan.rollout_dir,
-                log_path=paths.server_log,
-                env=_child_env(plan, paths),
-                isolated=plan.isolated,
-                api_key=server_key,
-                redact=log.redact,
-            )
-            stack.push_async_callback(server.stop)
-            log.info("server", "starting rollout server", command=" ".join(server.command()))
-            url = await server.start(timeout_sec=plan.server_start_timeout_sec)
+            stack.push_async_callback(server.stop)  # idempotent: stop it before the proxy
+            url = await server.wait_healthy(timeout_sec=plan.server_start_timeout_sec)
             log.info("server", "rollout server healthy", url=url, pid=server.pid)
 
             deadline = item_deadline(plan.agent_timeout_sec, plan.grader_timeout_sec)
@@ -421,6 +425,11 @@ async def _dispatch(
                     with contextlib.suppress(BaseException):
                         await run_task
             halt = scheduler.halt_reason
+            log.info(
+                "run",
+                "dispatch finished; stopping the rollout server",
+                dispatched=scheduler.dispatched,
+            )
             if server.exited() is not None:
                 tail = server.output_tail()
                 halt = f"the rollout server exited (code {server.exited()})" + (

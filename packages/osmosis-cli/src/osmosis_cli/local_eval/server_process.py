@@ -120,6 +120,11 @@ class RolloutServerProcess:
 
     async def start(self, *, timeout_sec: float = 120.0) -> str:
         """Spawn the server and wait for ``/health``; returns its base URL."""
+        self.spawn()
+        return await self.wait_healthy(timeout_sec=timeout_sec)
+
+    def spawn(self) -> None:
+        """Start the child without waiting (the caller can prepare other things meanwhile)."""
         env = {
             **self._env,
             "_OSMOSIS_ROLLOUT_INSTANCE_ID": self.instance_id,
@@ -132,7 +137,7 @@ class RolloutServerProcess:
         self._log = self.log_path.open("ab")
         # Spawned from the event-loop (main) thread on purpose: PR_SET_PDEATHSIG fires when the
         # *thread* that forked the child exits, so a worker thread would kill it early.
-        self._process = subprocess.Popen(  # noqa: ASYNC220
+        self._process = subprocess.Popen(
             self.command(),
             stdin=subprocess.PIPE,
             stdout=self._log,
@@ -141,6 +146,9 @@ class RolloutServerProcess:
             cwd=str(self.rollout_dir),
             preexec_fn=_set_parent_death_signal,
         )
+
+    async def wait_healthy(self, *, timeout_sec: float = 120.0) -> str:
+        """Wait until ``/health`` answers 200 from *our* server; returns its base URL."""
         deadline = time.monotonic() + timeout_sec
         headers = {"authorization": f"Bearer {self._api_key}"} if self._api_key else {}
         async with httpx.AsyncClient(timeout=5.0, headers=headers) as client:
