@@ -1,0 +1,323 @@
+"""Saving ``<home>/<rollout_id>/trajectory.json`` (and ``diagnostics.json``), best effort.
+
+:func:`save_trajectory` never raises and never affects a rollout's status or reward: any
+failure is logged. Conversion, JSON encoding and file I/O run on a small dedicated thread pool
+so the event loop only waits for the result. Files are written atomically (temporary file then
+rename), so readers never see half a document.
+
+**Retention.** Rollout folders accumulate under the osmosis home, so the writer prunes them
+now and then (after every ``prune_every`` writes, at most once per ``prune_interval_sec``;
+never on every write): it keeps at most ``max_rollouts`` folders and deletes those whose
+trajectory is older than ``max_age_sec``. Only folders that hold a ``trajectory.json`` or
+``diagnostics.json`` are ever considered, so other things in the home (the server outbox, eval
+runs) are safe. Defaults: 10,000 folders, 7 days. Configure with :func:`configure_retention`
+or the environment (``OSMOSIS_TRAJECTORY_MAX_ROLLOUTS``, ``OSMOSIS_TRAJECTORY_MAX_AGE_SEC``;
+``0`` disables that bound). When a supervisor sets ``_OSMOSIS_ROLLOUT_ARTIFACT_ROOT`` (e.g.
+``osmosis eval run`` keeping trajectories next to its results) or ``artifact_root`` is passed,
+that directory belongs to the caller and is never pruned.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import shutil
+import threading
+import time
+from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from osmosis_ai.rollout.home import ENV_ARTIFACT_ROOT, osmosis_home
+from osmosis_ai.rollout.identifiers import validate_rollout_id
+from osmosis_ai.rollout.trajectory.atif import Trajectory, convert_sample_to_trajectory
+from osmosis_ai.rollout.trajectory.report import TrajectoryReport
+from osmosis_ai.rollout.types.execution import ExecutionOutcome, ExecutionResult
+
+logger = logging.getLogger(__name__)
+
+TRAJECTORY_FILE = "trajectory.json"
+DIAGNOSTICS_FILE = "diagnostics.json"
+ENV_MAX_ROLLOUTS = "OSMOSIS_TRAJECTORY_MAX_ROLLOUTS"
+ENV_MAX_AGE_SEC = "OSMOSIS_TRAJECTORY_MAX_AGE_SEC"
+
+
+@dataclass(slots=True)
+class RetentionPolicy:
+    """Bounds on the rollout folders kept under the osmosis home (``0`` = no bound)."""
+
+    max_rollouts: int = 10_000
+    max_age_sec: float = 7 * 24 * 3600.0
+    prune_every: int = 500
+    prune_interval_sec: float = 60.0
+
+    @classmethod
+    def from_env(cls) -> RetentionPolicy:
+        policy = cls()
+        for env, attr, kind in (
+            (ENV_MAX_ROLLOUTS, "max_rollouts", int),
+            (ENV_MAX_AGE_SEC, "max_age_sec", float),
+        ):
+            raw = os.environ.get(env)
+            if raw:
+                try:
+                    value = kind(raw)
+                except ValueError:
+                    logger.warning("ignoring %s=%r: expected a number", env, raw)
+                    continue
+                setattr(policy, attr, max(value, 0))
+        return policy
+
+
+class _Writer:
+    """Process-wide state: the I/O thread pool and the pruning schedule."""
+
+    def __init__(self) -> None:
+        self.policy: RetentionPolicy | None = None
+        self._executor: ThreadPoolExecutor | None = None
+        self._lock = threading.Lock()
+        self._writes_since_prune = 0
+        self._last_prune = 0.0
+
+    def executor(self) -> ThreadPoolExecutor:
+        if self._executor is None:
+            with self._lock:
+                if self._executor is None:
+                    self._executor = ThreadPoolExecutor(
+                        max_workers=2, thread_name_prefix="osmosis-trajectory"
+                    )
+        return self._executor
+
+    def retention(self) -> RetentionPolicy:
+        if self.policy is None:
+            self.policy = RetentionPolicy.from_env()
+        return self.policy
+
+    def maybe_prune(self, root: Path) -> None:
+        policy = self.retention()
+        if not policy.max_rollouts and not policy.max_age_sec:
+            return
+        with self._lock:
+            self._writes_since_prune += 1
+            now = time.monotonic()
+            if self._writes_since_prune < policy.prune_every and self._last_prune:
+                return
+            if now - self._last_prune < policy.prune_interval_sec and self._last_prune:
+                return
+            self._writes_since_prune = 0
+            self._last_prune = now
+        prune_rollout_dirs(root, max_rollouts=policy.max_rollouts, max_age_sec=policy.max_age_sec)
+
+
+_WRITER = _Writer()
+
+
+def configure_retention(
+    *,
+    max_rollouts: int | None = None,
+    max_age_sec: float | None = None,
+    prune_every: int | None = None,
+    prune_interval_sec: float | None = None,
+) -> RetentionPolicy:
+    """Change the retention bounds for this process (unspecified values keep their setting)."""
+    policy = _WRITER.retention()
+    for name, value in (
+        ("max_rollouts", max_rollouts),
+        ("max_age_sec", max_age_sec),
+        ("prune_every", prune_every),
+        ("prune_interval_sec", prune_interval_sec),
+    ):
+        if value is not None:
+            if value < 0:
+                raise ValueError(f"{name} must be >= 0 (0 disables that bound)")
+            setattr(policy, name, value)
+    _WRITER._last_prune = 0.0
+    _WRITER._writes_since_prune = 0
+    return policy
+
+
+def _rollout_dirs(root: Path) -> list[tuple[float, Path]]:
+    found: list[tuple[float, Path]] = []
+    try:
+        entries = list(os.scandir(root))
+    except OSError:
+        return found
+    for entry in entries:
+        if not entry.is_dir(follow_symlinks=False):
+            continue
+        for name in (TRAJECTORY_FILE, DIAGNOSTICS_FILE):
+            try:
+                mtime = os.stat(os.path.join(entry.path, name)).st_mtime
+            except OSError:
+                continue
+            found.append((mtime, Path(entry.path)))
+            break
+    return found
+
+
+def prune_rollout_dirs(root: Path, *, max_rollouts: int = 0, max_age_sec: float = 0.0) -> int:
+    """Delete rollout folders beyond ``max_rollouts`` (oldest first) or older than ``max_age_sec``.
+
+    Returns how many were deleted. Only folders holding a trajectory or diagnostics file count.
+    """
+    dirs = sorted(_rollout_dirs(root), reverse=True)  # newest first
+    cutoff = time.time() - max_age_sec if max_age_sec else None
+    removed = 0
+    for index, (mtime, path) in enumerate(dirs):
+        too_many = bool(max_rollouts) and index >= max_rollouts
+        too_old = cutoff is not None and mtime < cutoff
+        if too_many or too_old:
+            shutil.rmtree(path, ignore_errors=True)
+            removed += 1
+    if removed:
+        logger.info("pruned %d old rollout folder(s) under %s", removed, root)
+    return removed
+
+
+_encode = json.JSONEncoder(ensure_ascii=False, default=str, separators=(", ", ": ")).encode
+
+
+def dumps_trajectory(document: Mapping[str, Any]) -> str:
+    """JSON with one top-level key per line and one step per line.
+
+    Readable with ``less`` or ``jq``, and fast: every piece goes through the C encoder
+    (``indent=`` would switch to the pure-Python one, several times slower), and token-id and
+    logprob arrays stay on their step's line instead of one number per line.
+    """
+    items = list(document.items())
+    lines = ["{"]
+    last = len(items) - 1
+    for index, (key, value) in enumerate(items):
+        comma = "," if index < last else ""
+        if key == "steps" and isinstance(value, list) and value:
+            lines.append(f"  {_encode(key)}: [")
+            final = len(value) - 1
+            lines.extend(
+                f"    {_encode(step)}{',' if i < final else ''}" for i, step in enumerate(value)
+            )
+            lines.append(f"  ]{comma}")
+        else:
+            lines.append(f"  {_encode(key)}: {_encode(value)}{comma}")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def _write_atomic(folder: str, name: str, text: str) -> str:
+    """Write ``folder/name`` via a temporary file and a rename (plain ``os`` calls: this runs
+    once per rollout, and ``pathlib``/text-mode ``open`` cost several times the syscalls)."""
+    try:
+        os.mkdir(folder)
+    except FileExistsError:
+        pass
+    except FileNotFoundError:
+        os.makedirs(folder, exist_ok=True)
+    final = os.path.join(folder, name)
+    tmp = os.path.join(folder, f".{name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    data = memoryview(text.encode("utf-8"))
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        while data:
+            data = data[os.write(fd, data) :]
+    except BaseException:
+        os.close(fd)
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    os.close(fd)
+    os.replace(tmp, final)
+    return final
+
+
+def _save_sync(
+    *,
+    rollout_id: str,
+    result: ExecutionResult,
+    request_label: str | None,
+    request_metadata: Mapping[str, Any] | None,
+    request_extra_fields: Mapping[str, Any] | None,
+    report: TrajectoryReport | None,
+    root: Path,
+    prune: bool,
+    diagnostics: Mapping[str, Any] | None,
+) -> Path | None:
+    folder = os.path.join(os.path.expanduser(root), validate_rollout_id(rollout_id))
+    written: Path | None = None
+    if diagnostics:
+        _write_atomic(
+            folder,
+            DIAGNOSTICS_FILE,
+            json.dumps(dict(diagnostics), indent=2, ensure_ascii=False, default=str),
+        )
+    sample = result.sample
+    document: Trajectory | None = None
+    if sample is not None:
+        document = convert_sample_to_trajectory(
+            sample,
+            rollout_id=rollout_id,
+            request_label=request_label,
+            request_metadata=request_metadata,
+            request_extra_fields=request_extra_fields,
+            report=report,
+            status=str(result.status),
+            err_category=str(result.err_category) if result.err_category else None,
+            err_message=result.err_message,
+        )
+    if document is not None:
+        written = Path(_write_atomic(folder, TRAJECTORY_FILE, dumps_trajectory(document)))
+    if prune and (written is not None or diagnostics):
+        _WRITER.maybe_prune(root.expanduser())
+    return written
+
+
+async def save_trajectory(
+    *,
+    rollout_id: str,
+    result: ExecutionResult | ExecutionOutcome,
+    request_label: str | None = None,
+    request_metadata: Mapping[str, Any] | None = None,
+    request_extra_fields: Mapping[str, Any] | None = None,
+    report: TrajectoryReport | None = None,
+    artifact_root: Path | str | None = None,
+    diagnostics: Mapping[str, Any] | None = None,
+) -> Path | None:
+    """Write the rollout's ATIF trajectory; return its path, or ``None`` if nothing was written.
+
+    ``result`` is the result to archive (pass an :class:`ExecutionOutcome` to use its
+    ``result_to_save``). Nothing is written when it has no sample or the sample's
+    ``trajectory_messages`` is ``None``; ``diagnostics`` (``ExecutionResult.extra_fields``) go
+    to ``diagnostics.json`` even without a sample. Never raises (except on cancellation).
+    """
+    try:
+        if isinstance(result, ExecutionOutcome):
+            result = result.result_to_save
+        if artifact_root is not None:
+            root, prune = Path(artifact_root), False
+        else:
+            root, prune = osmosis_home(), not os.environ.get(ENV_ARTIFACT_ROOT)
+        if result.sample is None and not diagnostics:
+            return None
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(
+            _WRITER.executor(),
+            lambda: _save_sync(
+                rollout_id=rollout_id,
+                result=result,
+                request_label=request_label,
+                request_metadata=request_metadata,
+                request_extra_fields=request_extra_fields,
+                report=report,
+                root=root,
+                prune=prune,
+                diagnostics=diagnostics,
+            ),
+        )
+    except asyncio.CancelledError:
+        raise
+    except Exception:
+        logger.warning("could not save the trajectory of rollout %r", rollout_id, exc_info=True)
+        return None
