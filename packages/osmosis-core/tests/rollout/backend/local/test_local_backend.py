@@ -402,6 +402,7 @@ async def test_expired_deadline_fails_without_running() -> None:
     result = (await LocalBackend(workflow=Marks).execute(request(agent_timeout_sec=0))).result
     assert result.err_category == RolloutErrorCategory.TIMEOUT
     assert result.err_message == "workflow exceeded its 0s deadline"
+    assert ran == []
 
 
 async def test_agent_deadline_counts_queue_time() -> None:

@@ -359,6 +359,13 @@ class LocalBackend(ExecutionBackend):
         started_at: float | None = admitted_at if semaphore is None else None
         sample: RolloutSample | None = None
         output = None
+        if deadline is not None and loop.time() >= deadline:
+            # Already expired on arrival (zero or negative budget): do not start the workflow.
+            self._registry.queued -= 1
+            record.status = RolloutStatus.RUNNING
+            return _failure(
+                _TIMEOUT, self._deadline_message(timeout, admitted_at, started_at)
+            ), False
         scope = asyncio.timeout_at(deadline)
         try:
             async with scope:
