@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import math
 import socket
+import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -82,6 +83,40 @@ async def serve_app(app: Any, *, port: int = 0) -> AsyncIterator[str]:
     finally:
         server.should_exit = True
         await task
+
+
+class ThreadedServer:
+    """``app`` under uvicorn in a background thread (for synchronous callers such as
+    hypothesis tests); ``url`` is its base URL."""
+
+    def __init__(self, app: Any) -> None:
+        self._server = _Server(
+            uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on")
+        )
+        self._started = threading.Event()
+        self._thread = threading.Thread(target=self._main, daemon=True)
+        self.url = ""
+
+    def _main(self) -> None:
+        async def main() -> None:
+            task = asyncio.create_task(self._server.serve())
+            await self._server.ready.wait()
+            port = self._server.servers[0].sockets[0].getsockname()[1]
+            self.url = f"http://127.0.0.1:{port}"
+            self._started.set()
+            await task
+
+        asyncio.run(main())
+
+    def __enter__(self) -> ThreadedServer:
+        self._thread.start()
+        if not self._started.wait(10):
+            raise RuntimeError("uvicorn did not start")
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._server.should_exit = True
+        self._thread.join(15)
 
 
 def free_port() -> int:

@@ -4,7 +4,8 @@ A lost callback is a lost reward, so delivery retries over a long budget (defaul
 the public SDK gave up after about 7.5 s): capped exponential backoff with jitter, on transport
 errors, 408, 429 and 5xx, honouring ``Retry-After``. Any other 4xx is the controller saying the
 request itself is wrong; repeating it cannot help, so it is logged with the body and dropped.
-One ``httpx.AsyncClient`` is shared by all deliveries (connection reuse is most of the cost).
+One ``httpx.AsyncClient`` is shared by all deliveries (connection reuse is most of the cost);
+httpx is imported on the first callback, so a poll-only server never pays for it.
 """
 
 from __future__ import annotations
@@ -16,9 +17,10 @@ import logging
 import random
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import httpx
+if TYPE_CHECKING:
+    import httpx
 
 logger = logging.getLogger("osmosis_ai.rollout.server")
 
@@ -63,6 +65,8 @@ class CallbackSender:
 
     def _http(self) -> httpx.AsyncClient:
         if self._client is None:
+            import httpx
+
             self._client = httpx.AsyncClient(
                 timeout=self.policy.request_timeout_sec,
                 follow_redirects=False,
@@ -82,6 +86,8 @@ class CallbackSender:
         headers = {"content-type": "application/json"}
         if api_key:
             headers["authorization"] = f"Bearer {api_key}"
+        import httpx
+
         started = time.monotonic()
         attempt = 0
         while True:
@@ -157,6 +163,8 @@ def _ack_json(response: httpx.Response) -> Any:
 
 def _safe_url(url: str) -> str:
     """The URL without query string or user info, which may carry credentials."""
+    import httpx
+
     try:
         parsed = httpx.URL(url)
     except Exception:

@@ -213,7 +213,7 @@ class RolloutService:
         running = self._running_tasks()
         if running:
             logger.info(
-                "waiting up to %.0fs for %d in-flight rollout(s) to finish", grace, len(running)
+                "waiting up to %gs for %d in-flight rollout(s) to finish", grace, len(running)
             )
             await asyncio.wait(running, timeout=grace)
         running = self._running_tasks()
@@ -590,7 +590,7 @@ class RolloutService:
         if self._report_type is None:
             return None
         try:
-            return self._report_type.model_validate(ack["trajectory"])
+            return self._report_type.from_dict(ack["trajectory"])
         except Exception:
             logger.warning("ignoring an invalid trajectory report in a callback acknowledgement")
             return None

@@ -1,0 +1,209 @@
+"""Drain, outbox, retention and trajectories: nothing finished is ever silently lost."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import sys
+import textwrap
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+from rollout_server_harness import (
+    LEASE,
+    CallbackListener,
+    FakeBackend,
+    body,
+    free_port,
+    running,
+    serve_app,
+)
+
+
+async def _final(client: httpx.AsyncClient, rollout_id: str, token: str) -> dict[str, Any]:
+    for _ in range(20):
+        response = await client.get(f"/rollout/{rollout_id}/result", headers={LEASE: token})
+        result = response.json()
+        if result["status"] in ("success", "failure", "cancelled"):
+            return result
+    raise AssertionError("rollout never finished")
+
+
+async def test_trajectory_is_saved_for_every_finished_rollout(osmosis_home: Path) -> None:
+    async with running(FakeBackend()) as (client, _):
+        token = (await client.post("/rollout", json=body("r1"))).json()["polling_lease_token"]
+        await _final(client, "r1", token)
+    document = json.loads((osmosis_home / "r1" / "trajectory.json").read_text())
+    assert document["schema_version"] == "ATIF-v1.7"
+    assert document["session_id"] == "r1"
+    assert document["extra"]["osmosis"]["reward"] == 1.0
+    assert "llm_api_key" not in json.dumps(document)
+
+
+async def test_callback_ack_report_is_merged_into_the_trajectory(osmosis_home: Path) -> None:
+    listener = CallbackListener()
+    listener.ack = {"ok": True, "trajectory": {"model_name": "policy-v7", "samples": {}}}
+    async with serve_app(listener.app) as base, running(FakeBackend()) as (client, _):
+        payload = body(
+            "r1",
+            completion_callback_url=listener.url(base, "completion", "r1"),
+            grader_callback_url=listener.url(base, "grader", "r1"),
+        )
+        await client.post("/rollout", json=payload)
+        await listener.wait_for(2)
+    document = json.loads((osmosis_home / "r1" / "trajectory.json").read_text())
+    assert document["agent"]["model_name"] == "policy-v7"
+
+
+async def test_shutdown_drains_cancels_and_persists_unfetched_results(tmp_path: Path) -> None:
+    outbox = tmp_path / "outbox"
+    backend = FakeBackend()
+    options: dict[str, Any] = {"drain_grace_sec": 0.3, "outbox_dir": outbox}
+    async with running(backend, **options) as (client, _):
+        tokens = {
+            rid: (await client.post("/rollout", json=body(rid, metadata=meta))).json()[
+                "polling_lease_token"
+            ]
+            for rid, meta in (
+                ("fetched", {}),
+                ("fast", {"mode": "sleep", "seconds": 0.1}),
+                ("slow", {"mode": "block"}),
+            )
+        }
+        await _final(client, "fetched", tokens["fetched"])
+    assert backend.shutdown_calls == 1
+    assert "slow" in backend.cancelled
+    assert sorted(p.name for p in outbox.iterdir()) == ["fast.json", "slow.json"]
+    stored = (outbox / "slow.json").read_text()
+    assert tokens["slow"] not in stored  # only the token's hash is kept
+    async with running(FakeBackend(), **options) as (client, _):
+        slow = await client.get("/rollout/slow/result", headers={LEASE: tokens["slow"]})
+        fast = await client.get("/rollout/fast/result", headers={LEASE: tokens["fast"]})
+        wrong = await client.get("/rollout/slow/result", headers={LEASE: tokens["fast"]})
+        assert list(outbox.iterdir()) == []  # taken at start, held in memory
+    assert slow.json()["status"] == "cancelled"
+    assert "shut down" in slow.json()["err_message"]
+    assert fast.json()["status"] == "success"
+    assert wrong.status_code == 403
+    # Both were fetched this time: nothing is left for a third start.
+    assert list(outbox.iterdir()) == []
+
+
+async def test_retention_is_bounded_by_count() -> None:
+    async with running(FakeBackend(), max_retained_results=3) as (client, service):
+        tokens = {}
+        for i in range(5):
+            rid = f"r{i}"
+            tokens[rid] = (await client.post("/rollout", json=body(rid))).json()[
+                "polling_lease_token"
+            ]
+            await _final(client, rid, tokens[rid])
+        statuses = [
+            (await client.get(f"/rollout/{rid}/result", headers={LEASE: tokens[rid]})).status_code
+            for rid in tokens
+        ]
+        assert len(service.entries) == 3
+    assert statuses == [404, 404, 200, 200, 200]
+
+
+async def test_user_lifespan_wraps_the_server(backend: FakeBackend) -> None:
+    from contextlib import asynccontextmanager
+
+    events: list[str] = []
+
+    @asynccontextmanager
+    async def lifespan(app: Any):
+        events.append("start")
+        yield {"resource": 1}
+        events.append(f"stop after backend shutdown={backend.shutdown_calls}")
+
+    async with running(backend, lifespan=lifespan) as (client, _):
+        assert (await client.get("/health")).status_code == 200
+    assert events == ["start", "stop after backend shutdown=1"]
+
+
+_SERVER_SCRIPT = textwrap.dedent(
+    """
+    import asyncio, sys
+    from osmosis_ai.rollout.backend.base import ExecutionBackend
+    from osmosis_ai.rollout.server import create_rollout_server, serve
+    from osmosis_ai.rollout.types import (
+        ExecutionOutcome, ExecutionResult, RolloutSample, RolloutStatus,
+    )
+
+    class Sleepy(ExecutionBackend):
+        async def execute(self, request):
+            await asyncio.sleep(float((request.metadata or {}).get("seconds", 0)))
+            sample = RolloutSample(messages=[{"role": "assistant", "content": "ok"}], reward=1.0)
+            result = ExecutionResult(status=RolloutStatus.SUCCESS, sample=sample)
+            return ExecutionOutcome(workflow=result, grader=result)
+
+    app = create_rollout_server(backend=Sleepy(), drain_grace_sec=0.5, cancel_cleanup_sec=1)
+    serve(app, port=int(sys.argv[1]))
+    """
+)
+
+
+async def test_sigterm_with_rollouts_in_flight(tmp_path: Path, osmosis_home: Path) -> None:
+    script = tmp_path / "server_main.py"
+    script.write_text(_SERVER_SCRIPT)
+    port = free_port()
+    env = {**os.environ, "OSMOSIS_HOME": str(osmosis_home), "PYTHONUNBUFFERED": "1"}
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        str(script),
+        str(port),
+        env=env,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+    )
+    listener = CallbackListener()
+    url = f"http://127.0.0.1:{port}"
+    try:
+        async with serve_app(listener.app) as base, httpx.AsyncClient(base_url=url) as client:
+            deadline = time.monotonic() + 10
+            while True:  # wait for the child process to listen
+                try:
+                    if (await client.get("/health")).status_code == 200:
+                        break
+                except httpx.TransportError:
+                    if time.monotonic() > deadline:
+                        raise
+                await asyncio.sleep(0.05)
+            tokens = {}
+            for rid, seconds in (("fast", 0.2), ("slow", 30)):
+                response = await client.post(
+                    "/rollout", json=body(rid, metadata={"seconds": seconds})
+                )
+                tokens[rid] = response.json()["polling_lease_token"]
+            callback = body(
+                "cb",
+                metadata={"seconds": 30},
+                completion_callback_url=listener.url(base, "completion", "cb"),
+                grader_callback_url=listener.url(base, "grader", "cb"),
+            )
+            assert (await client.post("/rollout", json=callback)).status_code == 202
+            process.send_signal(signal.SIGTERM)
+            calls = await listener.wait_for(2)
+            async with asyncio.timeout(10):
+                assert process.stdout is not None
+                output = (await process.stdout.read()).decode()
+                returncode = await process.wait()
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+    # uvicorn re-raises the signal after a graceful shutdown, so the exit reports SIGTERM.
+    assert returncode in (0, -signal.SIGTERM), output
+    assert f"rollout server listening on http://127.0.0.1:{port}" in output
+    assert calls[0].body["status"] == "cancelled"
+    assert calls[1].body["status"] == "failure"
+    records = {p.stem: json.loads(p.read_text()) for p in (osmosis_home / "outbox").iterdir()}
+    assert set(records) == {"fast", "slow"}
+    assert records["fast"]["status"] == "success"
+    assert records["slow"]["status"] == "cancelled"
+    assert "shut down" in records["slow"]["err_message"]
