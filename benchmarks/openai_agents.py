@@ -1,0 +1,360 @@
+"""OpenAI Agents SDK integration: rollout-server cost per rollout vs the raw SDK floor.
+
+Runs the multiply workload (a ``@function_tool`` agent: one tool call, then ``#### <product>``)
+against an instant scripted policy (``python -m osmosis_ai.testing.policy_server``, its own
+process) in two ways, each in its own process so CPU is attributed exactly:
+
+* **raw floor** — the same agent as plain ``agents.Agent`` + ``OpenAIChatCompletionsModel`` on
+  one shared ``AsyncOpenAI``, ``Runner.run`` at the given concurrency, no osmosis at all;
+* **rollout server** — ``create_rollout_server(LocalBackend(...))`` under uvicorn, driven over
+  real HTTP by a poll-protocol controller in this process (``POST /rollout``, long polls of
+  ``GET /rollout/{id}/result``), with the template workflow (``OsmosisAgent``,
+  ``OsmosisRolloutModel``, ``OsmosisMemorySession``), grading and trajectory saving.
+
+It prints CPU ms per rollout of the process doing the work, rollouts/s, peak RSS, the overhead
+of the server over the floor, and the integration's import time. Nothing is asserted: the
+issue's targets are <= 9 ms server CPU per rollout, <= 10 % over the floor, import <= 2.5 s.
+
+    uv run python benchmarks/openai_agents.py                 # 512 rollouts at concurrency 128
+    uv run python benchmarks/openai_agents.py --rollouts 2000 --stream
+
+Figures depend on the machine and on what else runs on it; compare runs on one machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import resource
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+PROMPT = "What is {a} times {b}?"
+INSTRUCTIONS = "You multiply numbers. Use the multiply tool, then answer as '#### <number>'."
+
+
+# -- the workload (imported by both worker processes) -----------------------------------------
+
+
+def multiply(a: int, b: int) -> int:
+    """Multiply two integers."""
+    return a * b
+
+
+def _settings() -> Any:
+    from agents import ModelSettings
+
+    return ModelSettings(temperature=1.0, top_p=1.0, max_tokens=1024)
+
+
+def _template_classes(stream: bool) -> tuple[type, type]:
+    """The workflow and grader exactly as the public SDK's OpenAI Agents template writes them."""
+    from agents import Runner, function_tool
+
+    from osmosis_ai.rollout import AgentWorkflow, AgentWorkflowContext, Grader, GraderContext
+    from osmosis_ai.rollout.integrations.agents.openai_agents import (
+        OsmosisAgent,
+        OsmosisMemorySession,
+        OsmosisRolloutModel,
+    )
+
+    agent = OsmosisAgent(
+        name="multiplier",
+        instructions=INSTRUCTIONS,
+        model=OsmosisRolloutModel(),
+        model_settings=_settings(),
+        tools=[function_tool(multiply)],
+    )
+
+    class MultiplyWorkflow(AgentWorkflow):
+        async def run(self, ctx: AgentWorkflowContext[Any]) -> None:
+            session = OsmosisMemorySession()
+            if stream:
+                result = Runner.run_streamed(agent, ctx.prompt, session=session, max_turns=8)  # pyright: ignore[reportArgumentType]
+                async for _ in result.stream_events():
+                    pass
+            else:
+                await Runner.run(agent, ctx.prompt, session=session, max_turns=8)  # pyright: ignore[reportArgumentType]
+
+    class MultiplyGrader(Grader):
+        async def grade(self, ctx: GraderContext) -> None:
+            assert ctx.sample is not None
+            last = ctx.sample.messages[-1]
+            text = "".join(p.get("text", "") for p in last.get("content") or [])
+            ctx.set_reward(1.0 if text.removeprefix("####").strip() == ctx.label else 0.0)
+
+    return MultiplyWorkflow, MultiplyGrader
+
+
+def _operands(index: int) -> tuple[int, int]:
+    return 3 + index % 97, 5 + index % 89
+
+
+def _peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+# -- role: raw OpenAI Agents floor ------------------------------------------------------------
+
+
+async def _raw(policy_url: str, rollouts: int, warmup: int, concurrency: int, stream: bool) -> None:
+    from agents import (
+        Agent,
+        OpenAIChatCompletionsModel,
+        Runner,
+        function_tool,
+        set_tracing_disabled,
+    )
+    from openai import AsyncOpenAI
+
+    set_tracing_disabled(True)  # the floor: no span building, nothing uploaded
+    client = AsyncOpenAI(base_url=policy_url, api_key="bench", max_retries=0)
+    agent = Agent(
+        name="multiplier",
+        instructions=INSTRUCTIONS,
+        model=OpenAIChatCompletionsModel(model="osmosis-rollout", openai_client=client),
+        model_settings=_settings(),
+        tools=[function_tool(multiply)],
+    )
+    gate = asyncio.Semaphore(concurrency)
+    correct = 0
+
+    async def one(index: int) -> None:
+        nonlocal correct
+        a, b = _operands(index)
+        async with gate:
+            if stream:
+                result = Runner.run_streamed(agent, PROMPT.format(a=a, b=b), max_turns=8)
+                async for _ in result.stream_events():
+                    pass
+            else:
+                result = await Runner.run(agent, PROMPT.format(a=a, b=b), max_turns=8)
+        correct += result.final_output == f"#### {a * b}"
+
+    await asyncio.gather(*(one(i) for i in range(warmup)))
+    correct = 0
+    cpu, wall = time.process_time(), time.perf_counter()
+    await asyncio.gather(*(one(i) for i in range(rollouts)))
+    cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+    await client.close()
+    print(
+        json.dumps({"cpu_s": cpu, "wall_s": wall, "ok": correct, "peak_rss_mb": _peak_rss_mb()}),
+        flush=True,
+    )
+
+
+# -- role: rollout server ---------------------------------------------------------------------
+
+
+def _serve(concurrency: int, stream: bool) -> None:
+    import uvicorn
+
+    from osmosis_ai.rollout import AgentWorkflowConfig, ConcurrencyConfig, LocalBackend
+    from osmosis_ai.rollout.server import create_rollout_server
+
+    workflow, grader = _template_classes(stream)
+    backend = LocalBackend(
+        workflow=workflow,
+        grader=grader,
+        workflow_config=AgentWorkflowConfig(
+            name="multiply", concurrency=ConcurrencyConfig(max_concurrent=concurrency)
+        ),
+    )
+    app = create_rollout_server(backend=backend, configure_logging=False)
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    print(f"http://127.0.0.1:{sock.getsockname()[1]}", flush=True)
+    config = uvicorn.Config(app, log_level="warning", access_log=False, timeout_keep_alive=60)
+    uvicorn.Server(config).run(sockets=[sock])
+
+
+# -- the controller (this process) ------------------------------------------------------------
+
+
+def _proc_cpu_s(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _proc_peak_rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+async def _drive(
+    server_url: str, policy_url: str, rollouts: int, offset: int, concurrency: int
+) -> tuple[int, float, list[str]]:
+    import httpx
+
+    from osmosis_ai.rollout.server import POLLING_LEASE_HEADER
+
+    gate = asyncio.Semaphore(concurrency)
+    rewarded = 0
+    failures: list[str] = []
+    limits = httpx.Limits(
+        max_connections=concurrency * 2, max_keepalive_connections=concurrency * 2
+    )
+    async with httpx.AsyncClient(base_url=server_url, timeout=120, limits=limits) as http:
+
+        async def one(index: int) -> None:
+            nonlocal rewarded
+            a, b = _operands(index)
+            rollout_id = f"bench-{index}"
+            async with gate:
+                admitted = await http.post(
+                    "/rollout",
+                    json={
+                        "rollout_id": rollout_id,
+                        "initial_messages": [{"role": "user", "content": PROMPT.format(a=a, b=b)}],
+                        "label": str(a * b),
+                        "chat_completions_url": f"{policy_url}/rollouts/{rollout_id}",
+                        "llm_api_key": "bench",
+                    },
+                )
+                admitted.raise_for_status()
+                lease = {POLLING_LEASE_HEADER: admitted.json()["polling_lease_token"]}
+                while True:
+                    polled = await http.get(f"/rollout/{rollout_id}/result", headers=lease)
+                    polled.raise_for_status()
+                    body = polled.json()
+                    if body["status"] in {"success", "failure", "cancelled"}:
+                        break
+            if body["status"] == "success" and (body.get("sample") or {}).get("reward") == 1.0:
+                rewarded += 1
+            else:
+                failures.append(f"{rollout_id}: {body['status']} {body.get('err_message')}")
+
+        start = time.perf_counter()
+        await asyncio.gather(*(one(offset + i) for i in range(rollouts)))
+        return rewarded, time.perf_counter() - start, failures
+
+
+def _spawn(args: list[str], env: dict[str, str]) -> tuple[subprocess.Popen[str], str]:
+    proc = subprocess.Popen([sys.executable, *args], stdout=subprocess.PIPE, text=True, env=env)
+    assert proc.stdout is not None
+    line = proc.stdout.readline().strip()
+    if not line:
+        proc.kill()
+        raise RuntimeError(f"{' '.join(args)} did not start")
+    return proc, line
+
+
+def _import_seconds(statement: str, repeats: int = 3) -> float:
+    code = f"import time; t = time.perf_counter(); {statement}; print(time.perf_counter() - t)"
+    runs = [
+        float(
+            subprocess.run(
+                [sys.executable, "-c", code], capture_output=True, text=True, check=True
+            ).stdout
+        )
+        for _ in range(repeats)
+    ]
+    return statistics.median(runs)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--rollouts", type=int, default=512)
+    parser.add_argument("--concurrency", type=int, default=128)
+    parser.add_argument("--warmup", type=int, default=64)
+    parser.add_argument("--stream", action="store_true", help="Runner.run_streamed instead of run")
+    parser.add_argument("--role", choices=["controller", "raw", "server"], default="controller")
+    parser.add_argument("--policy-url", default="")
+    args = parser.parse_args()
+
+    if args.role == "raw":
+        asyncio.run(
+            _raw(args.policy_url, args.rollouts, args.warmup, args.concurrency, args.stream)
+        )
+        return
+    if args.role == "server":
+        _serve(args.concurrency, args.stream)
+        return
+
+    here = str(Path(__file__).resolve())
+    common = ["--concurrency", str(args.concurrency)] + (["--stream"] if args.stream else [])
+    print(
+        f"multiply workload: {args.rollouts} rollouts at concurrency {args.concurrency} "
+        f"({'run_streamed' if args.stream else 'Runner.run'}), instant scripted policy, "
+        f"{os.cpu_count()} CPUs"
+    )
+    integration = _import_seconds(
+        "import osmosis_ai.rollout.integrations.agents.openai_agents as m; m.OsmosisAgent"
+    )
+    sdk = _import_seconds("import agents")
+    print(f"import: integration {integration:.2f} s (of which `import agents` {sdk:.2f} s)")
+
+    with tempfile.TemporaryDirectory(prefix="osmosis-bench-") as home:
+        env = {**os.environ, "OSMOSIS_HOME": home, "PYTHONUNBUFFERED": "1"}
+        env.pop("OPENAI_API_KEY", None)
+        policy, policy_url = _spawn(
+            ["-m", "osmosis_ai.testing.policy_server", "--policy", "multiply"], env
+        )
+        try:
+            raw = subprocess.run(
+                [
+                    sys.executable,
+                    here,
+                    "--role",
+                    "raw",
+                    "--policy-url",
+                    policy_url,
+                    "--rollouts",
+                    str(args.rollouts),
+                    "--warmup",
+                    str(args.warmup),
+                    *common,
+                ],
+                capture_output=True,
+                text=True,
+                env=env,
+                check=True,
+            )
+            floor = json.loads(raw.stdout.strip().splitlines()[-1])
+            floor_ms = floor["cpu_s"] * 1000 / args.rollouts
+            print(
+                f"raw OpenAI Agents floor: {floor_ms:.2f} ms CPU/rollout, "
+                f"{args.rollouts / floor['wall_s']:.0f} rollouts/s, "
+                f"peak RSS {floor['peak_rss_mb']:.0f} MB, correct {floor['ok']}/{args.rollouts}"
+            )
+
+            server, server_url = _spawn([here, "--role", "server", *common], env)
+            try:
+                asyncio.run(_drive(server_url, policy_url, args.warmup, 10**6, args.concurrency))
+                before = _proc_cpu_s(server.pid)
+                rewarded, wall, failures = asyncio.run(
+                    _drive(server_url, policy_url, args.rollouts, 0, args.concurrency)
+                )
+                server_ms = (_proc_cpu_s(server.pid) - before) * 1000 / args.rollouts
+                peak = _proc_peak_rss_mb(server.pid)
+            finally:
+                server.terminate()
+                server.wait(timeout=30)
+        finally:
+            policy.terminate()
+            policy.wait(timeout=30)
+
+    print(
+        f"rollout server: {server_ms:.2f} ms server CPU/rollout, {args.rollouts / wall:.0f} "
+        f"rollouts/s, peak RSS {peak:.0f} MB, reward 1.0 for {rewarded}/{args.rollouts}"
+    )
+    print(
+        f"server over raw floor: {server_ms - floor_ms:+.2f} ms/rollout "
+        f"({(server_ms / floor_ms - 1) * 100:+.0f} %)  [targets: <= 9 ms, <= +10 %]"
+    )
+    for failure in failures[:5]:
+        print("  failed:", failure)
+
+
+if __name__ == "__main__":
+    main()
