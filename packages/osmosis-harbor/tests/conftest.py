@@ -6,17 +6,21 @@ the Docker-free namespace sandbox; only the environment differs from production.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 
 # Harbor imports LiteLLM, which otherwise tries to download its model cost map (with retries).
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-import pytest  # noqa: E402
-from harbor.models.job.config import RetryConfig  # noqa: E402
-from harbor.trial.queue import TrialQueue  # noqa: E402
+import pytest
+from harbor.models.job.config import RetryConfig
+from harbor.trial.hooks import TrialEvent, TrialHookEvent
+from harbor.trial.queue import TrialQueue
+
+from osmosis_ai.rollout.backend.harbor.backend import HarborBackend, trial_name_for
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -84,3 +88,60 @@ def multiply_project() -> Iterator[object]:
         yield multiply_rollout
     finally:
         sys.path.remove(str(project))
+
+
+BLOCKING_SOLVE = "while [ ! -f /logs/agent/go ]; do sleep 0.02; done\necho hello > /app/hello.txt"
+
+
+class TrialControl:
+    """Observe and steer trials owned by the backend under test."""
+
+    @staticmethod
+    async def wait_until(predicate: Callable[[], bool], limit_sec: float = 20.0) -> None:
+        """Observe state owned by another component (the rollout server's admission task) that
+        offers no event to wait on; bounded, and it checks a condition rather than hoping."""
+        async with asyncio.timeout(limit_sec):
+            while not predicate():  # noqa: ASYNC110 - no event exists for this state
+                await asyncio.sleep(0.01)
+
+    @staticmethod
+    def agent_started(queue: TrialQueue) -> Callable[[str], Awaitable[None]]:
+        """Register a queue hook; the returned coroutine waits until a trial's agent starts."""
+        started: dict[str, asyncio.Event] = {}
+
+        def event(trial_name: str) -> asyncio.Event:
+            return started.setdefault(trial_name, asyncio.Event())
+
+        async def on_agent_start(hook: TrialHookEvent) -> None:
+            event(hook.trial_name).set()
+
+        queue.add_hook(TrialEvent.AGENT_START, on_agent_start)
+
+        async def wait(rollout_id: str) -> None:
+            async with asyncio.timeout(30):
+                await event(trial_name_for(rollout_id)).wait()
+
+        return wait
+
+    @staticmethod
+    def agent_dir(backend: HarborBackend, rollout_id: str) -> Path:
+        return backend.trials_dir / trial_name_for(rollout_id) / "agent"
+
+    def release(self, backend: HarborBackend, rollout_id: str) -> None:
+        """Let a trial of the blocking task finish: its agent dir is bind-mounted at /logs/agent."""
+        (self.agent_dir(backend, rollout_id) / "go").write_text("go")
+
+
+@pytest.fixture
+def trials() -> TrialControl:
+    return TrialControl()
+
+
+@pytest.fixture
+def dataset_dir(tmp_path: Path) -> Path:
+    """Two plain tasks plus one whose solution waits for a signal file."""
+    root = tmp_path / "dataset"
+    write_task(root / "hello")
+    write_task(root / "quarter", solve="true", test="echo 0.25 > /logs/verifier/reward.txt")
+    write_task(root / "blocking", solve=BLOCKING_SOLVE)
+    return root

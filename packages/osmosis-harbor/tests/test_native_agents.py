@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import os
 from pathlib import Path
 
 from harbor.trial.queue import TrialQueue
@@ -31,15 +33,17 @@ async def test_oracle_scores_one_and_nop_scores_zero(queue: TrialQueue, hello_ta
         idle = await nop.execute(ExecutionRequest(id="nop-1", prompt=[]))
 
     assert solved.result.status == RolloutStatus.SUCCESS
-    assert solved.result.sample is not None and solved.result.sample.reward == 1.0
+    assert solved.result.sample is not None
+    assert solved.result.sample.reward == 1.0
     assert solved.result.sample.extra_fields == {"trainable": False}
     assert idle.result.status == RolloutStatus.SUCCESS
-    assert idle.result.sample is not None and idle.result.sample.reward == 0.0
+    assert idle.result.sample is not None
+    assert idle.result.sample.reward == 0.0
     timings = solved.workflow.extra_fields["harbor_timings"]  # type: ignore[index]
     assert set(timings) == {"environment_setup", "agent_setup", "agent_execution", "verifier"}
     assert oracle.rollout_status("oracle-1") == {"status": "success", "reward": 1.0}
     # Successful trials are cleaned up; the host never sees the sandbox's /app.
     assert not any(oracle.trials_dir.glob("*oracle-1*"))
-    assert not Path("/app/hello.txt").exists()
+    assert not await asyncio.to_thread(os.path.exists, "/app/hello.txt")
     await oracle.shutdown()
     await nop.shutdown()

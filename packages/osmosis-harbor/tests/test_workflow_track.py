@@ -61,13 +61,17 @@ async def test_workflow_runs_in_sandbox_and_sdk_grader_scores_it(
 
     assert right.result.status == RolloutStatus.SUCCESS, right.result.err_message
     sample = right.result.sample
-    assert sample is not None and sample.reward == 1.0 and sample.label == "42"
+    assert sample is not None
+    assert sample.reward == 1.0
+    assert sample.label == "42"
     assert [m["role"] for m in sample.messages] == ["user", "assistant", "tool", "assistant"]
     assert sample.messages[-1]["content"] == "#### 42"
-    assert wrong.result.sample is not None and wrong.result.sample.reward == 0.0
+    assert wrong.result.sample is not None
+    assert wrong.result.sample.reward == 0.0
     # The policy calls came from inside the sandbox, scoped and authenticated per rollout.
     calls = policy.requests_for("wf-right")
-    assert len(calls) == 2 and all(c.bearer_token == SECRET for c in calls)
+    assert len(calls) == 2
+    assert all(c.bearer_token == SECRET for c in calls)
     # Artifacts written to ctx.artifacts_dir in the sandbox land in the rollout's home dir.
     assert (osmosis_home / "wf-right" / "artifacts" / "turns.txt").read_text() == "4"
     # The key never reaches the trial dir (kept here because cleanup is off), nor the label
@@ -78,7 +82,8 @@ async def test_workflow_runs_in_sandbox_and_sdk_grader_scores_it(
     agent_input = json.loads(
         next(backend.trials_dir.glob("*wf-right*/agent/osmosis_input.json")).read_text()
     )
-    assert "label" not in agent_input and "api_key" not in json.dumps(agent_input)
+    assert "label" not in agent_input
+    assert "api_key" not in json.dumps(agent_input)
     await backend.shutdown()
 
 
@@ -98,4 +103,33 @@ async def test_workflow_failure_is_reported_with_its_category(
     assert outcome.result.err_category == RolloutErrorCategory.VALIDATION_ERROR
     assert outcome.result.err_message == "the workflow refused the prompt"
     assert outcome.grader is None
+    await backend.shutdown()
+
+
+async def test_task_verifier_wins_over_the_sdk_grader(
+    queue: TrialQueue, tmp_path: Path, multiply_project: ModuleType
+) -> None:
+    # The task's own test.sh always writes 0.5; the SDK grader would have given 1.0.
+    task = tmp_path / "own-tests"
+    (task / "tests").mkdir(parents=True)
+    (task / "instruction.md").write_text("Multiply.\n")
+    (task / "task.toml").write_text('schema_version = "1.3"\n[environment]\nworkdir = "/app"\n')
+    (task / "tests" / "test.sh").write_text("#!/bin/bash\necho 0.5 > /logs/verifier/reward.txt\n")
+    (task / "tests" / "test.sh").chmod(0o755)
+    backend = HarborBackend(
+        orchestrator=queue,
+        tasks_dir=task,
+        agent="multiply_rollout:MultiplyWorkflow",
+        grader="multiply_rollout:MultiplyGrader",
+        environment_config=local_environment_config(),
+    )
+    async with ScriptedPolicyServer("multiply") as policy:
+        outcome = await _run(backend, policy, "own-tests", "What is 3 times 5?", "15")
+    assert outcome.result.status == RolloutStatus.SUCCESS, outcome.result.err_message
+    assert outcome.result.sample is not None
+    assert outcome.result.sample.reward == 0.5
+    assert outcome.workflow.extra_fields is not None
+    assert outcome.workflow.extra_fields["harbor_graded_by"] == "task"
+    # The user's task directory is never modified (each rollout runs a copy).
+    assert sorted(p.name for p in (task / "tests").iterdir()) == ["test.sh"]
     await backend.shutdown()

@@ -45,7 +45,16 @@ _EXPORTS = {
     "local_environment_config": "osmosis_ai.rollout.backend.harbor.environments",
     "LOCAL_ENVIRONMENT_IMPORT_PATH": "osmosis_ai.rollout.backend.harbor.local_environment",
 }
-__all__ = sorted(_EXPORTS)
+__all__ = [
+    "LOCAL_ENVIRONMENT_IMPORT_PATH",
+    "EnvironmentSelectionError",
+    "HarborBackend",
+    "TaskMode",
+    "docker_environment_config",
+    "environment_config_from_env",
+    "local_environment_config",
+    "skypilot_environment_config",
+]
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 if TYPE_CHECKING:

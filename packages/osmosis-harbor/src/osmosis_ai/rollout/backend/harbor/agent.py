@@ -10,6 +10,7 @@ redacts key-like values when it writes the trial config), never through files or
 
 from __future__ import annotations
 
+import asyncio
 import json
 import shlex
 import tempfile
@@ -20,7 +21,6 @@ from typing import Any
 from harbor.agents.base import BaseAgent
 from harbor.environments.base import BaseEnvironment
 from harbor.models.agent.context import AgentContext
-
 from osmosis_ai.rollout.backend.harbor.environments import BUNDLE_NO_DEPS_ENV, SANDBOX_PYTHON_ENV
 from osmosis_ai.rollout.backend.harbor.runner import AGENT_INPUT, AGENT_RESULT
 
@@ -119,7 +119,7 @@ class OsmosisWorkflowAgent(BaseAgent):
             await environment.exec(f"mkdir -p {shlex.quote(str(Path(AGENT_INPUT).parent))}")
             await environment.upload_file(staged, AGENT_INPUT)
         finally:
-            staged.unlink(missing_ok=True)
+            await asyncio.to_thread(staged.unlink, True)
         command = (
             f'"$(cat {PYTHON_MARKER})" -m {self._package} agent > {RUNNER_LOG} 2>&1; '
             f"status=$?; cat {AGENT_RESULT} 2>/dev/null; exit $status"

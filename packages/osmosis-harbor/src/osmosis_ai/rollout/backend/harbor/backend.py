@@ -155,7 +155,7 @@ class _Spec:
         }
 
 
-def _trial_name(rollout_id: str) -> str:
+def trial_name_for(rollout_id: str) -> str:
     # Trial names become directory and container names: keep them lowercase and short, and
     # unique per rollout id (the digest disambiguates ids that sanitize to the same text).
     slug = re.sub(r"[^a-z0-9_-]+", "-", rollout_id.lower()).strip("-")[:40] or "rollout"
@@ -271,9 +271,7 @@ def trial_timings(result: TrialResult) -> dict[str, float | None]:
     }
 
 
-def _failure(
-    message: str, category: RolloutErrorCategory, **extra: Any
-) -> ExecutionOutcome:
+def _failure(message: str, category: RolloutErrorCategory, **extra: Any) -> ExecutionOutcome:
     return ExecutionOutcome(
         workflow=ExecutionResult(
             status=RolloutStatus.FAILURE,
@@ -576,7 +574,7 @@ class HarborBackend(ExecutionBackend):
             ctx = RolloutContext(rollout_id=request.id)
         record = _Rollout(
             id=request.id,
-            trial_name=_trial_name(request.id),
+            trial_name=trial_name_for(request.id),
             context=ctx,
             secrets=tuple(s for s in (ctx.api_key,) if s),
         )
@@ -743,9 +741,13 @@ class HarborBackend(ExecutionBackend):
             environment=self._environment_config(),
             verifier=verifier,
         )
-        return _Prepared(trial=trial, staging=staging, graded_by=graded_by, native=self._native is not None)
+        return _Prepared(
+            trial=trial, staging=staging, graded_by=graded_by, native=self._native is not None
+        )
 
-    def _install_sdk_verifier(self, task_dir: Path, request: ExecutionRequest, bundle: Bundle) -> None:
+    def _install_sdk_verifier(
+        self, task_dir: Path, request: ExecutionRequest, bundle: Bundle
+    ) -> None:
         """Write ``tests/test.sh`` that runs the SDK grader (only for tasks without one)."""
         tests = task_dir / "tests"
         osmosis_dir = tests / "osmosis"
@@ -865,7 +867,9 @@ class HarborBackend(ExecutionBackend):
         extra: dict[str, Any],
     ) -> ExecutionResult:
         if self._native is not None:
-            messages = contract._sample_from_atif(trial_dir / "agent" / "trajectory.json", request.prompt)
+            messages = contract._sample_from_atif(
+                trial_dir / "agent" / "trajectory.json", request.prompt
+            )
             sample = RolloutSample(
                 messages=messages if messages is not None else list(request.prompt),
                 label=request.label,

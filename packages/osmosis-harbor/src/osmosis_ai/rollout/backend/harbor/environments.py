@@ -100,7 +100,6 @@ def local_environment_config(python: str | None = None) -> EnvironmentConfig:
     dependencies; the bundle is installed without resolving them again.
     """
     from harbor.models.trial.config import EnvironmentConfig
-
     from osmosis_ai.rollout.backend.harbor.local_environment import (
         LOCAL_ENVIRONMENT_IMPORT_PATH,
     )
@@ -120,8 +119,13 @@ def environment_config_from_env(env: Mapping[str, str] | None = None) -> Environ
     settings = os.environ if env is None else env
     choice = settings.get(ENV_SELECTOR, "").strip().lower()
     if choice == "skypilot":
-        kwargs = {arg: settings[var] for var, arg in _SKYPILOT_SETTINGS.items() if settings.get(var)}
-        return skypilot_environment_config(**kwargs)
+        values = {arg: settings.get(var) or None for var, arg in _SKYPILOT_SETTINGS.items()}
+        return skypilot_environment_config(
+            context_name=values["context_name"],
+            registry=values["registry"],
+            pool=values["pool"],
+            namespace=values["namespace"],
+        )
     if choice == "docker":
         return docker_environment_config()
     if choice == "local":

@@ -99,9 +99,9 @@ class NamespaceSandbox:
             *(f"mount --rbind /{d} {q(str(merged / d))}" for d in ("dev", "proc", "sys")),
             f"mount -t tmpfs tmpfs {q(str(merged / 'tmp'))}",
         ]
+        await asyncio.to_thread(_make_dirs, [source for source, _, _ in binds])
         for source, target, read_only in binds:
             dest = merged / target.lstrip("/")
-            Path(source).mkdir(parents=True, exist_ok=True)
             lines.append(f"mkdir -p {q(str(dest))}")
             options = "--bind -o ro" if read_only else "--bind"
             lines.append(f"mount {options} {q(source)} {q(str(dest))}")
@@ -159,8 +159,10 @@ class NamespaceSandbox:
         relative = PurePosixPath(path)
         if not relative.is_absolute():
             relative = PurePosixPath(self.workdir or "/") / relative
-        return Path(f"/proc/{self._holder.pid}/root") / str(self.merged).lstrip("/") / (
-            str(relative).lstrip("/")
+        return (
+            Path(f"/proc/{self._holder.pid}/root")
+            / str(self.merged).lstrip("/")
+            / (str(relative).lstrip("/"))
         )
 
     async def run(
@@ -280,6 +282,11 @@ class LocalNamespaceEnvironment(BaseEnvironment):
 
     async def download_dir(self, source_dir: str, target_dir: Path | str) -> None:
         await asyncio.to_thread(_copy_tree, self._sandbox.inside(source_dir), Path(target_dir))
+
+
+def _make_dirs(paths: list[str]) -> None:
+    for path in paths:
+        Path(path).mkdir(parents=True, exist_ok=True)
 
 
 def _copy_file(source: Path, target: Path) -> None:

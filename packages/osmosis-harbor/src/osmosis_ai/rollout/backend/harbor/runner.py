@@ -150,7 +150,9 @@ async def run_grader(spec: dict[str, Any]) -> int:
         messages = _sample_from_atif(
             _path("OSMOSIS_AGENT_TRAJECTORY", AGENT_TRAJECTORY), payload.get("prompt") or []
         )
-        sample = RolloutSample(messages=messages if messages is not None else payload.get("prompt") or [])
+        sample = RolloutSample(
+            messages=messages if messages is not None else payload.get("prompt") or []
+        )
     if sample is None:
         # Nothing to grade: the rollout produced no sample. Reward 0 is the documented outcome.
         _write_json(reward_path, {"reward": 0.0})
@@ -173,7 +175,10 @@ async def run_grader(spec: dict[str, Any]) -> int:
     except Exception as exc:
         _write_json(
             error_path,
-            {"err_category": str(categorize_exception(exc)), "err_message": describe_exception(exc)},
+            {
+                "err_category": str(categorize_exception(exc)),
+                "err_message": describe_exception(exc),
+            },
         )
         return 1
 

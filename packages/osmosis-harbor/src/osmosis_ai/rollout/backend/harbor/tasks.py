@@ -30,7 +30,9 @@ from typing import Any
 
 logger = logging.getLogger(__name__)
 
-_PACKAGE_REF = re.compile(r"^(?P<org>[A-Za-z0-9][\w.-]*)/(?P<name>[A-Za-z0-9][\w.-]*)(?:@(?P<ref>\S+))?$")
+_PACKAGE_REF = re.compile(
+    r"^(?P<org>[A-Za-z0-9][\w.-]*)/(?P<name>[A-Za-z0-9][\w.-]*)(?:@(?P<ref>\S+))?$"
+)
 
 
 class TaskMode(StrEnum):
@@ -74,9 +76,7 @@ def _safe_relative(value: str, what: str) -> PurePosixPath:
     return rel
 
 
-def select_task(
-    *, mode: TaskMode, tasks_dir: Path, metadata: dict[str, Any] | None
-) -> TaskSource:
+def select_task(*, mode: TaskMode, tasks_dir: Path, metadata: dict[str, Any] | None) -> TaskSource:
     """Decide which task a request runs (no I/O beyond path checks)."""
     meta = metadata or {}
     override = meta.get("harbor_task")
@@ -150,12 +150,16 @@ async def fetch_task(source: TaskSource) -> Path:
         task_id = PackageTaskId(org=source.org or "", name=source.name or "", ref=source.ref)
     else:
         task_id = GitTaskId(
-            git_url=source.git_url or "", git_commit_id=source.git_commit_id, path=source.path
+            git_url=source.git_url or "",
+            git_commit_id=source.git_commit_id,
+            path=source.path or Path("."),
         )
     try:
         result = await TaskClient().download_tasks([task_id])
     except Exception as exc:
-        raise TaskSelectionError(f"could not fetch harbor task {source.description}: {exc}") from exc
+        raise TaskSelectionError(
+            f"could not fetch harbor task {source.description}: {exc}"
+        ) from exc
     return result.paths[0]
 
 

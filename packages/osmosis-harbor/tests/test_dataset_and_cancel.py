@@ -1,0 +1,94 @@
+"""Dataset mode (each rollout names its task) and cancellation of queued and running trials."""
+
+from __future__ import annotations
+
+import asyncio
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from harbor.models.job.config import RetryConfig
+from harbor.trial.queue import TrialQueue
+
+from osmosis_ai.rollout.backend.harbor import HarborBackend, TaskMode, local_environment_config
+from osmosis_ai.rollout.context import RolloutContext
+from osmosis_ai.rollout.types.enums import RolloutErrorCategory, RolloutStatus
+from osmosis_ai.rollout.types.execution import ExecutionOutcome, ExecutionRequest
+
+
+async def _execute(backend: HarborBackend, rollout_id: str, **metadata: Any) -> ExecutionOutcome:
+    with RolloutContext(chat_completions_url="http://127.0.0.1:9/v1", rollout_id=rollout_id):
+        return await backend.execute(
+            ExecutionRequest(id=rollout_id, prompt=[], metadata=metadata or None)
+        )
+
+
+def _sandboxes() -> set[str]:
+    return {p.name for p in Path(tempfile.gettempdir()).glob("osmosis-localns-*")}
+
+
+async def test_dataset_mode_runs_the_task_each_rollout_names(
+    queue: TrialQueue, dataset_dir: Path
+) -> None:
+    backend = HarborBackend(
+        orchestrator=queue,
+        tasks_dir=dataset_dir,
+        task_mode=TaskMode.DATASET,
+        agent="oracle",
+        environment_config=local_environment_config(),
+    )
+    hello, quarter, missing, override = await asyncio.gather(
+        _execute(backend, "ds-hello", harbor_task_id="hello"),
+        _execute(backend, "ds-quarter", harbor_task_id="quarter"),
+        _execute(backend, "ds-missing"),
+        _execute(backend, "ds-override", harbor_task="./quarter"),
+    )
+    assert hello.result.sample is not None
+    assert hello.result.sample.reward == 1.0
+    assert quarter.result.sample is not None
+    assert quarter.result.sample.reward == 0.25
+    assert override.result.sample is not None
+    assert override.result.sample.reward == 0.25
+    assert missing.result.status == RolloutStatus.FAILURE
+    assert missing.result.err_category == RolloutErrorCategory.VALIDATION_ERROR
+    assert "harbor_task_id" in (missing.result.err_message or "")
+    escape = await _execute(backend, "ds-escape", harbor_task_id="../dataset/hello")
+    assert escape.result.err_category == RolloutErrorCategory.VALIDATION_ERROR
+    await backend.shutdown()
+
+
+async def test_cancel_a_queued_and_a_running_trial(dataset_dir: Path, trials: Any) -> None:
+    queue = TrialQueue(n_concurrent=1, retry_config=RetryConfig(max_retries=0))
+    backend = HarborBackend(
+        orchestrator=queue,
+        tasks_dir=dataset_dir,
+        task_mode="dataset",
+        agent="oracle",
+        environment_config=local_environment_config(),
+    )
+    agent_started = trials.agent_started(queue)
+    before = _sandboxes()
+    running = asyncio.create_task(_execute(backend, "c-running", harbor_task_id="blocking"))
+    await agent_started("c-running")
+    queued = asyncio.create_task(_execute(backend, "c-queued", harbor_task_id="hello"))
+    await asyncio.sleep(0)  # execute() registers the rollout before its first await
+    assert backend.health()["queued"] == 1
+    assert backend.rollout_status("c-running") == {"status": "running"}
+    assert backend.rollout_status("c-queued") == {"status": "queued"}
+
+    assert backend.cancel_rollouts(ids=["c-queued", "nope"]) == {
+        "c-queued": "cancelled_queued",
+        "nope": "not_found",
+    }
+    assert (await queued).result.status == RolloutStatus.CANCELLED
+    assert backend.cancel_rollouts(prefix="c-") == {"c-running": "cancelled_running"}
+    outcome = await running
+    assert outcome.result.status == RolloutStatus.CANCELLED
+    assert backend.rollout_status("c-running") == {
+        "status": "cancelled",
+        "err_message": "cancelled",
+    }
+    assert backend.health()["in_flight"] == 0
+    # The running trial's sandbox was torn down (Harbor stops the environment on cancel).
+    assert _sandboxes() == before
+    await backend.shutdown()
