@@ -1,0 +1,68 @@
+"""Each template, after `osmosis template apply`, evaluated end to end by the real CLI against a
+scripted policy that solves the multiply task (tool call, then ``#### <product>``)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+from eval_support import Cli
+
+from osmosis_ai.testing import ScriptedPolicyServer
+
+TEMPLATES = {
+    "multiply-local-strands": ("strands", {}),
+    "multiply-local-openai": ("agents", {}),
+    # The Docker-free sandbox of the Harbor backend (tests only).
+    "multiply-harbor-strands": ("harbor", {"OSMOSIS_HARBOR_ENV": "local"}),
+}
+
+
+def _workspace(cli: Cli, root: Path, template: str) -> Path:
+    init = cli.run("init", str(root), cwd=root.parent)
+    assert init.code == 0, init.stderr
+    applied = cli.run("template", "apply", template, cwd=root)
+    assert applied.code == 0, applied.stderr
+    return root / "configs" / "eval" / f"{template}.toml"
+
+
+@pytest.mark.parametrize("template", sorted(TEMPLATES))
+def test_template_solved_by_the_scripted_policy_gets_reward_1(
+    cli: Cli, tmp_path: Path, solving_policy: ScriptedPolicyServer, template: str
+) -> None:
+    framework, env = TEMPLATES[template]
+    if importlib.util.find_spec(framework) is None:
+        pytest.skip(f"{framework} is not installed")
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    config = _workspace(cli, ws, template)
+    result = cli.run(
+        "eval", "run", str(config), "--limit", "2", "--name", "t",
+        "--base-url", solving_policy.url, "--model", "scripted", "--json",
+        cwd=ws, env=env, timeout=300,
+    )  # fmt: skip
+    assert result.code == 0, result.stderr
+    envelope = result.json()
+    assert envelope["operation"] == "eval.run"
+    assert envelope["status"] == "success"
+    resource = envelope["resource"]
+    assert resource["total_work_items"] == 2
+    assert resource["succeeded"] == 2
+    assert resource["failed"] == 0
+    assert resource["skipped"] == 0
+    assert resource["metrics"]["reward_stats"]["mean"] == 1.0
+    assert resource["metrics"]["pass_rate"] == 1.0
+    assert resource["output_path"] == str(ws / ".osmosis" / "evals" / "t")
+
+    run = Path(resource["output_path"])
+    index = [json.loads(line) for line in (run / "index.jsonl").read_text().splitlines()]
+    assert [i["reward"] for i in index] == [1.0, 1.0]
+    for item in index:
+        assert item["trajectory_filename"] is not None, item
+        trajectory = json.loads((run / item["trajectory_filename"]).read_text())
+        assert trajectory["schema_version"].startswith("ATIF")
+        calls = trajectory["extra"]["osmosis"]["llm_calls"]
+        assert len(calls) >= 2  # the tool call turn and the answer turn, seen by the proxy
+        assert all(call["status_code"] == 200 for call in calls)
