@@ -1,0 +1,391 @@
+"""Strands integration: rollout-server CPU per rollout against the raw Strands floor.
+
+The workload is the multiply rollout of the public SDK's Strands template: an agent with one
+``multiply`` tool calls it once and answers ``#### <product>``, against the scripted ``multiply``
+policy answering instantly (``python -m osmosis_ai.testing.policy_server``, its own process).
+Two measurements, each in a process of its own so that CPU time is attributed exactly:
+
+* **raw Strands floor**: the same agent as a plain ``strands.Agent`` with
+  ``OpenAIModel(client=<one shared AsyncOpenAI>)``, ``invoke_async()`` loops at the given
+  concurrency, no osmosis anywhere. This is the cheapest way to drive Strands by hand.
+* **rollout server**: ``create_rollout_server(LocalBackend(...))`` under uvicorn running the
+  template workflow (module-level ``OsmosisRolloutModel(params=...)``, ``OsmosisStrandsAgent``,
+  grader reading ``ctx.sample.messages[-1]``), with grading and trajectory saving, driven over
+  real HTTP by a 0.3.8 poll-protocol controller in this process.
+
+Printed: CPU ms per rollout of the process doing the work, rollouts/s, peak RSS, the server's
+overhead over the floor and the integration's import time. Nothing is asserted. The issue's
+targets: <= 7 ms server CPU per rollout (public SDK 0.3.8: 28 ms), <= 10 % over the floor,
+``import osmosis_ai.rollout.integrations.agents.strands`` <= 2 s (public SDK: 7.2 s).
+
+    uv run python benchmarks/strands.py                    # 512 rollouts at concurrency 128
+    uv run python benchmarks/strands.py --no-stream --rollouts 1000
+
+Figures depend on the machine and on whatever else is running; compare runs on one machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import resource
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+# Run as a script, this file's folder is sys.path[0] and this file, named strands.py, would
+# shadow the real `strands` package: drop the folder before anything imports Strands.
+_HERE = Path(__file__).resolve().parent
+sys.path[:] = [entry for entry in sys.path if Path(entry or ".").resolve() != _HERE]
+
+SYSTEM_PROMPT = "You multiply numbers. Use the multiply tool, then answer as '#### <number>'."
+PARAMS = {"temperature": 1.0, "top_p": 1.0, "max_tokens": 1024}
+TERMINAL = frozenset({"success", "failure", "cancelled"})
+
+
+# -- the workload (built inside the worker processes) ------------------------------------------
+
+
+def _operands(index: int) -> tuple[int, int]:
+    return 3 + index % 97, 5 + index % 89
+
+
+def _prompt(index: int) -> list[dict[str, Any]]:
+    a, b = _operands(index)
+    return [
+        {"role": "system", "content": SYSTEM_PROMPT},
+        {"role": "user", "content": f"What is {a} times {b}?"},
+    ]
+
+
+def _tool() -> Any:
+    from strands import tool
+
+    @tool
+    def multiply(a: int, b: int) -> int:
+        """Multiply two integers."""
+        return a * b
+
+    return multiply
+
+
+def _answer(message: dict[str, Any]) -> str:
+    return "".join(block.get("text", "") for block in message.get("content") or [])
+
+
+def _done(message: dict[str, Any]) -> bool:
+    return not any("toolUse" in block for block in message.get("content") or [])
+
+
+def _template(stream: bool) -> tuple[type, type, Any]:
+    """Workflow, grader and config written the way the public SDK's Strands template is."""
+    from strands.models.model import Model
+
+    from osmosis_ai.rollout import AgentWorkflow, AgentWorkflowConfig, Grader
+    from osmosis_ai.rollout.integrations.agents.strands import (
+        OsmosisRolloutModel,
+        OsmosisStrandsAgent,
+    )
+
+    class MultiplyConfig(AgentWorkflowConfig):
+        name: str = "multiply"
+        model: Model
+        tools: Any
+
+    config = MultiplyConfig(
+        model=OsmosisRolloutModel(params={**PARAMS, "stream": stream}), tools=[_tool()]
+    )
+
+    class MultiplyWorkflow(AgentWorkflow):
+        async def run(self, ctx: Any) -> None:
+            agent = OsmosisStrandsAgent(
+                name="multiply",
+                model=ctx.config.model,
+                tools=ctx.config.tools,
+                messages=ctx.prompt,
+                callback_handler=None,
+            )
+            for _ in range(8):
+                result = await agent.invoke_async()
+                if _done(result.message):
+                    break
+
+    class MultiplyGrader(Grader):
+        async def grade(self, ctx: Any) -> None:
+            text = _answer(ctx.sample.messages[-1])
+            ctx.set_reward(1.0 if text.removeprefix("####").strip() == ctx.label else 0.0)
+
+    return MultiplyWorkflow, MultiplyGrader, config
+
+
+def _peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+# -- role: raw Strands floor ------------------------------------------------------------------
+
+
+async def _raw(policy_url: str, rollouts: int, warmup: int, concurrency: int, stream: bool) -> None:
+    from openai import AsyncOpenAI
+    from strands import Agent
+    from strands.models.openai import OpenAIModel
+
+    client = AsyncOpenAI(base_url=policy_url, api_key="bench", max_retries=0)
+    multiply = _tool()
+    gate = asyncio.Semaphore(concurrency)
+    correct = 0
+
+    async def one(index: int) -> None:
+        nonlocal correct
+        a, b = _operands(index)
+        async with gate:
+            agent = Agent(
+                name="multiply",
+                model=OpenAIModel(
+                    client=client, model_id="osmosis-rollout", params={**PARAMS, "stream": stream}
+                ),
+                tools=[multiply],
+                system_prompt=SYSTEM_PROMPT,
+                messages=[{"role": "user", "content": [{"text": f"What is {a} times {b}?"}]}],
+                callback_handler=None,
+            )
+            for _ in range(8):
+                result = await agent.invoke_async()
+                if _done(result.message):  # pyright: ignore[reportArgumentType]
+                    break
+        correct += _answer(agent.messages[-1]) == f"#### {a * b}"  # pyright: ignore[reportArgumentType]
+
+    await asyncio.gather(*(one(10**6 + i) for i in range(warmup)))
+    correct = 0
+    cpu, wall = time.process_time(), time.perf_counter()
+    await asyncio.gather(*(one(i) for i in range(rollouts)))
+    cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+    await client.close()
+    report = {"cpu_s": cpu, "wall_s": wall, "ok": correct, "peak_rss_mb": _peak_rss_mb()}
+    print(json.dumps(report), flush=True)
+
+
+# -- role: rollout server ---------------------------------------------------------------------
+
+
+def _serve(stream: bool) -> None:
+    import uvicorn
+
+    from osmosis_ai.rollout import LocalBackend
+    from osmosis_ai.rollout.server import create_rollout_server
+
+    workflow, grader, config = _template(stream)
+    backend = LocalBackend(workflow=workflow, workflow_config=config, grader=grader)
+    app = create_rollout_server(backend=backend, configure_logging=False)
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    print(f"http://127.0.0.1:{sock.getsockname()[1]}", flush=True)
+    uvicorn_config = uvicorn.Config(
+        app, log_level="warning", access_log=False, timeout_keep_alive=60
+    )
+    uvicorn.Server(uvicorn_config).run(sockets=[sock])
+
+
+# -- the controller (this process) ------------------------------------------------------------
+
+
+def _proc_cpu_s(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _proc_peak_rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+async def _drive(
+    server_url: str, policy_url: str, indices: range, concurrency: int
+) -> tuple[int, float, list[str]]:
+    """Admit every rollout (POST /rollout), long-poll each to its result; count rewards of 1."""
+    import httpx
+
+    from osmosis_ai.rollout.server import POLLING_LEASE_HEADER
+
+    gate = asyncio.Semaphore(concurrency)
+    rewarded = 0
+    failures: list[str] = []
+    limits = httpx.Limits(
+        max_connections=concurrency * 2, max_keepalive_connections=concurrency * 2
+    )
+    async with httpx.AsyncClient(base_url=server_url, timeout=120, limits=limits) as http:
+
+        async def one(index: int) -> None:
+            nonlocal rewarded
+            a, b = _operands(index)
+            rollout_id = f"bench-{index}"
+            async with gate:
+                admitted = await http.post(
+                    "/rollout",
+                    json={
+                        "rollout_id": rollout_id,
+                        "initial_messages": _prompt(index),
+                        "label": str(a * b),
+                        "chat_completions_url": f"{policy_url}/rollouts/{rollout_id}",
+                        "llm_api_key": "bench",
+                    },
+                )
+                admitted.raise_for_status()
+                lease = {POLLING_LEASE_HEADER: admitted.json()["polling_lease_token"]}
+                while True:
+                    polled = await http.get(f"/rollout/{rollout_id}/result", headers=lease)
+                    polled.raise_for_status()
+                    body = polled.json()
+                    if body["status"] in TERMINAL:
+                        break
+            if body["status"] == "success" and (body.get("sample") or {}).get("reward") == 1.0:
+                rewarded += 1
+            else:
+                failures.append(f"{rollout_id}: {body['status']} {body.get('err_message')}")
+
+        start = time.perf_counter()
+        await asyncio.gather(*(one(i) for i in indices))
+        return rewarded, time.perf_counter() - start, failures
+
+
+def _spawn(args: list[str], env: dict[str, str]) -> tuple[subprocess.Popen[str], str]:
+    """Start a process that prints its URL on its first stdout line."""
+    proc = subprocess.Popen([sys.executable, *args], stdout=subprocess.PIPE, text=True, env=env)
+    assert proc.stdout is not None
+    line = proc.stdout.readline().strip()
+    if not line:
+        proc.kill()
+        raise RuntimeError(f"{' '.join(args)} did not start")
+    return proc, line
+
+
+def _import_seconds(statement: str, repeats: int = 3) -> float:
+    code = f"import time; t = time.perf_counter(); {statement}; print(time.perf_counter() - t)"
+    runs = [
+        float(
+            subprocess.run(
+                [sys.executable, "-c", code], capture_output=True, text=True, check=True
+            ).stdout
+        )
+        for _ in range(repeats)
+    ]
+    return statistics.median(runs)
+
+
+def _stop(proc: subprocess.Popen[str]) -> None:
+    proc.terminate()
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--rollouts", type=int, default=512)
+    parser.add_argument("--concurrency", type=int, default=128)
+    parser.add_argument("--warmup", type=int, default=64)
+    parser.add_argument(
+        "--no-stream", dest="stream", action="store_false", help="non-streaming policy calls"
+    )
+    parser.add_argument("--role", choices=["controller", "raw", "server"], default="controller")
+    parser.add_argument("--policy-url", default="")
+    args = parser.parse_args()
+
+    if args.role == "raw":
+        asyncio.run(
+            _raw(args.policy_url, args.rollouts, args.warmup, args.concurrency, args.stream)
+        )
+        return
+    if args.role == "server":
+        _serve(args.stream)
+        return
+
+    here = str(Path(__file__).resolve())
+    mode = [] if args.stream else ["--no-stream"]
+    print(
+        f"multiply workload: {args.rollouts} rollouts at concurrency {args.concurrency} "
+        f"({'streaming' if args.stream else 'non-streaming'}), instant scripted policy, "
+        f"{os.cpu_count()} CPUs"
+    )
+    names = _import_seconds(
+        "from osmosis_ai.rollout.integrations.agents.strands import "
+        "OsmosisRolloutModel, OsmosisStrandsAgent"
+    )
+    package = _import_seconds("import osmosis_ai.rollout.integrations.agents.strands")
+    framework = _import_seconds("import strands")
+    print(
+        f"import: OsmosisStrandsAgent + OsmosisRolloutModel {names:.2f} s (`import strands` "
+        f"alone {framework:.2f} s; the package itself, names resolved lazily, {package:.2f} s)"
+    )
+
+    with tempfile.TemporaryDirectory(prefix="osmosis-bench-") as home:
+        env = {**os.environ, "OSMOSIS_HOME": home, "PYTHONUNBUFFERED": "1"}
+        env.pop("OPENAI_API_KEY", None)
+        policy, policy_url = _spawn(
+            ["-m", "osmosis_ai.testing.policy_server", "--policy", "multiply"], env
+        )
+        try:
+            raw = subprocess.run(
+                [
+                    sys.executable,
+                    here,
+                    "--role=raw",
+                    f"--policy-url={policy_url}",
+                    f"--rollouts={args.rollouts}",
+                    f"--warmup={args.warmup}",
+                    f"--concurrency={args.concurrency}",
+                    *mode,
+                ],
+                capture_output=True,
+                text=True,
+                env=env,
+                check=True,
+            )
+            floor = json.loads(raw.stdout.strip().splitlines()[-1])
+            floor_ms = floor["cpu_s"] * 1000 / args.rollouts
+            print(
+                f"raw Strands floor: {floor_ms:.2f} ms CPU/rollout, "
+                f"{args.rollouts / floor['wall_s']:.0f} rollouts/s, "
+                f"peak RSS {floor['peak_rss_mb']:.0f} MB, correct {floor['ok']}/{args.rollouts}"
+            )
+
+            server, server_url = _spawn([here, "--role=server", *mode], env)
+            try:
+                warm = range(10**6, 10**6 + args.warmup)
+                asyncio.run(_drive(server_url, policy_url, warm, args.concurrency))
+                before = _proc_cpu_s(server.pid)
+                rewarded, wall, failures = asyncio.run(
+                    _drive(server_url, policy_url, range(args.rollouts), args.concurrency)
+                )
+                server_ms = (_proc_cpu_s(server.pid) - before) * 1000 / args.rollouts
+                peak = _proc_peak_rss_mb(server.pid)
+            finally:
+                _stop(server)
+        finally:
+            _stop(policy)
+
+    print(
+        f"rollout server: {server_ms:.2f} ms server CPU/rollout, {args.rollouts / wall:.0f} "
+        f"rollouts/s, peak RSS {peak:.0f} MB, reward 1.0 for {rewarded}/{args.rollouts}"
+    )
+    print(
+        f"server over raw floor: {server_ms - floor_ms:+.2f} ms/rollout "
+        f"({(server_ms / floor_ms - 1) * 100:+.0f} %)  [targets: <= 7 ms, <= +10 %]"
+    )
+    for failure in failures[:5]:
+        print("  failed:", failure)
+
+
+if __name__ == "__main__":
+    main()
