@@ -100,16 +100,19 @@ class Output:
         plain: Callable[[Mapping[str, Any]], str],
         title: str | None = None,
         empty: str = "Nothing to show.",
+        total_count: int | None = None,
+        next_offset: int | None = None,
     ) -> None:
+        """A list envelope; ``next_offset`` is set when more items exist (pagination)."""
         if self.is_json:
             self._print(
                 dumps(
                     {
                         "schema_version": SCHEMA_VERSION,
                         "items": list(items),
-                        "total_count": len(items),
-                        "has_more": False,
-                        "next_offset": None,
+                        "total_count": len(items) if total_count is None else total_count,
+                        "has_more": next_offset is not None,
+                        "next_offset": next_offset,
                     }
                 )
             )

@@ -1,0 +1,196 @@
+"""``osmosis doctor``: is this workspace and environment ready, and if not, what to do.
+
+Checks never import user code or frameworks (versions come from package metadata), so the
+doctor stays fast and cannot be broken by the thing it diagnoses.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+from typing import Any, Literal
+
+from osmosis_cli.workspace import REQUIRED_DIRS, find_workspace, missing_dirs
+
+Status = Literal["ok", "warning", "error", "info"]
+
+# integration distribution -> (framework distribution, extra of the umbrella package)
+INTEGRATIONS: dict[str, tuple[str, str]] = {
+    "osmosis-strands": ("strands-agents", "strands"),
+    "osmosis-openai-agents": ("openai-agents", "openai-agents"),
+    "osmosis-harbor": ("harbor", "harbor"),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class DoctorCheck:
+    name: str
+    status: Status
+    message: str
+    fix: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "status": self.status, "message": self.message, "fix": self.fix}
+
+
+def _version(dist: str) -> str | None:
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def check_workspace(start: Path, *, fix: bool) -> tuple[Path | None, list[DoctorCheck]]:
+    checks: list[DoctorCheck] = []
+    root = find_workspace(start)
+    if root is None:
+        checks.append(
+            DoctorCheck(
+                "workspace",
+                "error",
+                f"{start.resolve()} is not inside a git repository or osmosis workspace",
+                "osmosis init",
+            )
+        )
+        return None, checks
+    checks.append(DoctorCheck("workspace", "ok", str(root)))
+    missing = missing_dirs(root)
+    if missing and fix:
+        for folder in missing:
+            (root / folder).mkdir(parents=True, exist_ok=True)
+        checks.append(DoctorCheck("layout", "ok", f"created {', '.join(m + '/' for m in missing)}"))
+    elif missing:
+        checks.append(
+            DoctorCheck(
+                "layout",
+                "error",
+                f"missing {', '.join(m + '/' for m in missing)}",
+                "osmosis doctor --fix",
+            )
+        )
+    else:
+        checks.append(DoctorCheck("layout", "ok", ", ".join(d + "/" for d in REQUIRED_DIRS)))
+    if not (root / "AGENTS.md").is_file():
+        checks.append(
+            DoctorCheck(
+                "agent guide",
+                "warning",
+                "no AGENTS.md (guidance for AI coding agents)",
+                "osmosis init (adds it without touching existing files)",
+            )
+        )
+    checks.extend(_check_rollouts(root))
+    return root, checks
+
+
+def _check_rollouts(root: Path) -> list[DoctorCheck]:
+    from osmosis_cli.config import ConfigError, load_eval_config, load_training_config
+
+    checks: list[DoctorCheck] = []
+    rollouts = root / "rollouts"
+    names = sorted(p.name for p in rollouts.iterdir() if p.is_dir()) if rollouts.is_dir() else []
+    for name in names:
+        folder = rollouts / name
+        lacking = [f for f in ("main.py", "pyproject.toml") if not (folder / f).is_file()]
+        if lacking:
+            checks.append(
+                DoctorCheck(
+                    f"rollout {name}",
+                    "warning",
+                    f"no {' or '.join(lacking)} in rollouts/{name}",
+                    f"see `osmosis rollout init {name}` for the expected files",
+                )
+            )
+        else:
+            checks.append(DoctorCheck(f"rollout {name}", "ok", f"rollouts/{name}"))
+    for kind, loader in (("eval", load_eval_config), ("training", load_training_config)):
+        folder = root / "configs" / kind
+        for path in sorted(folder.glob("*.toml")) if folder.is_dir() else []:
+            label = f"configs/{kind}/{path.name}"
+            try:
+                config = loader(path)
+            except ConfigError as exc:
+                checks.append(
+                    DoctorCheck(
+                        label,
+                        "error",
+                        "; ".join(i.render() for i in exc.issues),
+                        f"osmosis rollout validate {label}",
+                    )
+                )
+                continue
+            if config.rollout not in names:
+                checks.append(
+                    DoctorCheck(
+                        label,
+                        "error",
+                        f"rollout {config.rollout!r} does not exist under rollouts/",
+                        f"fix experiment.rollout or run `osmosis rollout init {config.rollout}`",
+                    )
+                )
+            else:
+                checks.append(DoctorCheck(label, "ok", f"rollout {config.rollout}"))
+    return checks
+
+
+def check_environment() -> list[DoctorCheck]:
+    checks: list[DoctorCheck] = []
+    version = ".".join(str(v) for v in sys.version_info[:3])
+    checks.append(DoctorCheck("python", "ok", f"{version} ({sys.executable})"))
+    uv = shutil.which("uv")
+    if uv:
+        try:
+            out = subprocess.run(
+                [uv, "--version"], capture_output=True, text=True, timeout=10, check=False
+            )
+            checks.append(DoctorCheck("uv", "ok", out.stdout.strip() or uv))
+        except (OSError, subprocess.TimeoutExpired):
+            checks.append(DoctorCheck("uv", "warning", f"{uv} does not run"))
+    else:
+        checks.append(
+            DoctorCheck(
+                "uv",
+                "warning",
+                "uv is not on PATH (it installs rollout dependencies quickly)",
+                "curl -LsSf https://astral.sh/uv/install.sh | sh  (or: pip install uv)",
+            )
+        )
+    for dist in ("osmosis-core", "osmosis-cli"):
+        checks.append(DoctorCheck(dist, "ok", _version(dist) or "not installed"))
+    fastapi, uvicorn = _version("fastapi"), _version("uvicorn")
+    if fastapi and uvicorn:
+        checks.append(DoctorCheck("server extra", "ok", f"fastapi {fastapi}, uvicorn {uvicorn}"))
+    else:
+        checks.append(
+            DoctorCheck(
+                "server extra",
+                "warning",
+                "fastapi/uvicorn not installed: `rollout serve` and local evals need them",
+                "pip install 'osmosis-ai[server]'",
+            )
+        )
+    for dist, (framework, extra) in INTEGRATIONS.items():
+        ours, theirs = _version(dist), _version(framework)
+        if ours and theirs:
+            checks.append(DoctorCheck(dist, "ok", f"{ours} with {framework} {theirs}"))
+        elif ours or theirs:
+            have = f"{dist} {ours}" if ours else f"{framework} {theirs}"
+            checks.append(
+                DoctorCheck(
+                    dist,
+                    "warning",
+                    f"only {have} is installed; the integration needs both",
+                    f"pip install 'osmosis-ai[{extra}]'",
+                )
+            )
+        else:
+            checks.append(
+                DoctorCheck(
+                    dist, "info", f"not installed (optional: pip install 'osmosis-ai[{extra}]')"
+                )
+            )
+    return checks

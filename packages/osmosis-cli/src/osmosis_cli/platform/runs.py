@@ -1,0 +1,177 @@
+"""Submitting eval and training runs and reading them back.
+
+``submit`` is the whole ``eval submit`` / ``train submit`` flow: preflight, token, secrets, a
+summary, confirmation, then one POST. Nothing is sent before the user (or ``--yes``) agrees.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from osmosis_cli.errors import CLIError, CLIErrorCode
+from osmosis_cli.output import Column, Output
+from osmosis_cli.platform.client import PlatformClient
+from osmosis_cli.platform.credentials import require_token
+from osmosis_cli.platform.git_info import describe_repository
+from osmosis_cli.platform.secrets import resolve_secrets
+from osmosis_cli.platform.settings import platform_url
+
+Kind = Literal["eval", "training"]
+ENDPOINTS: dict[Kind, str] = {"eval": "/api/cli/eval-runs", "training": "/api/cli/training-runs"}
+OPERATIONS: dict[Kind, str] = {"eval": "eval.submit", "training": "train.submit"}
+RUN_COLUMNS = [
+    Column("id", "ID"),
+    Column("name", "Name"),
+    Column("status", "Status"),
+    Column("model_name", "Model"),
+    Column("dataset_name", "Dataset"),
+    Column("created_at", "Created"),
+]
+
+
+@dataclass
+class SubmitOptions:
+    config_path: Path
+    kind: Kind
+    yes: bool = False
+    secrets_file: str | None = None
+    name: str | None = None
+    import_timeout_sec: float = 60.0
+
+
+def _client() -> PlatformClient:
+    url = platform_url()
+    return PlatformClient(url, require_token(url).value)
+
+
+def submit(options: SubmitOptions, output: Output) -> None:
+    from osmosis_cli.preflight import resolve_target, run_preflight
+    from osmosis_cli.preflight.target import config_kind
+    from osmosis_cli.workspace import require_layout
+
+    expected = "eval" if options.kind == "eval" else "training"
+    if options.config_path.suffix != ".toml" or config_kind(options.config_path) != expected:
+        raise CLIError(
+            CLIErrorCode.VALIDATION,
+            f"{options.config_path} is not a {expected} config: {expected} configs are .toml "
+            f"files under configs/{expected}/.",
+            details={"path": str(options.config_path)},
+        )
+    target = resolve_target(options.config_path)
+    config = target.config
+    workspace = target.workspace
+    if config is None or workspace is None:  # resolve_target always sets both for a .toml
+        raise CLIError(CLIErrorCode.INTERNAL, "config target without a config")
+    require_layout(workspace)
+    url = platform_url()
+    client = PlatformClient(url, require_token(url).value)
+
+    output.progress("Running the rollout preflight...")
+    report = run_preflight(target, timeout_sec=options.import_timeout_sec)
+    label = f"{report.rollout}/{report.entrypoint}"
+    if not report.ok:
+        failed = next(c for c in report.checks if c.status == "error")
+        raise CLIError(
+            CLIErrorCode.VALIDATION,
+            f"{expected.capitalize()} preflight failed for `{label}`:\n  {failed.message}",
+            details={**failed.details, **report.as_dict()},
+        )
+    for check in report.warnings:
+        output.warn("PREFLIGHT_WARNING", f"{check.name}: {check.message}", check=check.name)
+
+    secrets = resolve_secrets(
+        config.required_secrets, secrets_file=options.secrets_file, output=output
+    )
+    git = describe_repository(workspace)
+    if not git.get("remote_url"):
+        output.warn(
+            "NO_GIT_ORIGIN",
+            "this workspace has no git `origin`; the platform runs the code it clones from "
+            "origin, so push the workspace to the repository connected to the platform",
+        )
+    elif git.get("dirty"):
+        output.warn(
+            "DIRTY_WORKTREE",
+            "the workspace has uncommitted changes; the platform runs what is pushed",
+        )
+
+    summary = {
+        "Platform": url,
+        "Rollout": config.rollout,
+        "Entrypoint": config.entrypoint,
+        "Model": config.experiment.model_path,
+        "Dataset": config.experiment.dataset,
+        "Branch": config.experiment.branch or git.get("branch"),
+        "Commit": config.experiment.commit_sha or git.get("commit_sha"),
+        "Env vars": sorted(config.env) or None,
+        "Secrets": [f"{n} ({secrets.sources[n]})" for n in config.required_secrets] or None,
+    }
+    if not output.is_json:
+        output.emit_detail(summary, title=f"{expected.capitalize()} run")
+    if not output.confirm(f"Submit this {expected} run to {url}?", assume_yes=options.yes):
+        raise CLIError(CLIErrorCode.VALIDATION, "Submission cancelled; nothing was sent.")
+
+    body: dict[str, Any] = config.sections_for_platform()
+    body["secrets"] = {"required": config.required_secrets, "provided": secrets.values}
+    body["git"] = git
+    if options.name:
+        body["name"] = options.name
+    run = client.request("POST", ENDPOINTS[options.kind], json=body, redact=secrets.values.values())
+    if not isinstance(run, dict):
+        raise CLIError(CLIErrorCode.PLATFORM_ERROR, "The platform returned no run.")
+    resource = {
+        **{
+            k: run.get(k)
+            for k in ("id", "name", "status", "model_name", "dataset_name", "created_at", "url")
+        },
+        "workspace_directory": str(workspace),
+        "git": git,
+        "config": {
+            "path": str(options.config_path),
+            "rollout": config.rollout,
+            "entrypoint": config.entrypoint,
+            "model": config.experiment.model_path,
+            "dataset": config.experiment.dataset,
+            "branch": config.experiment.branch,
+            "commit_sha": config.experiment.commit_sha,
+        },
+    }
+    command = "eval" if options.kind == "eval" else "train"
+    output.emit_operation(
+        OPERATIONS[options.kind],
+        message=f"Submitted {expected} run {run.get('name') or run.get('id')} "
+        f"({run.get('status')}).",
+        resource=resource,
+        lines=[f"url: {run['url']}"] if run.get("url") else [],
+        next_steps=[f"osmosis {command} status {run.get('id')}"],
+    )
+
+
+def list_runs(kind: Kind, output: Output, *, limit: int, offset: int) -> None:
+    page = _client().request("GET", ENDPOINTS[kind], params={"limit": limit, "offset": offset})
+    if not isinstance(page, dict):
+        raise CLIError(CLIErrorCode.PLATFORM_ERROR, "The platform returned no run list.")
+    items = [item for item in page.get("items", []) if isinstance(item, dict)]
+    next_offset = page.get("next_offset") if page.get("has_more") else None
+    output.emit_list(
+        items,
+        columns=RUN_COLUMNS,
+        plain=lambda r: f"{r.get('id')}\t{r.get('name')}\t{r.get('status')}",
+        title=f"{'Eval' if kind == 'eval' else 'Training'} runs",
+        empty="No runs yet.",
+        total_count=page.get("total_count"),
+        next_offset=next_offset,
+    )
+    if next_offset is not None:
+        output.progress(f"More runs: --offset {next_offset}")
+
+
+def show_run(kind: Kind, run: str, output: Output) -> None:
+    from urllib.parse import quote
+
+    data = _client().request("GET", f"{ENDPOINTS[kind]}/{quote(run, safe='')}")
+    if not isinstance(data, dict):
+        raise CLIError(CLIErrorCode.PLATFORM_ERROR, "The platform returned no run.")
+    output.emit_detail(data, title=f"Run {data.get('name') or run}")

@@ -1,0 +1,137 @@
+"""Fixtures: a stand-in platform on 127.0.0.1 and a way to run the real ``osmosis`` CLI."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+# pytest runs with --import-mode=importlib: make the sibling helper modules importable.
+sys.path.insert(0, str(Path(__file__).parent))
+
+import json
+import os
+import socket
+import subprocess
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+import uvicorn
+from stand_in import PlatformState, create_app
+
+TOKEN = "tok-stand-in-123"
+
+
+@dataclass
+class Platform:
+    url: str
+    state: PlatformState
+    token: str
+
+
+@pytest.fixture
+def platform() -> Iterator[Platform]:
+    state = PlatformState()
+    state.add_user(TOKEN, "ada@example.com")
+    # Bind first so the port is known and connections queue until the server loop starts.
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(64)
+    port = sock.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(create_app(state), log_level="warning", lifespan="off"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    try:
+        yield Platform(f"http://127.0.0.1:{port}", state, TOKEN)
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+        sock.close()
+
+
+@dataclass
+class CliResult:
+    code: int
+    stdout: str
+    stderr: str
+
+    def envelope(self) -> dict[str, Any]:
+        return json.loads(self.stdout)
+
+    def error(self) -> dict[str, Any]:
+        return json.loads(self.stderr.strip().splitlines()[-1])
+
+
+@dataclass
+class Cli:
+    home: Path
+    env: dict[str, str]
+
+    def __call__(self, *args: str, cwd: Path, stdin: str | None = None) -> CliResult:
+        completed = subprocess.run(
+            [sys.executable, "-m", "osmosis_cli", *args],
+            cwd=cwd,
+            env=self.env,
+            input=stdin,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        return CliResult(completed.returncode, completed.stdout, completed.stderr)
+
+
+@pytest.fixture
+def cli(tmp_path: Path, platform: Platform) -> Cli:
+    home = tmp_path / "home"
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("OSMOSIS_") and k not in {"OPENAI_API_KEY", "JUDGE_KEY"}
+    }
+    env.update(
+        {
+            "OSMOSIS_HOME": str(home),
+            "OSMOSIS_KEYRING": "0",
+            "OSMOSIS_PLATFORM_URL": platform.url,
+            "NO_COLOR": "1",
+        }
+    )
+    return Cli(home, env)
+
+
+MAIN_PY = """\"\"\"A stand-in rollout: cheap to import, so the preflight's import check is fast.\"\"\"
+
+app = {"served_by": "stand-in"}
+"""
+
+
+@pytest.fixture
+def workspace(tmp_path: Path, cli: Cli) -> Path:
+    """A git workspace (made with the CLI's own library) whose configs need secrets."""
+    from osmosis_cli.scaffolding.rollout_init import init_rollout
+    from osmosis_cli.scaffolding.workspace_init import init_workspace
+
+    root = tmp_path / "ws"
+    init_workspace(root)
+    init_rollout("calc", root, force=False)
+    rollout = root / "rollouts" / "calc"
+    (rollout / "main.py").write_text(MAIN_PY, encoding="utf-8")
+    (rollout / "pyproject.toml").write_text(
+        '[project]\nname = "calc"\nversion = "0"\ndependencies = []\n', encoding="utf-8"
+    )
+    (root / "data" / "calc.jsonl").write_text(
+        '{"user_prompt": "2*3", "ground_truth": "6"}\n', encoding="utf-8"
+    )
+    for kind in ("eval", "training"):
+        path = root / "configs" / kind / "calc.toml"
+        text = path.read_text(encoding="utf-8")
+        if "[secrets]" in text:
+            text = text.replace("required = []", 'required = ["OPENAI_API_KEY", "JUDGE_KEY"]')
+        else:
+            text += '\n[secrets]\nrequired = ["OPENAI_API_KEY"]\n'
+        path.write_text(text, encoding="utf-8")
+    return root

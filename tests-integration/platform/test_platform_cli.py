@@ -1,0 +1,146 @@
+"""The real ``osmosis`` CLI against the stand-in platform (docs/platform-api.md)."""
+
+from __future__ import annotations
+
+import stat
+from pathlib import Path
+
+from conftest import Cli, Platform  # pyright: ignore[reportMissingImports]
+
+
+def _posts(platform: Platform) -> list[str]:
+    return [r.path for r in platform.state.requests if r.method == "POST"]
+
+
+def test_login_whoami_logout(cli: Cli, platform: Platform, tmp_path: Path) -> None:
+    login = cli("--json", "auth", "login", "--token", "-", cwd=tmp_path, stdin=platform.token)
+    assert login.code == 0, login.stderr
+    envelope = login.envelope()
+    assert envelope["operation"] == "auth.login"
+    assert envelope["resource"]["storage"] == "file"
+    assert envelope["resource"]["user"]["email"] == "ada@example.com"
+    credentials = cli.home / "credentials.json"
+    assert stat.S_IMODE(credentials.stat().st_mode) == 0o600
+    assert platform.token not in login.stdout + login.stderr
+
+    whoami = cli("auth", "whoami", "--json", cwd=tmp_path)
+    assert whoami.code == 0, whoami.stderr
+    data = whoami.envelope()["data"]
+    assert data["user"]["email"] == "ada@example.com"
+    assert data["token_source"] == "file"
+    sent = platform.state.requests[-1].headers
+    assert sent["authorization"] == f"Bearer {platform.token}"
+    assert sent["user-agent"].startswith("osmosis-cli/")
+
+    logout = cli("--json", "auth", "logout", cwd=tmp_path)
+    assert logout.envelope()["resource"]["removed_from"] == ["file"]
+    after = cli("--json", "auth", "whoami", cwd=tmp_path)
+    assert after.code == 1
+    assert after.error()["error"]["code"] == "AUTH_REQUIRED"
+
+
+def test_login_with_a_rejected_token_stores_nothing(
+    cli: Cli, platform: Platform, tmp_path: Path
+) -> None:
+    result = cli("--json", "auth", "login", "--token", "wrong", cwd=tmp_path)
+    assert result.code == 1
+    error = result.error()["error"]
+    assert error["code"] == "AUTH_REQUIRED"
+    assert error["details"]["status_code"] == 401
+    assert not (cli.home / "credentials.json").exists()
+
+
+def test_eval_submit_list_status(cli: Cli, platform: Platform, workspace: Path) -> None:
+    cli.env["OSMOSIS_TOKEN"] = platform.token
+    secrets = workspace.parent / "secrets.env"
+    secrets.write_text('OPENAI_API_KEY="sk-file"\nexport JUDGE_KEY=judge-file\n', encoding="utf-8")
+    submit = cli(
+        "eval", "submit", "configs/eval/calc.toml", "--yes", "--secrets-file", str(secrets),
+        "--json", cwd=workspace,
+    )  # fmt: skip
+    assert submit.code == 0, submit.stderr
+    envelope = submit.envelope()
+    assert envelope["schema_version"] == 1
+    assert envelope["operation"] == "eval.submit"
+    run = envelope["resource"]
+    assert run["status"] == "queued"
+    assert run["config"]["rollout"] == "calc"
+    assert "sk-file" not in submit.stdout + submit.stderr
+
+    (post,) = [r for r in platform.state.requests if r.method == "POST"]
+    assert post.path == "/api/cli/eval-runs"
+    assert post.body["secrets"] == {
+        "required": ["OPENAI_API_KEY", "JUDGE_KEY"],
+        "provided": {"OPENAI_API_KEY": "sk-file", "JUDGE_KEY": "judge-file"},
+    }
+    assert post.body["experiment_config"]["model_path"] == "openai/gpt-5-mini"
+    assert post.body["evaluation_config"]["n"] == 1
+    assert "commit_sha" in post.body["git"]
+
+    listed = cli("--json", "eval", "list", cwd=workspace).envelope()
+    assert listed["total_count"] == 1
+    assert [item["id"] for item in listed["items"]] == [run["id"]]
+    status = cli("eval", "status", run["name"], "--json", cwd=workspace).envelope()
+    assert status["data"]["id"] == run["id"]
+
+
+def test_missing_secrets_without_a_tty_lists_every_name(
+    cli: Cli, platform: Platform, workspace: Path
+) -> None:
+    cli.env["OSMOSIS_TOKEN"] = platform.token
+    result = cli("--json", "eval", "submit", "configs/eval/calc.toml", "--yes", cwd=workspace)
+    assert result.code == 1
+    error = result.error()["error"]
+    assert error["code"] == "INTERACTIVE_REQUIRED"
+    assert error["details"]["missing"] == ["OPENAI_API_KEY", "JUDGE_KEY"]
+    assert error["details"]["flags"] == ["--secrets-file"]
+    assert _posts(platform) == []
+
+
+def test_confirmation_is_required_without_yes(
+    cli: Cli, platform: Platform, workspace: Path
+) -> None:
+    cli.env.update(OSMOSIS_TOKEN=platform.token, OPENAI_API_KEY="sk-env")
+    result = cli("--plain", "train", "submit", "configs/training/calc.toml", cwd=workspace)
+    assert result.code == 1
+    assert "Use --yes" in result.stderr
+    assert _posts(platform) == []
+
+
+def test_train_submit_takes_secrets_from_the_environment(
+    cli: Cli, platform: Platform, workspace: Path
+) -> None:
+    cli.env.update(OSMOSIS_TOKEN=platform.token, OPENAI_API_KEY="sk-env")
+    args = ("--json", "train", "submit", "configs/training/calc.toml", "-y", "--name", "first")
+    first = cli(*args, cwd=workspace)
+    assert first.code == 0, first.stderr
+    assert first.envelope()["operation"] == "train.submit"
+    post = platform.state.requests[-1]
+    assert post.path == "/api/cli/training-runs"
+    assert post.body["training_config"]["lr"] == 1e-5
+    assert post.body["secrets"]["provided"] == {"OPENAI_API_KEY": "sk-env"}
+    missing = cli("--json", "train", "status", "nope", cwd=workspace)
+    assert missing.error()["error"]["code"] == "NOT_FOUND"
+
+
+def test_platform_errors_keep_the_platform_code(
+    cli: Cli, platform: Platform, workspace: Path
+) -> None:
+    cli.env.update(OSMOSIS_TOKEN=platform.token, OPENAI_API_KEY="sk-env")
+    platform.state.runs["training"].append({"id": "run_x", "name": "taken", "kind": "training"})
+    args = ("--json", "train", "submit", "configs/training/calc.toml", "-y", "--name", "taken")
+    again = cli(*args, cwd=workspace)
+    assert again.code == 1
+    error = again.error()["error"]
+    assert error["code"] == "CONFLICT"
+    assert error["details"]["platform_code"] == "name_taken"
+    assert error["details"]["status_code"] == 409
+
+
+def test_submit_requires_login_before_anything_is_sent(
+    cli: Cli, platform: Platform, workspace: Path
+) -> None:
+    result = cli("--json", "eval", "submit", "configs/eval/calc.toml", "-y", cwd=workspace)
+    assert result.code == 1
+    assert result.error()["error"]["code"] == "AUTH_REQUIRED"
+    assert platform.state.requests == []
