@@ -4,7 +4,7 @@ Input is ``sample.trajectory_messages`` (chat-completions form). Mapping:
 
 * roles: ``system``/``developer`` -> a ``system`` step, ``user`` -> ``user``, ``assistant`` ->
   ``agent``, anything unknown -> ``user``;
-* ``tool``/``function`` messages fold into the preceding agent step as
+* ``tool``/``function`` messages fold into the most recent agent step as
   ``observation.results[{source_call_id, content}]`` (a tool result with no agent step before
   it becomes a ``user`` step);
 * assistant ``tool_calls`` become ``[{tool_call_id, function_name, arguments: dict}]``;
@@ -268,7 +268,6 @@ def convert_messages(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, An
             last_agent = step
         elif role not in _ROLE_TO_SOURCE:
             step["extra"] = {"role": role or None}
-            last_agent = None if role not in _TOOL_ROLES else last_agent
         steps.append(step)
     return steps
 
