@@ -13,11 +13,11 @@ from strands_multiply_rollout import MultiplyGrader, multiply
 
 from osmosis_ai.rollout.context import RolloutContext
 from osmosis_ai.rollout.integrations.agents.strands import (
+    NoActiveRolloutError,
     OsmosisRolloutModel,
     OsmosisStrandsAgent,
     StrandsSampleSource,
 )
-from osmosis_ai.rollout.integrations.agents.strands.model import NoActiveRolloutError
 from osmosis_ai.rollout.types import RolloutStatus
 from osmosis_ai.testing import ScriptedPolicyServer, run_rollout
 
@@ -95,6 +95,10 @@ async def test_repeated_invocations_record_every_policy_call() -> None:
             sample = await ctx.get_sample()
     assert sample is not None
     assert _text(sample.messages[-1]) == "#### 20"
+    assert isinstance(ctx.sample_source, StrandsSampleSource)
+    preview = await ctx.sample_source.get_preview(2)
+    assert preview is not None
+    assert list(preview.messages) == list(sample.messages[-2:])
     trajectory = sample.trajectory_messages
     assert trajectory is not None
     answers = [m for m in trajectory if m["role"] == "assistant"]

@@ -22,10 +22,12 @@ _EXPORTS = {
     "OsmosisStrandsAgent": f"{__name__}.agent",
     "StrandsSampleSource": f"{__name__}.sample",
     "PolicyTimeoutError": f"{__name__}.errors",
+    "NoActiveRolloutError": f"{__name__}.model",
     "aclose_clients": f"{__name__}.clients",
 }
 # The public SDK's two names first; the rest are extras of this implementation.
 __all__ = [
+    "NoActiveRolloutError",
     "OsmosisRolloutModel",
     "OsmosisStrandsAgent",
     "PolicyTimeoutError",
@@ -39,5 +41,5 @@ if TYPE_CHECKING:
     from .agent import OsmosisStrandsAgent
     from .clients import aclose_clients
     from .errors import PolicyTimeoutError
-    from .model import OsmosisRolloutModel
+    from .model import NoActiveRolloutError, OsmosisRolloutModel
     from .sample import StrandsSampleSource
