@@ -95,8 +95,10 @@ async def test_repeated_invocations_record_every_policy_call() -> None:
             sample = await ctx.get_sample()
     assert sample is not None
     assert _text(sample.messages[-1]) == "#### 20"
-    assert isinstance(ctx.sample_source, StrandsSampleSource)
-    preview = await ctx.sample_source.get_preview(2)
+    source = ctx.sample_source
+    assert source is not None
+    assert isinstance(source, StrandsSampleSource)
+    preview = await source.get_preview(2)
     assert preview is not None
     assert list(preview.messages) == list(sample.messages[-2:])
     trajectory = sample.trajectory_messages
