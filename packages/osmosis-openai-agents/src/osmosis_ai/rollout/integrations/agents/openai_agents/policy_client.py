@@ -34,9 +34,17 @@ def base_client() -> AsyncOpenAI:
     loop = asyncio.get_running_loop()
     client = _base_clients.get(loop)
     if client is None:
-        from openai import AsyncOpenAI
+        from openai import AsyncOpenAI, DefaultAsyncHttpxClient
 
-        client = AsyncOpenAI(api_key=NO_API_KEY, base_url=_UNBOUND_URL, max_retries=0)
+        # An explicit HTTP client (openai's defaults) instead of the one AsyncOpenAI would make:
+        # that one's finalizer schedules ``aclose()`` on whatever loop runs when it is garbage
+        # collected, which fails noisily once this client's own loop has closed.
+        client = AsyncOpenAI(
+            api_key=NO_API_KEY,
+            base_url=_UNBOUND_URL,
+            max_retries=0,
+            http_client=DefaultAsyncHttpxClient(),
+        )
         _base_clients[loop] = client
     return client
 
