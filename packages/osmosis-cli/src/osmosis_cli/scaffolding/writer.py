@@ -35,8 +35,12 @@ class WriteResult:
 
 
 def _inside(path: Path, root: Path) -> bool:
+    """Whether ``path`` (existing or not) would land inside ``root`` once symlinks resolve."""
+    existing = path
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
     try:
-        path.resolve().relative_to(root.resolve())
+        existing.resolve().relative_to(root.resolve())
     except ValueError:
         return False
     return True
@@ -60,7 +64,7 @@ def apply_plan(plan: WritePlan, *, force: bool, what: str) -> WriteResult:
     """Write ``plan``; raise ``CONFLICT`` listing every clashing path unless ``force``."""
     root = plan.workspace
     for rel in plan.files:
-        if not _inside((root / rel).parent, root) and (root / rel).parent.exists():
+        if not _inside((root / rel).parent, root):
             raise CLIError(
                 CLIErrorCode.VALIDATION,
                 f"Refusing to write {rel}: its folder resolves outside the workspace {root}.",

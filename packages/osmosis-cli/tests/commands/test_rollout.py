@@ -1,0 +1,268 @@
+"""``osmosis rollout init | validate | serve``."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import httpx
+import pytest
+from cli_harness import RunCli  # pyright: ignore[reportMissingImports]
+
+RolloutFactory = Callable[..., Path]
+
+LOCAL_ROLLOUT = """
+from osmosis_ai.rollout import AgentWorkflow, Grader, LocalBackend
+from osmosis_ai.rollout.server import create_rollout_server, serve
+
+
+class Echo(AgentWorkflow):
+    async def run(self, ctx):
+        return list(ctx.prompt)
+
+
+class Zero(Grader):
+    async def grade(self, ctx):
+        ctx.set_reward(0.0)
+
+
+app = create_rollout_server(backend=LocalBackend(workflow=Echo, grader=Zero))
+
+if __name__ == "__main__":
+    raise SystemExit("the preflight must never run this block")
+"""
+
+
+# -- init ------------------------------------------------------------------------------------
+def test_init_writes_the_scaffold(run_cli: RunCli, git_repo: Path) -> None:
+    result = run_cli("--json", "rollout", "init", "my-agent", cwd=git_repo)
+    assert result.code == 0, result.stderr
+    envelope = result.envelope()
+    assert envelope["operation"] == "rollout.init"
+    resource = envelope["resource"]
+    assert resource["rollout_dir"] == "rollouts/my-agent"
+    assert resource["configs"] == {
+        "eval": "configs/eval/my-agent.toml",
+        "training": "configs/training/my-agent.toml",
+    }
+    workflow = git_repo / "rollouts" / "my-agent" / "my_agent" / "workflow.py"
+    assert "raise NotImplementedError" in workflow.read_text(encoding="utf-8")
+    main = (git_repo / "rollouts" / "my-agent" / "main.py").read_text(encoding="utf-8")
+    assert "from my_agent.workflow import MyAgentWorkflow" in main
+    assert "{{" not in main
+    config = (git_repo / "configs" / "eval" / "my-agent.toml").read_text(encoding="utf-8")
+    assert 'rollout = "my-agent"' in config
+
+
+def test_init_twice_conflicts_and_force_replaces(run_cli: RunCli, git_repo: Path) -> None:
+    assert run_cli("rollout", "init", "calc", cwd=git_repo).code == 0
+    edited = git_repo / "rollouts" / "calc" / "main.py"
+    edited.write_text("# mine\n", encoding="utf-8")
+    again = run_cli("--json", "rollout", "init", "calc", cwd=git_repo)
+    assert again.code == 1
+    assert again.error()["error"]["code"] == "CONFLICT"
+    assert again.error()["error"]["details"]["conflicts"] == ["rollouts/calc"]
+    assert edited.read_text(encoding="utf-8") == "# mine\n"
+    assert run_cli("rollout", "init", "calc", "--force", cwd=git_repo).code == 0
+    assert "create_rollout_server" in edited.read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("name", ["Bad_Name", "1st", "a/b", "default", "-x"])
+def test_init_rejects_bad_names(run_cli: RunCli, git_repo: Path, name: str) -> None:
+    result = run_cli("--json", "rollout", "init", "--", name, cwd=git_repo)
+    assert result.code == 1
+    assert result.error()["error"]["code"] == "VALIDATION"
+    assert not (git_repo / "rollouts").exists()
+
+
+def test_init_outside_a_workspace(run_cli: RunCli, tmp_path: Path) -> None:
+    result = run_cli("--json", "rollout", "init", "calc", cwd=tmp_path)
+    assert result.error()["error"]["code"] == "WORKSPACE_REQUIRED"
+
+
+# -- validate --------------------------------------------------------------------------------
+def test_validate_a_template_offline(run_cli: RunCli, git_repo: Path) -> None:
+    assert run_cli("template", "apply", "multiply-local-strands", cwd=git_repo).code == 0
+    # Make the outcome independent of which frameworks this environment has: the template's
+    # real import (Strands) is exercised by tests-integration/cli.
+    pyproject = git_repo / "rollouts" / "multiply-local-strands" / "pyproject.toml"
+    text = pyproject.read_text(encoding="utf-8")
+    pyproject.write_text(text.replace('"osmosis-ai[', '"not-installed-umbrella['), encoding="utf-8")
+    result = run_cli(
+        "--json", "rollout", "validate", "configs/eval/multiply-local-strands.toml", cwd=git_repo
+    )
+    assert result.code == 0, result.stderr
+    envelope = result.envelope()
+    assert envelope["operation"] == "rollout.validate"
+    checks = {c["name"]: c["status"] for c in envelope["resource"]["checks"]}
+    assert checks == {
+        "config": "ok",
+        "dataset": "ok",
+        "paths": "ok",
+        "dependencies": "warning",
+        "import": "skipped",
+    }
+    (warning,) = result.warnings()
+    assert warning["schema_version"] == 1
+    assert warning["warning"]["code"] == "PREFLIGHT_WARNING"
+
+
+def test_validate_imports_the_entrypoint(
+    run_cli: RunCli, git_repo: Path, rollout_factory: RolloutFactory
+) -> None:
+    rollout_factory(git_repo, "echo", LOCAL_ROLLOUT, dependencies=["osmosis-core"])
+    result = run_cli("--json", "rollout", "validate", "configs/eval/echo.toml", cwd=git_repo)
+    assert result.code == 0, result.stderr
+    checks = {c["name"]: c for c in result.envelope()["resource"]["checks"]}
+    assert checks["import"]["status"] == "ok"
+    assert checks["import"]["details"]["attributes"]["app"].endswith("FastAPI")
+    assert checks["dependencies"]["status"] == "ok"
+
+
+def test_validate_reports_file_line_and_message(
+    run_cli: RunCli, git_repo: Path, rollout_factory: RolloutFactory
+) -> None:
+    rollout_factory(
+        git_repo,
+        "broken",
+        "from broken_pkg import helper\n",
+        extra_files={
+            "broken_pkg/__init__.py": "",
+            "broken_pkg/helper.py": "x = 1\nraise ValueError('bad setting')\n",
+        },
+    )
+    result = run_cli("--json", "rollout", "validate", "rollouts/broken", cwd=git_repo)
+    assert result.code == 1
+    error = result.error()["error"]
+    assert error["code"] == "VALIDATION"
+    assert "rollouts/broken/broken_pkg/helper.py:2: ValueError: bad setting" in error["message"]
+    assert error["details"]["line"] == 2
+    assert error["details"]["error_type"] == "ValueError"
+
+
+def test_validate_syntax_error_and_exit_at_import(
+    run_cli: RunCli, git_repo: Path, rollout_factory: RolloutFactory
+) -> None:
+    rollout_factory(git_repo, "syntax", "x = 1\ndef broken(:\n")
+    syntax = run_cli("--json", "rollout", "validate", "rollouts/syntax/main.py", cwd=git_repo)
+    assert syntax.code == 1
+    assert "main.py:2: SyntaxError" in syntax.error()["error"]["message"]
+    rollout_factory(git_repo, "exits", "import sys\nsys.exit(3)\n")
+    exits = run_cli("--json", "rollout", "validate", "rollouts/exits", cwd=git_repo)
+    assert exits.code == 1
+    assert "SystemExit: 3" in exits.error()["error"]["message"]
+
+
+def test_missing_module_warns_and_continues(
+    run_cli: RunCli, git_repo: Path, rollout_factory: RolloutFactory
+) -> None:
+    rollout_factory(git_repo, "needs", "import not_installed_pkg_xyz\napp = 1\n")
+    result = run_cli("--json", "rollout", "validate", "configs/eval/needs.toml", cwd=git_repo)
+    assert result.code == 0, result.stderr
+    (warning,) = [w for w in result.warnings() if w["warning"]["details"]["check"] == "import"]
+    assert "not_installed_pkg_xyz" in warning["warning"]["message"]
+
+
+def test_unsatisfied_declared_dependencies_skip_the_import(
+    run_cli: RunCli, git_repo: Path, rollout_factory: RolloutFactory
+) -> None:
+    rollout_factory(
+        git_repo, "deps", "raise RuntimeError('must not be imported')\n",
+        dependencies=["surely-not-installed-dist>=1", "osmosis-core>=99"],
+    )  # fmt: skip
+    result = run_cli("--json", "rollout", "validate", "rollouts/deps", cwd=git_repo)
+    assert result.code == 0, result.stderr
+    checks = {c["name"]: c for c in result.envelope()["resource"]["checks"]}
+    assert checks["import"]["status"] == "skipped"
+    unsatisfied = checks["dependencies"]["details"]["unsatisfied"]
+    assert any("surely-not-installed-dist is not installed" in u for u in unsatisfied)
+    assert any("osmosis-core" in u and ">=99" in u for u in unsatisfied)
+
+
+def test_import_timeout_fails(
+    run_cli: RunCli, git_repo: Path, rollout_factory: RolloutFactory
+) -> None:
+    # Blocks at import time the way a server started at module level would.
+    rollout_factory(git_repo, "hangs", "import threading\nthreading.Event().wait()\n")
+    result = run_cli(
+        "--json", "rollout", "validate", "rollouts/hangs", "--timeout", "1", cwd=git_repo
+    )
+    assert result.code == 1
+    assert "did not finish within 1s" in result.error()["error"]["message"]
+
+
+def test_containment_and_config_problems(
+    run_cli: RunCli, git_repo: Path, rollout_factory: RolloutFactory, tmp_path: Path
+) -> None:
+    rollout_factory(git_repo, "calc", "app = 1\n")
+    config = git_repo / "configs" / "eval" / "calc.toml"
+    text = config.read_text(encoding="utf-8")
+    config.write_text(
+        text.replace('entrypoint = "main.py"', 'entrypoint = "../../escape.py"\nfoo = 1').replace(
+            "required = []", 'required = ["bad name"]'
+        ),
+        encoding="utf-8",
+    )
+    result = run_cli("--json", "rollout", "validate", "configs/eval/calc.toml", cwd=git_repo)
+    assert result.code == 1
+    issues = {i["key"]: i["message"] for i in result.error()["error"]["details"]["issues"]}
+    assert set(issues) == {"experiment.entrypoint", "experiment.foo", "secrets.required[0]"}
+
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (outside / "main.py").write_text("app = 1\n", encoding="utf-8")
+    (git_repo / "rollouts" / "linked").symlink_to(outside, target_is_directory=True)
+    config.write_text(text.replace('rollout = "calc"', 'rollout = "linked"'), encoding="utf-8")
+    linked = run_cli("--json", "rollout", "validate", "configs/eval/calc.toml", cwd=git_repo)
+    assert linked.code == 1
+    assert "outside" in linked.error()["error"]["message"]
+
+    missing = run_cli("--json", "rollout", "validate", "rollouts/nope", cwd=git_repo)
+    assert missing.error()["error"]["code"] == "NOT_FOUND"
+
+
+# -- serve -----------------------------------------------------------------------------------
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_serve_runs_the_app_on_loopback(git_repo: Path, rollout_factory: RolloutFactory) -> None:
+    pytest.importorskip("uvicorn")
+    rollout_factory(git_repo, "echo", LOCAL_ROLLOUT, dependencies=["osmosis-core"])
+    port = _free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "osmosis_cli", "--plain", "rollout", "serve",
+         "rollouts/echo/main.py", "--port", str(port)],
+        cwd=git_repo, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    try:
+        assert process.stdout is not None
+        seen = []
+        for line in process.stdout:  # wait for uvicorn's own "ready" line, no polling
+            seen.append(line)
+            if "Uvicorn running on" in line or "Application startup complete" in line:
+                break
+        assert any(f"http://127.0.0.1:{port}" in line for line in seen), seen
+        health = httpx.get(f"http://127.0.0.1:{port}/health", timeout=5)
+        assert health.status_code == 200
+        assert health.json()["status"] == "ok"
+    finally:
+        process.terminate()
+        process.wait(timeout=15)
+
+
+def test_serve_reports_a_missing_app(
+    run_cli: RunCli, git_repo: Path, rollout_factory: RolloutFactory
+) -> None:
+    pytest.importorskip("uvicorn")
+    rollout_factory(git_repo, "noapp", "value = 1\n")
+    result = run_cli(
+        "--json", "rollout", "serve", "rollouts/noapp/main.py:application", cwd=git_repo
+    )
+    assert result.code == 1
+    assert "has no `application`" in result.error()["error"]["message"]
