@@ -1,9 +1,9 @@
 """Saving ``<home>/<rollout_id>/trajectory.json`` (and ``diagnostics.json``), best effort.
 
 :func:`save_trajectory` never raises and never affects a rollout's status or reward: any
-failure is logged. Conversion, JSON encoding and file I/O run on a small dedicated thread pool
-so the event loop only waits for the result. Files are written atomically (temporary file then
-rename), so readers never see half a document.
+failure is logged. Conversion, JSON encoding and file I/O run on one background thread that
+takes jobs in batches, so the event loop only waits for the result. Files are written
+atomically (temporary file then rename), so readers never see half a document.
 
 **Retention.** Rollout folders accumulate under the osmosis home, so the writer prunes them
 now and then (after every ``prune_every`` writes, at most once per ``prune_interval_sec``;
@@ -24,11 +24,11 @@ import contextlib
 import json
 import logging
 import os
+import queue
 import shutil
 import threading
 import time
-from collections.abc import Mapping
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -75,23 +75,64 @@ class RetentionPolicy:
 
 
 class _Writer:
-    """Process-wide state: the I/O thread pool and the pruning schedule."""
+    """Process-wide state: the I/O thread and the pruning schedule.
+
+    One daemon thread drains a queue of save jobs in batches and resolves each batch's futures
+    with a single wake-up of the event loop, so a burst of finishing rollouts costs one thread
+    hand-off instead of one each.
+    """
 
     def __init__(self) -> None:
         self.policy: RetentionPolicy | None = None
-        self._executor: ThreadPoolExecutor | None = None
+        self._queue: queue.SimpleQueue[
+            tuple[asyncio.AbstractEventLoop, asyncio.Future[Any], Callable[[], Any]]
+        ] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
         self._writes_since_prune = 0
         self._last_prune = 0.0
 
-    def executor(self) -> ThreadPoolExecutor:
-        if self._executor is None:
+    def submit(self, job: Callable[[], Any]) -> asyncio.Future[Any]:
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[Any] = loop.create_future()
+        if self._thread is None:
             with self._lock:
-                if self._executor is None:
-                    self._executor = ThreadPoolExecutor(
-                        max_workers=2, thread_name_prefix="osmosis-trajectory"
+                if self._thread is None:
+                    self._thread = threading.Thread(
+                        target=self._work, name="osmosis-trajectory", daemon=True
                     )
-        return self._executor
+                    self._thread.start()
+        self._queue.put((loop, future, job))
+        return future
+
+    def _work(self) -> None:
+        while True:
+            batch = [self._queue.get()]
+            with contextlib.suppress(queue.Empty):
+                while len(batch) < 256:
+                    batch.append(self._queue.get_nowait())
+            finished: dict[
+                asyncio.AbstractEventLoop,
+                list[tuple[asyncio.Future[Any], Any, BaseException | None]],
+            ] = {}
+            for loop, future, job in batch:
+                try:
+                    outcome: tuple[asyncio.Future[Any], Any, BaseException | None] = (
+                        future,
+                        job(),
+                        None,
+                    )
+                except BaseException as exc:  # delivered to the awaiting coroutine
+                    outcome = (future, None, exc)
+                finished.setdefault(loop, []).append(outcome)
+            for loop, outcomes in finished.items():
+                with contextlib.suppress(RuntimeError):  # that loop has closed meanwhile
+                    loop.call_soon_threadsafe(_resolve, outcomes)
+
+    def after_fork(self) -> None:
+        self._queue = queue.SimpleQueue()
+        self._thread = None
+        self._lock = threading.Lock()
 
     def retention(self) -> RetentionPolicy:
         if self.policy is None:
@@ -114,7 +155,18 @@ class _Writer:
         prune_rollout_dirs(root, max_rollouts=policy.max_rollouts, max_age_sec=policy.max_age_sec)
 
 
+def _resolve(outcomes: list[tuple[asyncio.Future[Any], Any, BaseException | None]]) -> None:
+    for future, value, error in outcomes:
+        if future.done():  # the awaiting coroutine was cancelled
+            continue
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(value)
+
+
 _WRITER = _Writer()
+os.register_at_fork(after_in_child=lambda: _WRITER.after_fork())
 
 
 def configure_retention(
@@ -301,9 +353,7 @@ async def save_trajectory(
             root, prune = osmosis_home(), not os.environ.get(ENV_ARTIFACT_ROOT)
         if result.sample is None and not diagnostics:
             return None
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(
-            _WRITER.executor(),
+        return await _WRITER.submit(
             lambda: _save_sync(
                 rollout_id=rollout_id,
                 result=result,
