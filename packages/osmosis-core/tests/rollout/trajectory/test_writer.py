@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import os
@@ -31,7 +32,10 @@ MESSAGES = [{"role": "user", "content": "q"}, {"role": "assistant", "content": "
 
 @pytest.fixture(autouse=True)
 def fresh_retention(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(writer_module, "_WRITER", writer_module._Writer())
+    writer = writer_module._WRITER  # keep its I/O thread; reset only the pruning state
+    monkeypatch.setattr(writer, "policy", None)
+    monkeypatch.setattr(writer, "_writes_since_prune", 0)
+    monkeypatch.setattr(writer, "_last_prune", 0.0)
 
 
 def names(folder: Path) -> list[str]:
@@ -223,3 +227,24 @@ async def test_rollout_then_trajectory_end_to_end(osmosis_home: Path) -> None:
     assert doc["session_id"] == "h18"
     assert doc["extra"]["osmosis"]["reward"] == 1.0
     assert (osmosis_home / "h18" / "artifacts" / "grade.txt").read_text() == "checked"
+
+
+async def test_cancelled_save_does_not_break_later_saves(osmosis_home: Path) -> None:
+    sample = RolloutSample(messages=MESSAGES)
+    pending = asyncio.ensure_future(save_trajectory(rollout_id="c1", result=success(sample)))
+    await asyncio.sleep(0)
+    pending.cancel()
+    results = await asyncio.gather(
+        *(save_trajectory(rollout_id=f"c{i}", result=success(sample)) for i in range(2, 40))
+    )
+    assert all(path is not None for path in results)
+    assert len(names(osmosis_home)) >= 38
+
+
+def test_saves_from_separate_event_loops(osmosis_home: Path) -> None:
+    sample = RolloutSample(messages=MESSAGES)
+    for i in range(3):  # each asyncio.run is a new loop; the worker thread serves them all
+        assert (
+            asyncio.run(save_trajectory(rollout_id=f"loop{i}", result=success(sample))) is not None
+        )
+    assert names(osmosis_home) == ["loop0", "loop1", "loop2"]
