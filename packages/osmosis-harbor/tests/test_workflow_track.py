@@ -3,6 +3,7 @@ workflow calls the scripted policy from inside the sandbox and the SDK grader sc
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 from types import ModuleType
@@ -56,8 +57,10 @@ async def test_workflow_runs_in_sandbox_and_sdk_grader_scores_it(
         cleanup_successful_trials=False,
     )
     async with ScriptedPolicyServer("multiply") as policy:
-        right = await _run(backend, policy, "wf-right", "What is 6 times 7?", "42")
-        wrong = await _run(backend, policy, "wf-wrong", "What is 6 times 7?", "41")
+        right, wrong = await asyncio.gather(
+            _run(backend, policy, "wf-right", "What is 6 times 7?", "42"),
+            _run(backend, policy, "wf-wrong", "What is 6 times 7?", "41"),
+        )
 
     assert right.result.status == RolloutStatus.SUCCESS, right.result.err_message
     sample = right.result.sample

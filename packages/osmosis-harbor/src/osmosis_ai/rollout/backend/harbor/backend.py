@@ -676,7 +676,8 @@ class HarborBackend(ExecutionBackend):
                 env["OSMOSIS_API_KEY"] = api_key
             config = AgentConfig(
                 import_path=WORKFLOW_AGENT_IMPORT_PATH,
-                model_name=self._model_name,
+                # No model_name: the workflow's own config names its model, and a model name
+                # makes Harbor >= 0.25 import LiteLLM (seconds of CPU) just to parse it.
                 kwargs={
                     "osmosis_wheel": str(bundle.wheel),
                     "osmosis_package": bundle.package,
