@@ -22,7 +22,7 @@ from collections.abc import Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from osmosis_cli.local_eval.journal import Journal, WorkKey, load_latest
 from osmosis_cli.local_eval.manifest import (
@@ -39,6 +39,9 @@ from osmosis_cli.local_eval.run_log import Redactor, RunLog
 from osmosis_cli.local_eval.scheduler import DispatchHalted, Scheduler, WorkItem, item_deadline
 from osmosis_cli.local_eval.server_process import RolloutServerError, RolloutServerProcess
 from osmosis_cli.local_eval.trajectories import trajectory_for
+
+if TYPE_CHECKING:
+    from osmosis_ai.rollout.client import RolloutClient
 
 #: Default concurrency when neither the flags, the config nor the server say otherwise.
 DEFAULT_MAX_IN_FLIGHT = 8
@@ -322,8 +325,6 @@ async def _dispatch(
     on_result: Callable[[dict[str, Any]], None],
     session_ids: set[str],
 ) -> tuple[int, str | None]:
-    from osmosis_ai.rollout.client import RolloutClient
-
     upstream = plan.upstream
     current = asyncio.current_task()
     restore_sigterm = _install_sigterm(current)
@@ -380,10 +381,9 @@ async def _dispatch(
             deadline = item_deadline(plan.agent_timeout_sec, plan.grader_timeout_sec)
             max_in_flight = _max_in_flight(plan, server.health, log)
             # Admission waits (429 backoff) are bounded by deadline x concurrency, as upstream.
-            client = RolloutClient(
-                url=url, admission_timeout_sec=deadline * max_in_flight, api_key=server_key
+            clients = _rollout_clients(
+                url, server_key, deadline * max_in_flight, max_in_flight, stack
             )
-            stack.push_async_callback(client.aclose)
             journal = Journal(paths.journal)
             stack.push_async_callback(journal.aclose)
             attempt_tag = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
@@ -393,7 +393,7 @@ async def _dispatch(
                 on_result(record)
 
             scheduler = Scheduler(
-                client=client,
+                clients=clients,
                 proxy=proxy,
                 journal=journal,
                 max_in_flight=max_in_flight,
@@ -447,6 +447,38 @@ async def _watch_server(server: RolloutServerProcess, run_task: asyncio.Task[Non
             run_task.cancel()
             return
         await asyncio.sleep(0.1)
+
+
+def _rollout_clients(
+    url: str, api_key: str, admission_timeout: float, count: int, stack: AsyncExitStack
+) -> list[RolloutClient]:
+    """One small client per worker (see :class:`Scheduler`), sharing one TLS context.
+
+    The server is plain HTTP on loopback, but httpx loads CA certificates for every client it
+    creates (tens of milliseconds each), so the context is built once and handed to each.
+    """
+    import ssl
+
+    import httpx
+
+    from osmosis_ai.rollout.client import RolloutClient
+
+    context = ssl.create_default_context()
+    clients: list[RolloutClient] = []
+    for _ in range(count):
+        http = httpx.AsyncClient(
+            timeout=httpx.Timeout(60.0),
+            follow_redirects=False,
+            verify=context,
+            limits=httpx.Limits(max_connections=None, max_keepalive_connections=4),
+        )
+        stack.push_async_callback(http.aclose)  # RolloutClient closes only clients it made
+        clients.append(
+            RolloutClient(
+                url=url, http_client=http, admission_timeout_sec=admission_timeout, api_key=api_key
+            )
+        )
+    return clients
 
 
 def _max_in_flight(plan: EvalPlan, health: dict[str, Any], log: RunLog) -> int:

@@ -199,13 +199,18 @@ class PolicyProxy:
         retry: RetryPolicy | None = None,
         request_timeout_sec: float = 600.0,
         on_event: Callable[[str, dict[str, Any]], None] | None = None,
+        upstream_clients: int = 16,
     ) -> None:
         self.upstream = upstream
+        self._shards = max(1, upstream_clients)
+        self._next_shard = 0
         self.retry = retry or RetryPolicy()
         self._timeout = request_timeout_sec
         self._routes: dict[str, _Route] = {}
         self._on_event = on_event
-        self._client: httpx.AsyncClient | None = None
+        self._clients: list[httpx.AsyncClient | None] = []
+        self._client_headers: dict[str, str] = {}
+        self._ssl_context: Any = None
         self._server: Any = None
         self._serve_task: asyncio.Task[None] | None = None
         self._sock: socket.socket | None = None
@@ -218,12 +223,8 @@ class PolicyProxy:
         headers = {"content-type": "application/json"}
         if self.upstream.api_key:
             headers["authorization"] = f"Bearer {self.upstream.api_key}"
-        self._client = httpx.AsyncClient(
-            headers=headers,
-            timeout=httpx.Timeout(self._timeout, connect=30.0),
-            limits=httpx.Limits(max_connections=None, max_keepalive_connections=256),
-            follow_redirects=False,
-        )
+        self._client_headers = headers
+        self._clients = [None] * self._shards
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((host, port))
@@ -244,8 +245,9 @@ class PolicyProxy:
         if self._serve_task is not None:
             with contextlib.suppress(Exception):
                 await self._serve_task
-        if self._client is not None:
-            await self._client.aclose()
+        for client in self._clients:
+            if client is not None:
+                await client.aclose()
         if self._sock is not None:
             self._sock.close()
 
@@ -255,6 +257,33 @@ class PolicyProxy:
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
+
+    def _client(self) -> httpx.AsyncClient:
+        """An upstream client, round-robin over small pools.
+
+        Why several clients: httpcore scans its entire connection pool on every request, so
+        one pool holding a connection per concurrent call makes each call cost O(concurrency).
+        Shards are created lazily and share one TLS context (loading CA certificates is slow).
+        """
+        index = self._next_shard
+        self._next_shard = (index + 1) % self._shards
+        client = self._clients[index]
+        if client is None:
+            if self._ssl_context is None:
+                import ssl
+
+                import certifi
+
+                self._ssl_context = ssl.create_default_context(cafile=certifi.where())
+            client = httpx.AsyncClient(
+                headers=self._client_headers,
+                timeout=httpx.Timeout(self._timeout, connect=30.0),
+                limits=httpx.Limits(max_connections=None, max_keepalive_connections=32),
+                follow_redirects=False,
+                verify=self._ssl_context,
+            )
+            self._clients[index] = client
+        return client
 
     # ---- per-rollout registration ----------------------------------------------------------
 
@@ -326,15 +355,13 @@ class PolicyProxy:
             record.latency_ms = (time.perf_counter() - start) * 1000
 
     async def _forward(self, payload: bytes, record: CallRecord, send: Send, start: float) -> None:
-        assert self._client is not None
+        client = self._client()
         response: httpx.Response | None = None
         error: str | None = None
         for attempt in range(1, self.retry.max_attempts + 1):
             record.attempts = attempt
             try:
-                response = await self._client.post(
-                    self.upstream.chat_completions_url, content=payload
-                )
+                response = await client.post(self.upstream.chat_completions_url, content=payload)
             except _RETRYABLE_ERRORS as exc:
                 response, error = None, f"{type(exc).__name__}: {exc}"
                 if attempt < self.retry.max_attempts:
@@ -377,15 +404,15 @@ class PolicyProxy:
     async def _forward_stream(
         self, payload: bytes, record: CallRecord, send: Send, start: float
     ) -> None:
-        assert self._client is not None
+        client = self._client()
         error: str | None = None
         for attempt in range(1, self.retry.max_attempts + 1):
             record.attempts = attempt
-            request = self._client.build_request(
+            request = client.build_request(
                 "POST", self.upstream.chat_completions_url, content=payload
             )
             try:
-                response = await self._client.send(request, stream=True)
+                response = await client.send(request, stream=True)
             except _RETRYABLE_ERRORS as exc:
                 error = f"{type(exc).__name__}: {exc}"
                 if attempt < self.retry.max_attempts:

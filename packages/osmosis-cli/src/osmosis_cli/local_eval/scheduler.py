@@ -61,9 +61,16 @@ class DispatchHalted(RuntimeError):
 
 @dataclass(slots=True)
 class Scheduler:
-    """Runs work items with at most ``max_in_flight`` rollouts admitted at once."""
+    """Runs work items with at most ``max_in_flight`` rollouts admitted at once.
 
-    client: RolloutClient
+    ``clients`` holds one :class:`RolloutClient` per worker (at least ``max_in_flight``). Why
+    not one shared client: httpcore scans its whole connection pool on every request, and each
+    in-flight long poll holds a connection, so a shared pool makes the controller's CPU per
+    rollout grow with concurrency. A client per worker keeps each pool at one or two
+    connections.
+    """
+
+    clients: list[RolloutClient]
     proxy: PolicyProxy
     journal: Journal
     max_in_flight: int
@@ -82,8 +89,9 @@ class Scheduler:
     async def run(self, items: Iterable[WorkItem]) -> None:
         """Process every item (or until halted/cancelled)."""
         iterator = iter(items)
+        count = max(1, min(self.max_in_flight, len(self.clients)))
         workers = [
-            asyncio.create_task(self._worker(iterator)) for _ in range(max(1, self.max_in_flight))
+            asyncio.create_task(self._worker(iterator, self.clients[i])) for i in range(count)
         ]
         try:
             await asyncio.gather(*workers)
@@ -95,18 +103,18 @@ class Scheduler:
         if self.halt_reason is not None:
             raise DispatchHalted(self.halt_reason)
 
-    async def _worker(self, items: Iterator[WorkItem]) -> None:
+    async def _worker(self, items: Iterator[WorkItem], client: RolloutClient) -> None:
         for item in items:
             if self.halt_reason is not None:
                 return
-            await self._run_item(item)
+            await self._run_item(item, client)
 
     def _halt(self, reason: str) -> None:
         if self.halt_reason is None:
             self.halt_reason = reason
             self.on_event("error", "dispatch halted", {"reason": reason})
 
-    async def _run_item(self, item: WorkItem) -> None:
+    async def _run_item(self, item: WorkItem, client: RolloutClient) -> None:
         from osmosis_ai.rollout.client import RolloutProtocolError
 
         rollout_id = uuid.uuid4().hex
@@ -117,7 +125,7 @@ class Scheduler:
         handle: Any = None
         self.dispatched += 1
         try:
-            handle = await self.client.run_rollout_async(
+            handle = await client.run_rollout_async(
                 initial_messages=item.row.initial_messages,
                 chat_completions_url=url,
                 rollout_id=rollout_id,
@@ -136,7 +144,7 @@ class Scheduler:
             try:
                 result = await asyncio.wait_for(handle.wait_for_completion(), self.deadline_sec)
             except TimeoutError:
-                await self._cancel_on_server(rollout_id, handle)
+                await self._cancel_on_server(client, rollout_id, handle)
                 record = self._record(
                     item,
                     rollout_id,
@@ -148,7 +156,7 @@ class Scheduler:
             else:
                 record = self._classify(item, rollout_id, started, result)
         except asyncio.CancelledError:
-            await self._cancel_on_server(rollout_id, handle)
+            await self._cancel_on_server(client, rollout_id, handle)
             raise
         except RolloutProtocolError as exc:
             status = getattr(exc, "status_code", None)
@@ -259,13 +267,13 @@ class Scheduler:
             record["error_message"] = error_message[:2000]
         return record
 
-    async def _cancel_on_server(self, rollout_id: str, handle: Any) -> None:
+    async def _cancel_on_server(self, client: RolloutClient, rollout_id: str, handle: Any) -> None:
         """Best effort: stop the rollout on the server and our local poller."""
         if handle is not None:
             with contextlib.suppress(Exception):
                 handle.cancel()
         with contextlib.suppress(Exception):
-            await asyncio.shield(self.client.cancel_rollout(rollout_id))
+            await asyncio.shield(client.cancel_rollout(rollout_id))
 
     def _save_calls(self, rollout_id: str, calls: list[CallRecord]) -> None:
         path = self.llm_calls_dir / f"{rollout_id}.jsonl"

@@ -1,0 +1,139 @@
+"""Throughput of the local eval controller (`osmosis eval run`'s library).
+
+1,000 rows x n=1 through a no-op rollout (one policy call, reward 1.0) against an instant
+scripted policy running in its own process, so the figures are about the controller: admission,
+long polls, the policy proxy, the fsync'd journal and the finalisation (index, metrics,
+trajectories). Prints rows/s for the dispatch phase and end to end, and the controller's CPU
+time per row (this process only; the rollout server and the policy are children).
+
+    uv run python benchmarks/eval.py                 # 1000 rows, one policy call per row
+    uv run python benchmarks/eval.py --mode noop     # no policy call at all
+    uv run python benchmarks/eval.py --rows 200 --max-in-flight 32
+
+Prints figures; never asserts (the target on the 2-core dev machine is >= 300 rows/s).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib.util
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _tiny_rollout() -> Any:
+    path = REPO / "packages" / "osmosis-cli" / "tests" / "local_eval" / "tiny_rollout.py"
+    spec = importlib.util.spec_from_file_location("bench_tiny_rollout", path)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _start_policy() -> tuple[subprocess.Popen[str], str]:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "osmosis_ai.testing.policy_server", "--policy", "instant"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None
+    url = proc.stdout.readline().strip()
+    if not url.startswith("http"):
+        proc.kill()
+        raise SystemExit(f"the scripted policy server did not start (printed {url!r})")
+    return proc, url
+
+
+class _Clock:
+    """Reporter that timestamps the dispatch phase."""
+
+    def __init__(self) -> None:
+        self.planned_at = 0.0
+        self.first_result = 0.0
+        self.last_result = 0.0
+        self.results = 0
+
+    def planned(self, plan: Any, progress: Any, resumed: bool) -> None:
+        self.planned_at = time.perf_counter()
+
+    def result(self, record: dict[str, Any], progress: Any) -> None:
+        now = time.perf_counter()
+        self.first_result = self.first_result or now
+        self.last_result = now
+        self.results += 1
+
+    def event(self, level: str, message: str, details: dict[str, Any]) -> None:
+        return None
+
+
+def _cpu(who: int = resource.RUSAGE_SELF) -> float:
+    usage = resource.getrusage(who)
+    return usage.ru_utime + usage.ru_stime
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=1000)
+    parser.add_argument("--max-in-flight", type=int, default=64)
+    parser.add_argument("--mode", choices=["one-call", "noop"], default="one-call")
+    args = parser.parse_args()
+
+    from osmosis_cli.local_eval.controller import run_eval
+    from osmosis_cli.local_eval.plan import EvalOptions, build_plan
+
+    tiny = _tiny_rollout()
+    policy, policy_url = _start_policy()
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            root = Path(tmp)
+            os.environ["OSMOSIS_HOME"] = str(root / "home")
+            rows = [{"user_prompt": f"row {i}", "ground_truth": "1"} for i in range(args.rows)]
+            config = tiny.write_workspace(
+                root / "ws", rows=rows, mode=args.mode, env={"TINY_CONCURRENCY": str(args.max_in_flight)}
+            )
+            plan = build_plan(
+                EvalOptions(
+                    config_path=config,
+                    name="bench",
+                    model="instant",
+                    base_url=policy_url,
+                    max_in_flight=args.max_in_flight,
+                )
+            )
+            clock = _Clock()
+            cpu_before = _cpu()
+            children_before = _cpu(resource.RUSAGE_CHILDREN)
+            started = time.perf_counter()
+            result = asyncio.run(run_eval(plan, clock))
+            wall = time.perf_counter() - started
+            cpu = _cpu() - cpu_before
+            server_cpu = _cpu(resource.RUSAGE_CHILDREN) - children_before
+    finally:
+        policy.terminate()
+        policy.wait()
+
+    dispatch = clock.last_result - clock.planned_at
+    print(f"rows: {args.rows}  n: 1  mode: {args.mode}  max in flight: {args.max_in_flight}")
+    print(f"status: {result.status}  succeeded: {result.succeeded}  failed: {result.failed}")
+    print(f"dispatch phase (includes rollout-server start-up): {dispatch:.2f} s")
+    print(f"steady state (first to last result): {clock.last_result - clock.first_result:.2f} s"
+          f" -> {max(clock.results - 1, 0) / max(clock.last_result - clock.first_result, 1e-9):.0f} rows/s")
+    print(f"end to end (lock, server start/stop, index, metrics, trajectories): {wall:.2f} s"
+          f" -> {args.rows / wall:.0f} rows/s")
+    print(f"controller CPU: {cpu:.2f} s total, {cpu / args.rows * 1000:.2f} ms per row")
+    print(f"rollout server CPU (child process): {server_cpu / args.rows * 1000:.2f} ms per row")
+    print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}")
+
+
+if __name__ == "__main__":
+    main()
