@@ -21,7 +21,7 @@ from cli_harness import Result, RunCli, write_rollout
 
 
 @pytest.fixture(autouse=True)
-def _isolated_home(
+def isolated_home(
     tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
 ) -> Path:
     home = tmp_path_factory.mktemp("osmosis-home")

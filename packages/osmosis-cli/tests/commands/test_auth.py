@@ -34,7 +34,7 @@ def test_plain_http_to_a_remote_platform_is_refused(
 
 
 def test_unreachable_platform_is_a_network_error(
-    run_cli: RunCli, monkeypatch: pytest.MonkeyPatch, _isolated_home: Path
+    run_cli: RunCli, monkeypatch: pytest.MonkeyPatch, isolated_home: Path
 ) -> None:
     with socket.socket() as sock:  # a port nobody listens on
         sock.bind(("127.0.0.1", 0))
@@ -43,7 +43,7 @@ def test_unreachable_platform_is_a_network_error(
     result = run_cli("--json", "auth", "login", "--token", "tok")
     assert result.code == 1
     assert result.error()["error"]["code"] == "NETWORK"
-    assert not (_isolated_home / "credentials.json").exists()
+    assert not (isolated_home / "credentials.json").exists()
 
 
 def test_login_without_verification_then_logout(

@@ -16,11 +16,11 @@ A = "https://a.example"
 B = "https://b.example"
 
 
-def test_file_store_is_private_and_per_platform(_isolated_home: Path) -> None:
+def test_file_store_is_private_and_per_platform(isolated_home: Path) -> None:
     assert load_token(A) is None
     assert store_token(A, "tok-a") == "file"
     store_token(B, "tok-b")
-    path = _isolated_home / "credentials.json"
+    path = isolated_home / "credentials.json"
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     token = load_token(A)
     assert token is not None
@@ -39,8 +39,8 @@ def test_env_token_wins(monkeypatch: pytest.MonkeyPatch) -> None:
     assert (token.value, token.source) == ("from-env", "env")
 
 
-def test_corrupt_file_is_a_clear_error(_isolated_home: Path) -> None:
-    (_isolated_home / "credentials.json").write_text("{not json", encoding="utf-8")
+def test_corrupt_file_is_a_clear_error(isolated_home: Path) -> None:
+    (isolated_home / "credentials.json").write_text("{not json", encoding="utf-8")
     with pytest.raises(CLIError) as info:
         load_token(A)
     assert info.value.code is CLIErrorCode.CREDENTIALS_PARSE_FAILED
@@ -63,7 +63,7 @@ class _MemoryKeyring:
 
 
 def test_keyring_is_used_when_available(
-    monkeypatch: pytest.MonkeyPatch, _isolated_home: Path
+    monkeypatch: pytest.MonkeyPatch, isolated_home: Path
 ) -> None:
     ring = _MemoryKeyring()
     module: Any = type("FakeKeyringModule", (), {})()
@@ -72,7 +72,7 @@ def test_keyring_is_used_when_available(
     module.delete_password = ring.delete_password
     monkeypatch.setattr(credentials, "_keyring", lambda: module)
     assert store_token(A, "secret") == "keyring"
-    assert not (_isolated_home / "credentials.json").exists()
+    assert not (isolated_home / "credentials.json").exists()
     token = load_token(A)
     assert token is not None
     assert token.source == "keyring"
