@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import pytest
 from eval_support import Cli, pid_alive, read_jsonl, server_pid, write_tiny_workspace
 
 from osmosis_ai.testing import ErrorReply, ScriptedPolicyServer
@@ -148,3 +150,22 @@ def test_wrong_policy_scores_zero(cli: Cli, tmp_path: Path) -> None:
     metrics = result.json()["resource"]["metrics"]
     assert metrics["reward_stats"]["mean"] == 0.0
     assert metrics["pass_rate"] == 0.0
+
+
+def test_isolated_runs_the_rollout_in_its_own_environment(cli: Cli, tmp_path: Path) -> None:
+    import shutil
+
+    if shutil.which("uv") is None and not Path(sys.executable).with_name("uv").exists():
+        pytest.skip("uv is not installed")
+    ws = tmp_path / "ws"
+    core = Path(__file__).resolve().parents[2] / "packages" / "osmosis-core"
+    config = write_tiny_workspace(ws, n_rows=2, core_path=core)
+    result = cli.run(
+        "eval", "run", str(config), "--isolated", "--name", "iso", "--json", cwd=ws, timeout=300
+    )
+    assert result.code == 0, result.stderr
+    assert result.json()["resource"]["succeeded"] == 2
+    venv_python = ws / "rollouts" / "tiny" / ".venv" / "bin" / "python"
+    assert venv_python.exists()  # uv built the rollout's own environment
+    log = (ws / ".osmosis" / "evals" / "iso" / "logs.txt").read_text()
+    assert "uv run --quiet --project" in log

@@ -30,7 +30,7 @@ write_workspace = _load_tiny_rollout().write_workspace
 
 
 @pytest.fixture(autouse=True)
-def _isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OSMOSIS_HOME", str(tmp_path / "osmosis-home"))
 
 

@@ -114,10 +114,26 @@ def write_workspace(
     env: dict[str, str] | None = None,
     evaluation: str = "",
     model: str = "mock",
+    core_path: Path | None = None,
 ) -> Path:
-    """Create ``root/{rollouts/tiny,configs/eval/tiny.toml,data/rows.jsonl}``; returns the config."""
+    """Create ``root/{rollouts/tiny,configs/eval/tiny.toml,data/rows.jsonl}``; returns the config.
+
+    ``core_path`` gives the rollout its own ``pyproject.toml`` depending on that osmosis-core
+    checkout, so ``--isolated`` can build ``rollouts/tiny/.venv`` with uv.
+    """
     (root / "rollouts" / "tiny").mkdir(parents=True)
     (root / "rollouts" / "tiny" / "main.py").write_text(MAIN_PY)
+    if core_path is not None:  # its own project, for `eval run --isolated` (uv run --project)
+        (root / "rollouts" / "tiny" / "pyproject.toml").write_text(
+            "[project]\n"
+            'name = "tiny"\n'
+            'version = "0.1.0"\n'
+            'requires-python = ">=3.12"\n'
+            'dependencies = ["osmosis-core[server]"]\n'
+            "\n[tool.uv]\npackage = false\n"
+            "\n[tool.uv.sources]\n"
+            f'osmosis-core = {{ path = "{core_path}", editable = true }}\n'
+        )
     (root / "configs" / "eval").mkdir(parents=True)
     (root / "data").mkdir()
     if rows is None:

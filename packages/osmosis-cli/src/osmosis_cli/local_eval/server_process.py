@@ -107,12 +107,18 @@ class RolloutServerProcess:
     def command(self) -> list[str]:
         args = [str(BOOTSTRAP), str(self.entrypoint), str(self.rollout_dir), str(self._port_file)]
         if self.isolated:
+            # The rollout's own environment (rollouts/<name>/.venv, created by uv on first use).
+            # Interpreter: the rollout's .python-version if it has one, else the one running
+            # osmosis, so uv never downloads a Python unasked.
+            pinned = (self.rollout_dir / ".python-version").is_file()
+            python = [] if pinned else ["--python", sys.executable]
             return [
                 find_uv(),
                 "run",
                 "--quiet",
                 "--project",
                 str(self.rollout_dir),
+                *python,
                 "python",
                 *args,
             ]
@@ -133,6 +139,9 @@ class RolloutServerProcess:
         }
         if self._api_key:
             env["OSMOSIS_ROLLOUT_API_KEY"] = self._api_key
+        if self.isolated:  # the rollout's environment, not whichever one osmosis runs in
+            for name in ("VIRTUAL_ENV", "UV_PROJECT_ENVIRONMENT", "PYTHONHOME", "PYTHONPATH"):
+                env.pop(name, None)
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self._log = self.log_path.open("ab")
         # Spawned from the event-loop (main) thread on purpose: PR_SET_PDEATHSIG fires when the
