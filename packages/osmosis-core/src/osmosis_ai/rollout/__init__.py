@@ -54,7 +54,39 @@ _EXPORTS = {
     "RolloutCompleteRequest": _TYPES,
 }
 
-__all__ = sorted(_EXPORTS)
+__all__ = [
+    "AgentWorkflow",
+    "AgentWorkflowConfig",
+    "AgentWorkflowContext",
+    "AgentWorkflowOutput",
+    "BaseConfig",
+    "ConcurrencyConfig",
+    "ExecutionBackend",
+    "ExecutionOutcome",
+    "ExecutionRequest",
+    "ExecutionResult",
+    "Grader",
+    "GraderCompleteRequest",
+    "GraderConfig",
+    "GraderContext",
+    "GraderInitRequest",
+    "GraderInitResponse",
+    "GraderStatus",
+    "LocalBackend",
+    "MessageDict",
+    "Messages",
+    "RolloutCompleteRequest",
+    "RolloutContext",
+    "RolloutErrorCategory",
+    "RolloutInitRequest",
+    "RolloutInitResponse",
+    "RolloutProgress",
+    "RolloutResultResponse",
+    "RolloutSample",
+    "RolloutStatus",
+    "SampleSource",
+    "get_rollout_context",
+]
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 

@@ -97,7 +97,10 @@ class RolloutProgress:
             if maybe is not None:
                 await maybe
 
-    async def wait_for_status_change(self, timeout: float | None = None) -> RolloutStatus:
+    async def wait_for_status_change(
+        self,
+        timeout: float | None = None,  # noqa: ASYNC109 - the timeout is the API
+    ) -> RolloutStatus:
         """Wait until the status changes (or ``timeout`` passes); return the current status."""
         if self.status.is_terminal:
             return self.status
@@ -148,7 +151,9 @@ class RolloutContext:
             rollout_contextvar.reset(token)
         except ValueError:
             # Exited in another context than it was entered in: restore what was there before.
-            rollout_contextvar.set(token.old_value if token.old_value is not token.MISSING else None)
+            rollout_contextvar.set(
+                token.old_value if token.old_value is not token.MISSING else None
+            )
 
     async def __aenter__(self) -> RolloutContext:
         return self.__enter__()

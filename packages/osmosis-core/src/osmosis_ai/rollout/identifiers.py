@@ -6,7 +6,9 @@ one safe path segment.
 
 from __future__ import annotations
 
-ROLLOUT_ID_RULE = "rollout_id must be a single path segment (no path separators, and not '.' or '..')"
+ROLLOUT_ID_RULE = (
+    "rollout_id must be a single path segment (no path separators, and not '.' or '..')"
+)
 
 
 def is_valid_rollout_id(rollout_id: str) -> bool:

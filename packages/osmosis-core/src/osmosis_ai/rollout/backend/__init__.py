@@ -15,7 +15,10 @@ _EXPORTS = {
     "ExecutionBackend": "osmosis_ai.rollout.backend.base",
     "LocalBackend": "osmosis_ai.rollout.backend.local",
 }
-__all__ = sorted(_EXPORTS)
+__all__ = [
+    "ExecutionBackend",
+    "LocalBackend",
+]
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 if TYPE_CHECKING:

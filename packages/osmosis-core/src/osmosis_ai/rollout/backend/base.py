@@ -53,5 +53,5 @@ class ExecutionBackend(ABC):
     def health(self) -> dict[str, Any]:
         return {"status": "ok"}
 
-    async def shutdown(self) -> None:
+    async def shutdown(self) -> None:  # noqa: B027 - optional hook, a no-op by default
         """Release resources; called once by the server after draining."""

@@ -36,7 +36,34 @@ _EXPORTS = {
     "GraderInitResponse": f"{_P}.protocol",
 }
 
-__all__ = sorted(_EXPORTS)
+__all__ = [
+    "POLLING_LEASE_HEADER",
+    "AgentWorkflowConfig",
+    "AgentWorkflowOutput",
+    "BaseConfig",
+    "CancelRolloutsRequest",
+    "CancelRolloutsResponse",
+    "ConcurrencyConfig",
+    "ExecutionOutcome",
+    "ExecutionRequest",
+    "ExecutionResult",
+    "GraderCompleteRequest",
+    "GraderConfig",
+    "GraderInitRequest",
+    "GraderInitResponse",
+    "GraderStatus",
+    "MessageDict",
+    "Messages",
+    "RolloutCompleteRequest",
+    "RolloutErrorCategory",
+    "RolloutInitRequest",
+    "RolloutInitResponse",
+    "RolloutLifecycle",
+    "RolloutResultResponse",
+    "RolloutSample",
+    "RolloutStatus",
+    "RolloutStatusResponse",
+]
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 

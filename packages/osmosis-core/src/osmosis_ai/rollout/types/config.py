@@ -16,9 +16,7 @@ class ConcurrencyConfig(BaseModel):
 
 
 class BaseConfig(BaseModel):
-    model_config = ConfigDict(
-        extra="allow", validate_assignment=True, arbitrary_types_allowed=True
-    )
+    model_config = ConfigDict(extra="allow", validate_assignment=True, arbitrary_types_allowed=True)
 
     name: str
     description: str | None = None

@@ -15,9 +15,7 @@ class AgentWorkflowOutput(BaseModel):
     workflow's own diagnostics and is not shown to graders.
     """
 
-    model_config = ConfigDict(
-        extra="forbid", allow_inf_nan=False, revalidate_instances="always"
-    )
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, revalidate_instances="always")
 
     messages: list[dict[str, Any]] | None = None
     metrics: dict[str, float] = Field(default_factory=dict)

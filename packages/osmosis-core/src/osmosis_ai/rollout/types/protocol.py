@@ -94,7 +94,9 @@ class RolloutInitResponse(BaseModel):
         if not (math.isfinite(wait) and wait > 0):
             raise ValueError("result_wait_timeout_sec must be finite and greater than zero")
         if not (math.isfinite(lease) and lease > wait):
-            raise ValueError("polling_lease_timeout_sec must be finite and exceed result_wait_timeout_sec")
+            raise ValueError(
+                "polling_lease_timeout_sec must be finite and exceed result_wait_timeout_sec"
+            )
         return self
 
 
