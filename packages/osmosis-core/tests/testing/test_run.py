@@ -117,6 +117,7 @@ async def test_multiply_rollout_end_to_end(stream: bool, osmosis_home: Path) -> 
                 {"name": "multiply", "stream": stream}
             ),
             rollout_id="mul-1",
+            save_trajectory=True,
         )
         requests = policy.requests_for("mul-1")
     assert result.status == RolloutStatus.SUCCESS
@@ -130,6 +131,13 @@ async def test_multiply_rollout_end_to_end(stream: bool, osmosis_home: Path) -> 
     assert all(r.stream is stream for r in requests)
     assert requests[0].bearer_token == "osmosis-test-key"
     assert (osmosis_home / "mul-1" / "artifacts" / "graded.txt").read_text() == "#### 42"
+    assert result.trajectory_path == osmosis_home / "mul-1" / "trajectory.json"
+    assert result.trajectory_path is not None
+    trajectory = json.loads(result.trajectory_path.read_text())
+    agent_steps = [s for s in trajectory["steps"] if s["source"] == "agent"]
+    assert [s["tool_calls"][0]["function_name"] for s in agent_steps[:1]] == ["multiply"]
+    assert agent_steps[0]["observation"]["results"][0]["content"] == "42"
+    assert trajectory["extra"]["osmosis"]["reward"] == 1.0
 
 
 async def test_wrong_answer_earns_zero() -> None:

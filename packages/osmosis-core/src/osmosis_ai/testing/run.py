@@ -18,7 +18,8 @@ rollout-scoped base URL, calls ``execute`` and summarizes the outcome::
 chat-completions base URL (``str``). ``prompt`` may be a message list or a plain string (one
 user message). Strings ``"module:attr"`` are accepted for workflow, grader and configs, as by
 ``LocalBackend``. Files go to ``<OSMOSIS_HOME>/<rollout_id>/`` — set ``OSMOSIS_HOME`` to a
-temporary directory in tests. :func:`run_rollout_sync` is the same for synchronous code (use a
+temporary directory in tests; ``save_trajectory=True`` also writes the ATIF
+``trajectory.json`` there, as the rollout server does (``result.trajectory_path``). :func:`run_rollout_sync` is the same for synchronous code (use a
 server started with ``with``, which runs in its own thread).
 """
 
@@ -27,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from osmosis_ai.rollout.backend.local import LocalBackend
@@ -59,6 +61,7 @@ class RolloutRunResult:
     err_message: str | None
     outcome: ExecutionOutcome
     rollout_id: str = ""
+    trajectory_path: Path | None = None
 
 
 def _prompt(prompt: list[dict[str, Any]] | str) -> list[dict[str, Any]]:
@@ -84,6 +87,7 @@ async def run_rollout(
     rollout_id: str | None = None,
     grade: bool = True,
     api_key: str = DEFAULT_TEST_API_KEY,
+    save_trajectory: bool = False,
 ) -> RolloutRunResult:
     """Run one rollout through ``LocalBackend`` against ``policy``; see the module docstring."""
     rollout_id = rollout_id or f"test-{uuid.uuid4().hex[:12]}"
@@ -118,6 +122,18 @@ async def run_rollout(
     ):
         outcome = await backend.execute(request)
     await backend.shutdown()
+    trajectory_path = None
+    if save_trajectory:
+        from osmosis_ai.rollout.trajectory import save_trajectory as save
+
+        saved = outcome.result_to_save
+        trajectory_path = await save(
+            rollout_id=rollout_id,
+            result=saved,
+            request_label=label,
+            request_metadata=metadata,
+            diagnostics=saved.extra_fields,
+        )
     result = outcome.result
     sample = result.sample
     reward = None
@@ -131,6 +147,7 @@ async def run_rollout(
         err_message=result.err_message,
         outcome=outcome,
         rollout_id=rollout_id,
+        trajectory_path=trajectory_path,
     )
 
 

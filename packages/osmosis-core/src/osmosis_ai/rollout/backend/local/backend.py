@@ -8,7 +8,8 @@ Behaviour (each point fixes a gap of the reference SDK):
   (no hidden default of 4). A rollout holds its slot through workflow and grading.
 * **Queue.** With a cap, rollouts beyond it wait in FIFO order; ``max_queue_depth`` makes
   :meth:`has_capacity` report ``False`` once that many are waiting, so the server answers 429
-  instead of queueing without bound.
+  instead of queueing without bound. (Without a cap nothing ever waits, so ``max_queue_depth``
+  only matters together with a concurrency cap.)
 * **Status.** :meth:`rollout_status` reports ``queued``, ``running``, ``grading`` and the terminal
   ``success``/``failure``/``cancelled`` (with reward and error message). Finished records are
   kept for ``status_retention_sec`` (900 s) and at most ``status_retention_max`` (10,000).
