@@ -214,7 +214,7 @@ async def main(args: argparse.Namespace) -> None:
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--oracle", type=int, default=32, help="oracle rollouts (0 to skip)")
     parser.add_argument("--workflow", type=int, default=16, help="workflow rollouts (0 to skip)")
     parser.add_argument("--concurrency", type=int, default=8, help="TrialQueue n_concurrent")

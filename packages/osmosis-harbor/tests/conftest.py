@@ -67,6 +67,11 @@ def write_task(
 
 
 @pytest.fixture
+def make_task() -> Callable[..., Path]:
+    return write_task
+
+
+@pytest.fixture
 def hello_task(tmp_path: Path) -> Path:
     return write_task(tmp_path / "hello")
 

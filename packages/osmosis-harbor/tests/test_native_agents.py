@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import os
+import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 from harbor.trial.queue import TrialQueue
 
 from osmosis_ai.rollout.backend.harbor import HarborBackend, local_environment_config
 from osmosis_ai.rollout.context import RolloutContext
-from osmosis_ai.rollout.types.enums import RolloutStatus
+from osmosis_ai.rollout.types.enums import RolloutErrorCategory, RolloutStatus
 from osmosis_ai.rollout.types.execution import ExecutionRequest
 
 
@@ -47,3 +50,53 @@ async def test_oracle_scores_one_and_nop_scores_zero(queue: TrialQueue, hello_ta
     assert not await asyncio.to_thread(os.path.exists, "/app/hello.txt")
     await oracle.shutdown()
     await nop.shutdown()
+
+
+@pytest.fixture
+def git_task(tmp_path: Path, make_task: Callable[..., Path]) -> tuple[Path, str]:
+    """A git repository holding ``tasks/hello``, and its commit."""
+    repo = tmp_path / "repo"
+    make_task(repo / "tasks" / "hello")
+    git = ["git", "-C", str(repo), "-c", "user.email=t@example.com", "-c", "user.name=t"]
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "task"]):
+        subprocess.run([*git, *args], check=True, capture_output=True)
+    head = subprocess.run([*git, "rev-parse", "HEAD"], check=True, capture_output=True, text=True)
+    return repo, head.stdout.strip()
+
+
+async def test_a_task_pinned_to_a_git_commit(
+    queue: TrialQueue, tmp_path: Path, git_task: tuple[Path, str]
+) -> None:
+    repo, commit = git_task
+    backend = _backend(queue, tmp_path, "oracle")  # tasks_dir is unused: the rollout names its task
+    metadata = {"harbor_task": "tasks/hello", "git_url": f"file://{repo}", "git_commit_id": commit}
+    with RolloutContext(chat_completions_url="http://127.0.0.1:9/v1", rollout_id="git-1"):
+        outcome = await backend.execute(ExecutionRequest(id="git-1", prompt=[], metadata=metadata))
+    assert outcome.result.status == RolloutStatus.SUCCESS, outcome.result.err_message
+    assert outcome.result.sample is not None
+    assert outcome.result.sample.reward == 1.0
+    await backend.shutdown()
+
+
+async def test_agent_deadline_and_grade_false(queue: TrialQueue, dataset_dir: Path) -> None:
+    backend = _backend(queue, dataset_dir, "oracle", task_mode="dataset")
+    with RolloutContext(chat_completions_url="http://127.0.0.1:9/v1", rollout_id="slow"):
+        slow = await backend.execute(
+            ExecutionRequest(
+                id="slow", prompt=[], metadata={"harbor_task_id": "blocking"}, agent_timeout_sec=0.5
+            )
+        )
+    assert slow.result.status == RolloutStatus.FAILURE
+    assert slow.result.err_category == RolloutErrorCategory.TIMEOUT
+    assert "AgentTimeoutError" in (slow.result.err_message or "")
+    with RolloutContext(chat_completions_url="http://127.0.0.1:9/v1", rollout_id="ungraded"):
+        ungraded = await backend.execute(
+            ExecutionRequest(
+                id="ungraded", prompt=[], metadata={"harbor_task_id": "hello"}, grade=False
+            )
+        )
+    assert ungraded.result.status == RolloutStatus.SUCCESS
+    assert ungraded.grader is None
+    assert ungraded.result.sample is not None
+    assert ungraded.result.sample.reward is None
+    await backend.shutdown()

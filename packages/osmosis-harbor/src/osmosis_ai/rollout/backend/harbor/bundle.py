@@ -123,12 +123,21 @@ def bundle_digest(code_dir: Path, files: list[Path], spec: dict[str, Any]) -> st
     return h.hexdigest()
 
 
-def default_cache_dir() -> Path:
+def osmosis_cache_dir() -> Path:
+    """``$OSMOSIS_HOME/cache`` (default ``~/.osmosis/cache``), shared across runs.
+
+    Deliberately not the per-run artifact root (``_OSMOSIS_ROLLOUT_ARTIFACT_ROOT``): bundles and
+    downloaded tasks are reusable between eval runs.
+    """
     from osmosis_ai.rollout.home import ENV_HOME
 
     home = os.environ.get(ENV_HOME)
     base = Path(home).expanduser() if home else Path.home() / ".osmosis"
-    return base / "cache" / "harbor-bundles"
+    return base / "cache"
+
+
+def default_cache_dir() -> Path:
+    return osmosis_cache_dir() / "harbor-bundles"
 
 
 def build_bundle(

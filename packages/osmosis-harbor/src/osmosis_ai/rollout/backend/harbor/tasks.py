@@ -154,8 +154,12 @@ async def fetch_task(source: TaskSource) -> Path:
             git_commit_id=source.git_commit_id,
             path=source.path or Path("."),
         )
+    from osmosis_ai.rollout.backend.harbor.bundle import osmosis_cache_dir
+
     try:
-        result = await TaskClient().download_tasks([task_id])
+        result = await TaskClient().download_tasks(
+            [task_id], output_dir=osmosis_cache_dir() / "harbor-tasks"
+        )
     except Exception as exc:
         raise TaskSelectionError(
             f"could not fetch harbor task {source.description}: {exc}"
