@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 import time
 from collections.abc import Mapping
@@ -169,3 +170,38 @@ def test_isolated_runs_the_rollout_in_its_own_environment(cli: Cli, tmp_path: Pa
     assert venv_python.exists()  # uv built the rollout's own environment
     log = (ws / ".osmosis" / "evals" / "iso" / "logs.txt").read_text()
     assert "uv run --quiet --project" in log
+
+
+def test_ctrl_c_stops_cleanly_and_leaves_a_resumable_run(cli: Cli, tmp_path: Path) -> None:
+    import signal
+
+    ws = tmp_path / "ws"
+    config = write_tiny_workspace(ws, n_rows=10, mode="slow", env={"TINY_SLEEP": "0.3"})
+    args = ("eval", "run", str(config), "--name", "int", "--max-in-flight", "2", "--json")
+    run_dir = ws / ".osmosis" / "evals" / "int"
+    proc = cli.popen(*args, cwd=ws)
+    try:
+        _wait_for(
+            lambda: len(read_jsonl(run_dir / "events.jsonl")) >= 2 or proc.poll() is not None,
+            "2 results",
+        )
+        pid = server_pid(run_dir)
+        proc.send_signal(signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, stderr
+    envelope = json.loads(stdout)
+    assert envelope["status"] == "partial"
+    resource = envelope["resource"]
+    assert resource["pending"] > 0
+    assert resource["failed"] == 0  # interrupted items are pending, not failures
+    assert pid is not None
+    assert not pid_alive(pid)  # the rollout server was stopped before the CLI exited
+
+    rerun = cli.run(*args, cwd=ws)
+    assert rerun.code == 0, rerun.stderr
+    assert rerun.json()["resource"]["succeeded"] == 10
+    keys = [(r["row_index"], r["run_index"]) for r in read_jsonl(run_dir / "events.jsonl")]
+    assert len(keys) == len(set(keys)) == 10

@@ -187,3 +187,14 @@ def test_plan_errors(workspace: MakeWorkspace, tmp_path: Path) -> None:
     os.environ.pop("TINY_SECRET_NOT_SET", None)
     with pytest.raises(EvalPlanError, match="TINY_SECRET_NOT_SET"):
         _plan(config)
+
+
+async def test_item_deadline_fails_the_item_as_a_timeout(
+    workspace: MakeWorkspace,
+) -> None:
+    config = workspace(n_rows=1, mode="slow", env={"TINY_SLEEP": "30"})
+    result = await run_eval(_plan(config, item_deadline_sec=0.5))
+    assert result.failed == 1
+    failure = result.failed_rows[0]
+    assert failure["error_type"] == "timeout"
+    assert "per-item deadline" in failure["error_message"]

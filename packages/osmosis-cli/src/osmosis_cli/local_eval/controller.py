@@ -378,7 +378,9 @@ async def _dispatch(
             url = await server.wait_healthy(timeout_sec=plan.server_start_timeout_sec)
             log.info("server", "rollout server healthy", url=url, pid=server.pid)
 
-            deadline = item_deadline(plan.agent_timeout_sec, plan.grader_timeout_sec)
+            deadline = plan.item_deadline_sec or item_deadline(
+                plan.agent_timeout_sec, plan.grader_timeout_sec
+            )
             max_in_flight = _max_in_flight(plan, server.health, log)
             # Admission waits (429 backoff) are bounded by deadline x concurrency, as upstream.
             clients = _rollout_clients(

@@ -54,6 +54,8 @@ class EvalOptions:
     workspace: Path | None = None
     server_start_timeout_sec: float | None = None
     retry_policy: RetryPolicy | None = None
+    #: Overrides the per-item deadline (agent + grader timeout + 60 s, else one hour).
+    item_deadline_sec: float | None = None
 
 
 @dataclass(slots=True)
@@ -84,6 +86,7 @@ class EvalPlan:
     isolated: bool
     server_start_timeout_sec: float
     retry_policy: RetryPolicy | None = None
+    item_deadline_sec: float | None = None
 
     @property
     def run_dir(self) -> Path:
@@ -260,4 +263,5 @@ def build_plan(options: EvalOptions, *, environ: dict[str, str] | None = None) -
         isolated=options.isolated,
         server_start_timeout_sec=start_timeout,
         retry_policy=options.retry_policy,
+        item_deadline_sec=options.item_deadline_sec,
     )

@@ -1,0 +1,119 @@
+"""``osmosis eval run`` through the CLI entry point (in process): envelopes and exit codes."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from osmosis_ai.testing import ErrorReply, ScriptedPolicyServer
+from osmosis_cli.main import run
+
+MakeWorkspace = Callable[..., Path]
+
+
+def _cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = run(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _error(err: str) -> dict[str, Any]:
+    return json.loads([line for line in err.splitlines() if '"error"' in line][-1])["error"]
+
+
+def test_json_envelope_of_a_successful_run(
+    workspace: MakeWorkspace, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = workspace(n_rows=2, mode="noop")
+    code, out, err = _cli(capsys, "eval", "run", str(config), "--name", "ok", "--n", "2", "--json")
+    assert code == 0, err
+    envelope = json.loads(out)
+    assert envelope["schema_version"] == 1
+    assert envelope["operation"] == "eval.run"
+    assert envelope["status"] == "success"
+    resource = envelope["resource"]
+    for key in ("run_name", "output_path", "total_work_items", "succeeded", "failed", "skipped"):
+        assert key in resource
+    assert resource["run_name"] == "ok"
+    assert resource["total_work_items"] == 4
+    assert resource["metrics"]["reward_stats"]["mean"] == 1.0
+    assert resource["metrics"]["pass_rate"] == 1.0
+    assert '"MOCK_MODEL"' in err  # --model mock is flagged as a plumbing check
+
+
+def test_failures_make_the_run_partial_and_exit_1(
+    workspace: MakeWorkspace, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = workspace(n_rows=1)
+    with ScriptedPolicyServer(lambda body: ErrorReply(400, "no")) as policy:
+        code, out, _ = _cli(
+            capsys, "eval", "run", str(config), "--base-url", policy.url, "--model", "m", "--json"
+        )
+    assert code == 1
+    envelope = json.loads(out)
+    assert envelope["status"] == "partial"
+    assert envelope["resource"]["failed"] == 1
+    assert envelope["resource"]["failed_rows"][0]["error_type"] == "http_error"
+
+
+def test_plain_summary_lists_the_metrics(
+    workspace: MakeWorkspace, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = workspace(n_rows=2, mode="noop")
+    code, out, _ = _cli(capsys, "eval", "run", str(config), "--n", "2", "--plain")
+    assert code == 0
+    assert "mean reward: 1.0000" in out
+    assert "pass@2: 1.0000" in out
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "message"),
+    [
+        (("--rows", "0", "--limit", "1"), "VALIDATION", "either --rows or --limit"),
+        (("--rows", "9"), "VALIDATION", "out of range"),
+        (("--model", "nowhere"), "VALIDATION", "cannot tell where to send"),
+        (("--name", "a/b"), "VALIDATION", "invalid run name"),
+    ],
+)
+def test_bad_flags_are_explained(
+    workspace: MakeWorkspace,
+    capsys: pytest.CaptureFixture[str],
+    args: tuple[str, ...],
+    code: str,
+    message: str,
+) -> None:
+    config = workspace(n_rows=2, mode="noop")
+    exit_code, _, err = _cli(capsys, "eval", "run", str(config), *args, "--json")
+    assert exit_code == 1
+    error = _error(err)
+    assert error["code"] == code
+    assert message in error["message"]
+
+
+def test_invalid_config_lists_every_issue(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "configs" / "eval" / "x.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text('[experiment]\nrollout = "r"\n[bogus]\n')
+    code, _, err = _cli(capsys, "eval", "run", str(config), "--json")
+    assert code == 1
+    error = _error(err)
+    assert error["code"] == "VALIDATION"
+    assert len(error["details"]["issues"]) >= 2
+
+
+def test_changed_input_is_a_conflict(
+    workspace: MakeWorkspace, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = workspace(n_rows=2, mode="noop")
+    assert _cli(capsys, "eval", "run", str(config), "--name", "c", "--json")[0] == 0
+    code, _, err = _cli(capsys, "eval", "run", str(config), "--name", "c", "--limit", "1", "--json")
+    assert code == 1
+    error = _error(err)
+    assert error["code"] == "CONFLICT"
+    assert error["details"]["changed"] == ["dataset"]
