@@ -8,13 +8,17 @@ names exactly the commands the Typer app has.
 
 from __future__ import annotations
 
-import shutil
+import os
 
 from osmosis_cli.registry import COMMANDS, GLOBAL_OPTIONS, ROOT_HELP
 
 
 def render_root_help(prog: str = "osmosis") -> str:
-    width = min(shutil.get_terminal_size((80, 24)).columns, 100)
+    try:
+        columns = int(os.environ.get("COLUMNS") or os.get_terminal_size().columns)
+    except (OSError, ValueError):
+        columns = 80
+    width = min(columns, 100)
     lines = [f"Usage: {prog} [OPTIONS] COMMAND [ARGS]...", "", f"  {ROOT_HELP}", ""]
     lines.append("Options:")
     lines.extend(_rows(GLOBAL_OPTIONS, width))

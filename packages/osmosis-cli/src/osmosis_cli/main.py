@@ -13,10 +13,13 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Sequence
-from typing import Any
 
 from osmosis_cli import __version__
+
+TYPE_CHECKING = False  # typing is not imported at run time: `osmosis --help` stays cheap
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any
 
 GLOBAL_FLAGS = {"--json", "--plain", "--version", "-V"}
 EXIT_OK = 0
@@ -48,24 +51,25 @@ def main(argv: Sequence[str] | None = None) -> None:
 def run(argv: Sequence[str]) -> int:
     """Run one CLI invocation and return its exit code (never raises, except SystemExit)."""
     flags, args = split_global_flags(argv)
-    from osmosis_cli.output import Mode, Output, set_output
-
     if "--json" in flags and "--plain" in flags:
         sys.stderr.write("Error: --json and --plain cannot be used together.\n")
         return EXIT_USAGE
-    mode = Mode.JSON if "--json" in flags else Mode.PLAIN if "--plain" in flags else Mode.RICH
-    output = set_output(Output(mode=mode))
-
-    if "--version" in flags:
-        if mode is Mode.JSON:
-            output.emit_detail({"name": "osmosis-cli", "version": __version__})
-        else:
-            sys.stdout.write(f"osmosis-cli {__version__}\n")
+    # The fast paths come before importing anything else (see the module docstring).
+    if "--version" in flags and "--json" not in flags:
+        sys.stdout.write(f"osmosis-cli {__version__}\n")
         return EXIT_OK
-    if not args or args in (["--help"], ["-h"]):
+    if "--version" not in flags and (not args or args in (["--help"], ["-h"])):
         from osmosis_cli.fast_help import render_root_help
 
         sys.stdout.write(render_root_help())
+        return EXIT_OK
+
+    from osmosis_cli.output import Mode, Output, set_output
+
+    mode = Mode.JSON if "--json" in flags else Mode.PLAIN if "--plain" in flags else Mode.RICH
+    output = set_output(Output(mode=mode))
+    if "--version" in flags:
+        output.emit_detail({"name": "osmosis-cli", "version": __version__})
         return EXIT_OK
     return _dispatch(args, output)
 

@@ -7,14 +7,16 @@ without importing Typer at all). Keeping it free of imports is what makes both f
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 
-
-@dataclass(frozen=True, slots=True)
 class CommandSpec:
-    name: str
-    module: str  # exposes ``app`` (a typer.Typer)
-    help: str
+    """One top-level command (a plain class: ``dataclasses`` would cost start-up time)."""
+
+    __slots__ = ("help", "module", "name")
+
+    def __init__(self, name: str, module: str, help: str) -> None:
+        self.name = name
+        self.module = module  # exposes ``app`` (a typer.Typer)
+        self.help = help
 
 
 COMMANDS: tuple[CommandSpec, ...] = (
