@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
+import tempfile
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 
@@ -27,9 +28,14 @@ FIXTURES = Path(__file__).parent / "fixtures"
 
 @pytest.fixture(autouse=True)
 def osmosis_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Keep everything a test writes under its tmp_path: the osmosis home (bundle and task
+    caches, artifacts) and the temp dir (backend work dirs, sandbox scratch dirs)."""
     home = tmp_path / "osmosis-home"
     monkeypatch.setenv("OSMOSIS_HOME", str(home))
     monkeypatch.delenv("_OSMOSIS_ROLLOUT_ARTIFACT_ROOT", raising=False)
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
     return home
 
 

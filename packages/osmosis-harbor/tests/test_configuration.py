@@ -26,6 +26,7 @@ from osmosis_ai.rollout.context import RolloutContext
 from osmosis_ai.rollout.types.execution import ExecutionRequest
 
 SECRET = "sk-rollout-key-abcdef123456"
+OWN_KEY = "user-provider-key-987654"
 
 
 @pytest.mark.parametrize(
@@ -157,8 +158,8 @@ async def test_secrets_in_agent_kwargs_never_stay_in_the_trial_dir(
         orchestrator=queue,
         tasks_dir=hello_task,
         agent="nop",
-        # A kwarg carrying the key, as terminus-2's llm_kwargs does; Harbor writes kwargs verbatim.
-        native_agent_kwargs={"extra_note": f"key={SECRET}"},
+        # Key-like kwargs (as terminus-2's llm_kwargs.api_key): Harbor writes kwargs verbatim.
+        native_agent_kwargs={"llm_kwargs": {"api_key": OWN_KEY}, "note": f"key={SECRET}"},
         environment_config=local_environment_config(),
         cleanup_successful_trials=False,
     )
@@ -171,6 +172,7 @@ async def test_secrets_in_agent_kwargs_never_stay_in_the_trial_dir(
     files = [p for p in backend.trials_dir.rglob("*") if p.is_file()]
     assert any(p.name == "config.json" for p in files)
     assert [p for p in files if SECRET.encode() in p.read_bytes()] == []
+    assert [p for p in files if OWN_KEY.encode() in p.read_bytes()] == []
     await backend.shutdown()
 
 

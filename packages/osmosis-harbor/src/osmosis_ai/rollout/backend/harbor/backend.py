@@ -53,6 +53,7 @@ from osmosis_ai.rollout.backend.harbor.agent import (
 )
 from osmosis_ai.rollout.backend.harbor.bundle import Bundle, BundleError, build_bundle
 from osmosis_ai.rollout.backend.harbor.hygiene import relocate_artifacts, scrub_paths, scrub_tree
+from osmosis_ai.rollout.backend.harbor.local_environment import LOCAL_ENVIRONMENT_IMPORT_PATH
 from osmosis_ai.rollout.backend.harbor.native import NATIVE_AGENTS, native_agent_config
 from osmosis_ai.rollout.backend.harbor.tasks import (
     TaskMode,
@@ -380,6 +381,9 @@ class HarborBackend(ExecutionBackend):
             spec.grader_config = _config_spec(grader_config, "grader_config", spec.grader)
         self._spec = spec
         self._native_kwargs = dict(native_agent_kwargs or {})
+        # Harbor writes agent kwargs verbatim into the trial dir: remember key-like values so
+        # they are scrubbed along with the rollout's own key.
+        self._kwarg_secrets = tuple(_secret_values(self._native_kwargs))
         self._model_name = model_name
         self._environment = environment_config
         self._cleanup = cleanup_successful_trials
@@ -446,6 +450,8 @@ class HarborBackend(ExecutionBackend):
         if environment is not None:
             env_type = getattr(environment, "type", None)
             env_name = str(getattr(env_type, "value", env_type) or "custom")
+            if environment.import_path == LOCAL_ENVIRONMENT_IMPORT_PATH:
+                env_name = "local"
         return {
             "status": "ok" if not self._closed else "shutting_down",
             "backend": "harbor",
@@ -457,7 +463,8 @@ class HarborBackend(ExecutionBackend):
             "max_queue_depth": self._max_queue_depth,
             "chat_endpoint": {
                 "environment": env_name,
-                "requires_public_url": env_name not in ("custom",),
+                # Only the local sandbox shares the host's network (loopback works there).
+                "requires_public_url": env_name not in ("local", "custom"),
             },
         }
 
@@ -500,8 +507,10 @@ class HarborBackend(ExecutionBackend):
         if tasks:
             await asyncio.gather(*tasks, return_exceptions=True)
         await asyncio.to_thread(shutil.rmtree, self._staging_root, True)
-        if not any(self._trials_dir.iterdir() if self._trials_dir.is_dir() else ()):
-            await asyncio.to_thread(shutil.rmtree, self._owned_work_dir, True)
+        # Failed trials are kept for diagnosis; an otherwise empty work dir is removed.
+        for directory in (self._owned_work_dir / "trials", self._owned_work_dir):
+            with contextlib.suppress(OSError):
+                directory.rmdir()
 
     async def prewarm(self) -> dict[str, Any]:
         """Build the bundle and, in template mode, run one ``install_only`` trial so images
@@ -576,7 +585,7 @@ class HarborBackend(ExecutionBackend):
             id=request.id,
             trial_name=trial_name_for(request.id),
             context=ctx,
-            secrets=tuple(s for s in (ctx.api_key,) if s),
+            secrets=tuple(s for s in (ctx.api_key, *self._kwarg_secrets) if s),
         )
         self._rollouts[request.id] = record
         self._by_trial[record.trial_name] = record
@@ -1007,6 +1016,20 @@ class HarborBackend(ExecutionBackend):
             if entry.expires_at > now:
                 break
             self._finished.pop(rid)
+
+
+_SENSITIVE_NAME = re.compile(r"KEY|SECRET|TOKEN|PASSWORD|CREDENTIAL|AUTH", re.IGNORECASE)
+
+
+def _secret_values(value: Any, name: str = "") -> list[str]:
+    """String values stored under key-like names (``api_key``, ``auth_token``...), recursively."""
+    if isinstance(value, dict):
+        return [s for k, v in value.items() for s in _secret_values(v, str(k))]
+    if isinstance(value, list | tuple):
+        return [s for item in value for s in _secret_values(item, name)]
+    if isinstance(value, str) and name and _SENSITIVE_NAME.search(name):
+        return [value]
+    return []
 
 
 def _category(value: Any) -> RolloutErrorCategory:
