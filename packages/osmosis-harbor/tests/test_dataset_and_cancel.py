@@ -92,3 +92,31 @@ async def test_cancel_a_queued_and_a_running_trial(dataset_dir: Path, trials: An
     # The running trial's sandbox was torn down (Harbor stops the environment on cancel).
     assert _sandboxes() == before
     await backend.shutdown()
+
+
+async def test_a_rollout_whose_deadline_passes_in_the_queue_times_out(
+    dataset_dir: Path, trials: Any
+) -> None:
+    queue = TrialQueue(n_concurrent=1, retry_config=RetryConfig(max_retries=0))
+    agent_started = trials.agent_started(queue)
+    backend = HarborBackend(
+        orchestrator=queue,
+        tasks_dir=dataset_dir,
+        task_mode="dataset",
+        agent="oracle",
+        environment_config=local_environment_config(),
+    )
+    blocker = asyncio.create_task(_execute(backend, "q-blocker", harbor_task_id="blocking"))
+    await agent_started("q-blocker")
+    with RolloutContext(chat_completions_url="http://127.0.0.1:9/v1", rollout_id="q-late"):
+        late = await backend.execute(
+            ExecutionRequest(
+                id="q-late", prompt=[], metadata={"harbor_task_id": "hello"}, agent_timeout_sec=0.3
+            )
+        )
+    assert late.result.status == RolloutStatus.FAILURE
+    assert late.result.err_category == RolloutErrorCategory.TIMEOUT
+    assert "waited for a trial slot" in (late.result.err_message or "")
+    trials.release(backend, "q-blocker")
+    assert (await blocker).result.status == RolloutStatus.SUCCESS
+    await backend.shutdown()

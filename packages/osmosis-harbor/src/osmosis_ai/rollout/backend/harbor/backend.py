@@ -121,6 +121,7 @@ class _Rollout:
     status: RolloutStatus = RolloutStatus.QUEUED
     trial_task: asyncio.Task[TrialResult] | None = None
     cancel_requested: bool = False
+    deadline_passed: bool = False
     trials_dir: Path | None = None
 
 
@@ -578,6 +579,7 @@ class HarborBackend(ExecutionBackend):
                 "the agent deadline passed before the trial could start",
                 RolloutErrorCategory.TIMEOUT,
             )
+        admitted = asyncio.get_running_loop().time()
         ctx = get_rollout_context()
         if ctx is None or (ctx.rollout_id and ctx.rollout_id != request.id):
             ctx = RolloutContext(rollout_id=request.id)
@@ -604,6 +606,7 @@ class HarborBackend(ExecutionBackend):
                 return self._finish(record, self._cancelled(), None)
             record.trials_dir = prepared.trial.trials_dir
             record.trial_task = asyncio.ensure_future(self._queue.submit(prepared.trial))
+            timer = self._arm_queue_deadline(record, request, admitted)
             try:
                 result = await record.trial_task
             except asyncio.CancelledError:
@@ -611,7 +614,19 @@ class HarborBackend(ExecutionBackend):
                 if current is not None and current.cancelling():
                     self._cleanup_after(record, prepared, keep_trial=True)
                     raise
+                if record.deadline_passed:
+                    return self._finish(
+                        record,
+                        _failure(
+                            "the agent deadline passed while the rollout waited for a trial slot",
+                            RolloutErrorCategory.TIMEOUT,
+                        ),
+                        prepared,
+                    )
                 return self._finish(record, self._cancelled(), prepared, keep_trial=True)
+            finally:
+                if timer is not None:
+                    timer.cancel()
             outcome = await asyncio.to_thread(self._outcome, request, record, prepared, result)
             keep = outcome.result.status != RolloutStatus.SUCCESS or not self._cleanup
             return self._finish(record, outcome, prepared, keep_trial=keep, result=result)
@@ -626,6 +641,22 @@ class HarborBackend(ExecutionBackend):
                 prepared,
                 keep_trial=True,
             )
+
+    def _arm_queue_deadline(
+        self, record: _Rollout, request: ExecutionRequest, admitted: float
+    ) -> asyncio.TimerHandle | None:
+        """The agent budget counts from admission: a trial still queued when it runs out is
+        withdrawn as a timeout. Once started, Harbor enforces the agent phase's own timeout."""
+        if request.agent_timeout_sec is None:
+            return None
+
+        def expire() -> None:
+            if record.status == RolloutStatus.QUEUED and record.trial_task is not None:
+                record.deadline_passed = True
+                record.trial_task.cancel()
+
+        loop = asyncio.get_running_loop()
+        return loop.call_at(admitted + request.agent_timeout_sec, expire)
 
     def _cancelled(self) -> ExecutionOutcome:
         return ExecutionOutcome(
