@@ -76,13 +76,21 @@ class _Clock:
         return None
 
 
+def _loop_factory() -> Any:
+    try:
+        import uvloop
+    except ImportError:
+        return None
+    return uvloop.new_event_loop
+
+
 def _cpu(who: int = resource.RUSAGE_SELF) -> float:
     usage = resource.getrusage(who)
     return usage.ru_utime + usage.ru_stime
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description="Throughput of the local eval controller.")
     parser.add_argument("--rows", type=int, default=1000)
     parser.add_argument("--max-in-flight", type=int, default=64)
     parser.add_argument("--mode", choices=["one-call", "noop"], default="one-call")
@@ -99,7 +107,10 @@ def main() -> None:
             os.environ["OSMOSIS_HOME"] = str(root / "home")
             rows = [{"user_prompt": f"row {i}", "ground_truth": "1"} for i in range(args.rows)]
             config = tiny.write_workspace(
-                root / "ws", rows=rows, mode=args.mode, env={"TINY_CONCURRENCY": str(args.max_in_flight)}
+                root / "ws",
+                rows=rows,
+                mode=args.mode,
+                env={"TINY_CONCURRENCY": str(args.max_in_flight)},
             )
             plan = build_plan(
                 EvalOptions(
@@ -114,7 +125,7 @@ def main() -> None:
             cpu_before = _cpu()
             children_before = _cpu(resource.RUSAGE_CHILDREN)
             started = time.perf_counter()
-            result = asyncio.run(run_eval(plan, clock))
+            result = asyncio.run(run_eval(plan, clock), loop_factory=_loop_factory())
             wall = time.perf_counter() - started
             cpu = _cpu() - cpu_before
             server_cpu = _cpu(resource.RUSAGE_CHILDREN) - children_before
@@ -126,10 +137,14 @@ def main() -> None:
     print(f"rows: {args.rows}  n: 1  mode: {args.mode}  max in flight: {args.max_in_flight}")
     print(f"status: {result.status}  succeeded: {result.succeeded}  failed: {result.failed}")
     print(f"dispatch phase (includes rollout-server start-up): {dispatch:.2f} s")
-    print(f"steady state (first to last result): {clock.last_result - clock.first_result:.2f} s"
-          f" -> {max(clock.results - 1, 0) / max(clock.last_result - clock.first_result, 1e-9):.0f} rows/s")
-    print(f"end to end (lock, server start/stop, index, metrics, trajectories): {wall:.2f} s"
-          f" -> {args.rows / wall:.0f} rows/s")
+    print(
+        f"steady state (first to last result): {clock.last_result - clock.first_result:.2f} s"
+        f" -> {max(clock.results - 1, 0) / max(clock.last_result - clock.first_result, 1e-9):.0f} rows/s"
+    )
+    print(
+        f"end to end (lock, server start/stop, index, metrics, trajectories): {wall:.2f} s"
+        f" -> {args.rows / wall:.0f} rows/s"
+    )
     print(f"controller CPU: {cpu:.2f} s total, {cpu / args.rows * 1000:.2f} ms per row")
     print(f"rollout server CPU (child process): {server_cpu / args.rows * 1000:.2f} ms per row")
     print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}")

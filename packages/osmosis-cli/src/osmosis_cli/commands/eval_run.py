@@ -163,7 +163,7 @@ def _execute(plan: EvalPlan, out: Output) -> EvalRunResult:
 
     reporter = _make_reporter(out)
     try:
-        return asyncio.run(run_eval(plan, reporter))
+        return asyncio.run(run_eval(plan, reporter), loop_factory=_loop_factory())
     except ManifestMismatchError as exc:
         raise CLIError(
             CLIErrorCode.CONFLICT,
@@ -185,6 +185,15 @@ def _execute(plan: EvalPlan, out: Output) -> EvalRunResult:
         close = getattr(reporter, "close", None)
         if close is not None:
             close()
+
+
+def _loop_factory() -> Any:
+    """uvloop when installed (extra ``eval``): the controller is event-loop bound."""
+    try:
+        import uvloop
+    except ImportError:
+        return None
+    return uvloop.new_event_loop
 
 
 def _make_reporter(out: Output) -> Any:

@@ -38,7 +38,7 @@ from osmosis_cli.local_eval.run_layout import RunLock, RunPaths, archive_run
 from osmosis_cli.local_eval.run_log import Redactor, RunLog
 from osmosis_cli.local_eval.scheduler import DispatchHalted, Scheduler, WorkItem, item_deadline
 from osmosis_cli.local_eval.server_process import RolloutServerError, RolloutServerProcess
-from osmosis_cli.local_eval.trajectories import trajectory_for
+from osmosis_cli.local_eval.trajectories import load_calls, trajectory_for
 
 if TYPE_CHECKING:
     from osmosis_ai.rollout.client import RolloutClient
@@ -386,6 +386,8 @@ async def _dispatch(
             clients = _rollout_clients(
                 url, server_key, deadline * max_in_flight, max_in_flight, stack
             )
+            calls_file = paths.llm_calls.open("a", encoding="utf-8")
+            stack.callback(calls_file.close)
             journal = Journal(paths.journal)
             stack.push_async_callback(journal.aclose)
             attempt_tag = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
@@ -400,7 +402,7 @@ async def _dispatch(
                 journal=journal,
                 max_in_flight=max_in_flight,
                 attempt_tag=attempt_tag,
-                llm_calls_dir=paths.llm_calls,
+                llm_calls_file=calls_file,
                 agent_timeout_sec=plan.agent_timeout_sec,
                 grader_timeout_sec=plan.grader_timeout_sec,
                 deadline_sec=deadline,
@@ -538,6 +540,7 @@ def _finalize(
     archived: Any,
 ) -> EvalRunResult:
     latest = load_latest(paths.journal)
+    calls_by_rollout = load_calls(paths) if session_ids else {}
     index_lines: list[dict[str, Any]] = []
     results: list[ItemResult] = []
     failed_rows: list[dict[str, Any]] = []
@@ -550,7 +553,12 @@ def _finalize(
         this_session = record.get("rollout_id") in session_ids
         if not this_session:
             resumed += 1
-        trajectory = trajectory_for(paths, record, rebuild=this_session)
+        trajectory = trajectory_for(
+            paths,
+            record,
+            calls_by_rollout.get(str(record.get("rollout_id")), []),
+            rebuild=this_session,
+        )
         index_lines.append(
             {
                 "row_index": item.row_index,

@@ -8,7 +8,7 @@ Layout of ``<output_root>/<run_name>/`` (``output_root`` defaults to ``.osmosis/
     metrics.json         summary statistics (rebuilt at the end of every session)
     logs.txt             controller log, secrets redacted, mode 0600
     rollout_server.log   stdout+stderr of the rollout's server process
-    llm_calls/<rollout_id>.jsonl   per-call records of the policy proxy
+    llm_calls.jsonl      per-call records of the policy proxy (one line per model call)
     trajectories/row_<r>_run_<n>.json   ATIF trajectory per work item (+ proxy call metrics)
     rollout_trials/<rollout_id>/...     what the rollout server wrote (its artifact root)
 
@@ -82,7 +82,7 @@ class RunPaths:
 
     @property
     def llm_calls(self) -> Path:
-        return self.root / "llm_calls"
+        return self.root / "llm_calls.jsonl"
 
     @property
     def trajectories(self) -> Path:
@@ -96,7 +96,7 @@ class RunPaths:
         return self.trajectories / f"row_{row_index}_run_{run_index}.json"
 
     def create(self) -> None:
-        for folder in (self.root, self.trajectories, self.rollout_trials, self.llm_calls):
+        for folder in (self.root, self.trajectories, self.rollout_trials):
             folder.mkdir(parents=True, exist_ok=True)
 
 

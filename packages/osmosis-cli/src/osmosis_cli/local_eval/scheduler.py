@@ -24,8 +24,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO
 
 import httpx
 
@@ -75,7 +74,7 @@ class Scheduler:
     journal: Journal
     max_in_flight: int
     attempt_tag: str
-    llm_calls_dir: Path
+    llm_calls_file: TextIO | None = None
     agent_timeout_sec: float | None = None
     grader_timeout_sec: float | None = None
     deadline_sec: float = DEFAULT_ITEM_DEADLINE_SEC
@@ -276,9 +275,17 @@ class Scheduler:
             await asyncio.shield(client.cancel_rollout(rollout_id))
 
     def _save_calls(self, rollout_id: str, calls: list[CallRecord]) -> None:
-        path = self.llm_calls_dir / f"{rollout_id}.jsonl"
+        """Append to ``llm_calls.jsonl`` (one open file: a file per rollout costs an open/close
+        per row). Not fsync'd: call records enrich trajectories, they are not results."""
+        if self.llm_calls_file is None:
+            return
         with contextlib.suppress(OSError, TypeError, ValueError):
-            path.write_text("".join(json.dumps(call.to_json()) + "\n" for call in calls))
+            self.llm_calls_file.write(
+                "".join(
+                    json.dumps({"rollout_id": rollout_id, **call.to_json()}) + "\n"
+                    for call in calls
+                )
+            )
 
     @property
     def in_flight(self) -> int:

@@ -25,17 +25,23 @@ from osmosis_cli.local_eval.run_layout import RunPaths
 _STEP_KEYS = ("prompt_token_ids", "completion_token_ids", "logprobs", "latency_ms")
 
 
-def load_calls(paths: RunPaths, rollout_id: str) -> list[dict[str, Any]]:
-    path = paths.llm_calls / f"{rollout_id}.jsonl"
-    calls: list[dict[str, Any]] = []
-    with contextlib.suppress(OSError):
-        for line in path.read_text(encoding="utf-8").splitlines():
-            with contextlib.suppress(json.JSONDecodeError):
-                calls.append(json.loads(line))
-    return calls
+def load_calls(paths: RunPaths) -> dict[str, list[dict[str, Any]]]:
+    """``llm_calls.jsonl`` grouped by rollout id (each line carries its ``rollout_id``)."""
+    grouped: dict[str, list[dict[str, Any]]] = {}
+    with contextlib.suppress(OSError), paths.llm_calls.open(encoding="utf-8") as fh:
+        for line in fh:
+            try:
+                call = json.loads(line)
+            except json.JSONDecodeError:
+                continue  # a torn last line after a crash
+            if isinstance(call, dict) and isinstance(call.get("rollout_id"), str):
+                grouped.setdefault(call.pop("rollout_id"), []).append(call)
+    return grouped
 
 
-def assemble_trajectory(paths: RunPaths, record: dict[str, Any]) -> str | None:
+def assemble_trajectory(
+    paths: RunPaths, record: dict[str, Any], calls: list[dict[str, Any]]
+) -> str | None:
     """Write the item's trajectory; returns its path relative to the run dir, or ``None``."""
     rollout_id = record.get("rollout_id")
     if not isinstance(rollout_id, str):
@@ -48,7 +54,6 @@ def assemble_trajectory(paths: RunPaths, record: dict[str, Any]) -> str | None:
         return None
     if not isinstance(document, dict):
         return None
-    calls = load_calls(paths, rollout_id)
     if calls:
         extra = document.setdefault("extra", {})
         osmosis = extra.setdefault("osmosis", {}) if isinstance(extra, dict) else {}
@@ -81,10 +86,12 @@ def existing_trajectory(paths: RunPaths, record: dict[str, Any]) -> str | None:
     return None
 
 
-def trajectory_for(paths: RunPaths, record: dict[str, Any], *, rebuild: bool) -> str | None:
+def trajectory_for(
+    paths: RunPaths, record: dict[str, Any], calls: list[dict[str, Any]], *, rebuild: bool
+) -> str | None:
     """The item's trajectory file, building it when ``rebuild`` (item finished this session)."""
     if rebuild:
-        built = assemble_trajectory(paths, record)
+        built = assemble_trajectory(paths, record, calls)
         if built is not None:
             return built
     return existing_trajectory(paths, record)
