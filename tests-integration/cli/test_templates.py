@@ -1,0 +1,100 @@
+"""The shipped templates, end to end with the real frameworks and our integrations.
+
+Each template is applied into a fresh git repository, checked with ``osmosis rollout
+validate`` (which imports its ``main.py`` in a child process), and its workflow and grader are run
+on the first dataset row against the scripted multiply policy of ``osmosis_ai.testing``: the
+agent must call the ``multiply`` tool and the grader must give reward 1.0.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("osmosis_ai.testing")
+
+
+def _osmosis(
+    *args: str, cwd: Path, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "osmosis_cli", *args],
+        cwd=cwd, capture_output=True, text=True, timeout=120, check=False, env=env,
+    )  # fmt: skip
+
+
+@pytest.fixture
+def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("OSMOSIS_HOME", str(tmp_path / "home"))
+    root = tmp_path / "repo"
+    root.mkdir()
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    return root
+
+
+@pytest.mark.parametrize(
+    ("template", "package", "framework"),
+    [
+        ("multiply-local-strands", "multiply_local_strands", "strands"),
+        ("multiply-local-openai", "multiply_local_openai", "agents"),
+    ],
+)
+async def test_local_template_validates_and_scores_one(
+    repo: Path, monkeypatch: pytest.MonkeyPatch, template: str, package: str, framework: str
+) -> None:
+    pytest.importorskip(framework)
+    from osmosis_ai.testing import ScriptedPolicyServer, run_rollout
+
+    applied = _osmosis("template", "apply", template, cwd=repo)
+    assert applied.returncode == 0, applied.stderr
+    validated = _osmosis("--json", "rollout", "validate", f"configs/eval/{template}.toml", cwd=repo)
+    assert validated.returncode == 0, validated.stderr
+    checks = {c["name"]: c["status"] for c in json.loads(validated.stdout)["resource"]["checks"]}
+    assert checks["import"] == "ok", validated.stdout
+
+    monkeypatch.syspath_prepend(str(repo / "rollouts" / template))
+    workflow = importlib.import_module(f"{package}.workflow").MultiplyWorkflow
+    grader = importlib.import_module(f"{package}.grader").MultiplyGrader
+    config = importlib.import_module(f"{package}.config").config
+    row = json.loads((repo / "data" / "multiply.jsonl").read_text().splitlines()[0])
+    prompt = [
+        {"role": "system", "content": row["system_prompt"]},
+        {"role": "user", "content": row["user_prompt"]},
+    ]
+    async with ScriptedPolicyServer("multiply") as policy:
+        result = await run_rollout(
+            workflow, grader, prompt=prompt, label=row["ground_truth"], policy=policy,
+            workflow_config=config,
+        )  # fmt: skip
+        calls = len(policy.requests)
+    assert result.status == "success", (result.error_category, result.error_message)
+    assert result.reward == 1.0
+    assert calls == 2  # one tool call, then the answer
+
+
+def test_harbor_template_needs_an_environment_choice(repo: Path) -> None:
+    pytest.importorskip("harbor")
+    assert _osmosis("template", "apply", "multiply-harbor-strands", cwd=repo).returncode == 0
+    config = "configs/eval/multiply-harbor-strands.toml"
+    env = {k: v for k, v in __import__("os").environ.items() if k != "OSMOSIS_HARBOR_ENV"}
+    unset = _osmosis("--json", "rollout", "validate", config, cwd=repo, env=env)
+    assert unset.returncode == 1
+    message = json.loads(unset.stderr.strip().splitlines()[-1])["error"]["message"]
+    assert "OSMOSIS_HARBOR_ENV" in message
+    assert "skypilot, docker, local" in message
+    chosen = _osmosis(
+        "--json",
+        "rollout",
+        "validate",
+        config,
+        cwd=repo,
+        env={**env, "OSMOSIS_HARBOR_ENV": "local"},
+    )
+    assert chosen.returncode == 0, chosen.stderr
+    checks = {c["name"]: c for c in json.loads(chosen.stdout)["resource"]["checks"]}
+    assert checks["import"]["details"]["attributes"]["backend"].endswith("HarborBackend")
