@@ -11,7 +11,6 @@ import json
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -27,7 +26,7 @@ def _run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str
 
 
 @pytest.fixture(scope="module")
-def venv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     assert UV is not None
     work = tmp_path_factory.mktemp("isolated")
     dist = work / "dist"
@@ -40,7 +39,7 @@ def venv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     wheels = sorted(str(w) for w in dist.glob("*.whl"))
     installed = _run(UV, "pip", "install", "-q", "--python", str(env / "bin" / "python"), *wheels)
     assert installed.returncode == 0, installed.stderr
-    yield env
+    return env
 
 
 def test_only_core_and_cli_are_installed(venv: Path) -> None:

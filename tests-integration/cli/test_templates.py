@@ -72,7 +72,7 @@ async def test_local_template_validates_and_scores_one(
             workflow_config=config,
         )  # fmt: skip
         calls = len(policy.requests)
-    assert result.status == "success", (result.error_category, result.error_message)
+    assert result.status == "success", (result.err_category, result.err_message)
     assert result.reward == 1.0
     assert calls == 2  # one tool call, then the answer
 
