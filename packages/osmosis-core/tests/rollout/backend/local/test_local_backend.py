@@ -777,6 +777,33 @@ async def test_cancel_queued_and_running_rollouts() -> None:
     assert backend.health()["in_flight"] == 0
 
 
+async def test_cancelling_the_running_rollout_frees_its_slot() -> None:
+    gate = Gate()
+    backend = LocalBackend(workflow=Gated, workflow_config=gated_config(gate), max_concurrency=1)
+    first = asyncio.create_task(backend.execute(request("first")))
+    await gate.entered.wait()
+    second = asyncio.create_task(backend.execute(request("second")))
+    await wait_until(lambda: backend.rollout_status("second") == {"status": "queued"})
+    assert backend.cancel_rollouts(ids=["first"]) == {"first": "cancelled_running"}
+    assert (await first).result.status == RolloutStatus.CANCELLED
+    await wait_until(lambda: gate.count == 2)  # the queued rollout got the slot
+    gate.release.set()
+    assert (await second).result.status == RolloutStatus.SUCCESS
+    assert backend.health()["concurrency"] == {"max_concurrent": 1, "queued": 0, "running": 0}
+
+
+async def test_caller_cancellation_frees_the_slot() -> None:
+    gate = Gate()
+    backend = LocalBackend(workflow=Gated, workflow_config=gated_config(gate), max_concurrency=1)
+    first = asyncio.create_task(backend.execute(request("first")))
+    await gate.entered.wait()
+    first.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await first
+    gate.release.set()
+    assert (await backend.execute(request("after"))).result.status == RolloutStatus.SUCCESS
+
+
 async def test_cancel_by_prefix_and_all() -> None:
     gate = Gate()
     backend = LocalBackend(workflow=Gated, workflow_config=gated_config(gate))

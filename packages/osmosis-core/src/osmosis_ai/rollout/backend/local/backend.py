@@ -318,10 +318,9 @@ class LocalBackend(ExecutionBackend):
         admitted_at: float,
     ) -> ExecutionOutcome:
         semaphore = self._semaphore
-        acquired = False
         artifacts = self._artifacts(request.id)
         try:
-            workflow_result, acquired = await self._run_workflow(
+            workflow_result = await self._run_workflow(
                 request, record, ctx, admitted_at, semaphore, artifacts
             )
             if (
@@ -336,7 +335,9 @@ class LocalBackend(ExecutionBackend):
             grader_result = await self._run_grader(request, workflow_result.sample, artifacts)
             return ExecutionOutcome(workflow_result, grader_result)
         finally:
-            if acquired and semaphore is not None:
+            # Released here, whatever ended the rollout (including cancellation mid-workflow).
+            if record.holds_slot and semaphore is not None:
+                record.holds_slot = False
                 semaphore.release()
 
     def _artifacts(self, rollout_id: str) -> ArtifactsDir:
@@ -351,12 +352,11 @@ class LocalBackend(ExecutionBackend):
         admitted_at: float,
         semaphore: asyncio.Semaphore | None,
         artifacts: ArtifactsDir,
-    ) -> tuple[ExecutionResult, bool]:
+    ) -> ExecutionResult:
         """Wait for a slot and run the workflow, all within the agent deadline."""
         loop = asyncio.get_running_loop()
         timeout = request.agent_timeout_sec
         deadline = None if timeout is None else admitted_at + timeout
-        acquired = False
         started_at: float | None = admitted_at if semaphore is None else None
         sample: RolloutSample | None = None
         output = None
@@ -364,15 +364,13 @@ class LocalBackend(ExecutionBackend):
             # Already expired on arrival (zero or negative budget): do not start the workflow.
             self._registry.queued -= 1
             record.status = RolloutStatus.RUNNING
-            return _failure(
-                _TIMEOUT, self._deadline_message(timeout, admitted_at, started_at)
-            ), False
+            return _failure(_TIMEOUT, self._deadline_message(timeout, admitted_at, started_at))
         scope = asyncio.timeout_at(deadline)
         try:
             async with scope:
                 if semaphore is not None:
                     await semaphore.acquire()
-                    acquired = True
+                    record.holds_slot = True
                     started_at = loop.time()
                 self._registry.queued -= 1
                 record.status = RolloutStatus.RUNNING
@@ -402,10 +400,8 @@ class LocalBackend(ExecutionBackend):
             if record.cancel_requested:
                 raise _Cancelled from exc
             if deadline is not None and scope.expired():
-                return _failure(
-                    _TIMEOUT, self._deadline_message(timeout, admitted_at, started_at)
-                ), acquired
-            return _exception_failure(exc, "workflow"), acquired
+                return _failure(_TIMEOUT, self._deadline_message(timeout, admitted_at, started_at))
+            return _exception_failure(exc, "workflow")
         except asyncio.CancelledError:
             raise
         except _Cancelled:
@@ -413,14 +409,14 @@ class LocalBackend(ExecutionBackend):
         except Exception as exc:
             if record.cancel_requested:
                 raise _Cancelled from exc
-            return _exception_failure(exc, "workflow"), acquired
+            return _exception_failure(exc, "workflow")
         if deadline is not None and loop.time() >= deadline:
             # The workflow swallowed the cancellation or blocked the loop past its deadline.
             return _failure(
                 _TIMEOUT, self._deadline_message(timeout, admitted_at, started_at), sample
-            ), acquired
+            )
         extra = {"workflow_info": output.info} if output is not None and output.info else None
-        return ExecutionResult(status=_SUCCESS, sample=sample, extra_fields=extra), acquired
+        return ExecutionResult(status=_SUCCESS, sample=sample, extra_fields=extra)
 
     @staticmethod
     def _deadline_message(

@@ -26,6 +26,7 @@ class RolloutRecord:
     task: asyncio.Task[Any] | None
     cancel_requested: bool = False
     cancel_disposition: str = ""
+    holds_slot: bool = False
     reward: float | None = None
     err_message: str | None = None
     finished_at: float = 0.0
