@@ -79,8 +79,10 @@ class LazyGroup(TyperGroup):
         self._lazy = dict(lazy)
 
     def list_commands(self, ctx: _click.Context) -> list[str]:
-        names = list(self.commands)
-        names.extend(name for name in self._lazy if name not in self.commands)
+        # Lazy commands first: the root lists the registry in its order, and `eval` puts `run`
+        # (its main command) before the platform ones.
+        names = list(self._lazy)
+        names.extend(name for name in self.commands if name not in self._lazy)
         return names
 
     def get_command(self, ctx: _click.Context, cmd_name: str) -> _click.Command | None:
