@@ -197,3 +197,23 @@ async def test_item_deadline_fails_the_item_as_a_timeout(
     failure = result.failed_rows[0]
     assert failure["error_type"] == "timeout"
     assert "per-item deadline" in failure["error_message"]
+
+
+async def test_secrets_never_reach_the_run_files(
+    workspace: MakeWorkspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    secret = "sk-test-very-secret-value-42"
+    monkeypatch.setenv("TINY_UPSTREAM_KEY", secret)
+    async with ScriptedPolicyServer("multiply") as policy:
+        config = workspace(n_rows=2)
+        result = await run_eval(
+            _plan(config, model="m", base_url=policy.url, api_key_env="TINY_UPSTREAM_KEY")
+        )
+        assert {r.bearer_token for r in policy.requests} == {secret}  # the key was used upstream
+    assert result.succeeded == 2
+    leaked = _files_containing(Path(result.output_path), secret)
+    assert leaked == []
+
+
+def _files_containing(root: Path, text: str) -> list[Path]:
+    return [p for p in root.rglob("*") if p.is_file() and text in p.read_text(errors="replace")]
