@@ -217,11 +217,16 @@ async def test_the_users_openai_credentials_never_reach_the_policy(
 ) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-user-secret")
     monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/elsewhere")
+    monkeypatch.setenv("OPENAI_ORG_ID", "org-user")
+    monkeypatch.setenv("OPENAI_PROJECT_ID", "proj-user")
     with RolloutContext(
         chat_completions_url=multiply_policy.chat_completions_url("r-nokey"), rollout_id="r-nokey"
     ):
         result = await Runner.run(IMPORT_TIME_AGENT, "3 * 3", session=OsmosisMemorySession())
     assert result.final_output == "#### 9"
     for request in multiply_policy.requests_for("r-nokey"):
-        assert "sk-user-secret" not in str(request.headers)
+        headers = str(request.headers)
+        assert "sk-user-secret" not in headers
+        assert "org-user" not in headers
+        assert "proj-user" not in headers
         assert request.bearer_token == "EMPTY"

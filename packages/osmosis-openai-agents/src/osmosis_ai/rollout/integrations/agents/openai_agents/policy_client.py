@@ -7,7 +7,8 @@ client per running event loop, and each policy call derives a lightweight view o
 200 concurrent rollouts use one pool while each request still goes to its own rollout's URL.
 
 The base client is built with explicit placeholder credentials so that nothing from the
-user's OpenAI environment (``OPENAI_API_KEY``, ``OPENAI_BASE_URL``) is ever sent to the policy.
+user's OpenAI environment (``OPENAI_API_KEY``, ``OPENAI_BASE_URL``, ``OPENAI_ORG_ID``,
+``OPENAI_PROJECT_ID``) is ever sent to the policy.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ def base_client() -> AsyncOpenAI:
     loop = asyncio.get_running_loop()
     client = _base_clients.get(loop)
     if client is None:
-        from openai import AsyncOpenAI, DefaultAsyncHttpxClient
+        from openai import AsyncOpenAI, DefaultAsyncHttpxClient, Omit
 
         # An explicit HTTP client (openai's defaults) instead of the one AsyncOpenAI would make:
         # that one's finalizer schedules ``aclose()`` on whatever loop runs when it is garbage
@@ -44,6 +45,9 @@ def base_client() -> AsyncOpenAI:
             base_url=_UNBOUND_URL,
             max_retries=0,
             http_client=DefaultAsyncHttpxClient(),
+            # AsyncOpenAI reads these from OPENAI_ORG_ID / OPENAI_PROJECT_ID; they identify the
+            # user's OpenAI account and have no business reaching the policy endpoint.
+            default_headers={"OpenAI-Organization": Omit(), "OpenAI-Project": Omit()},
         )
         _base_clients[loop] = client
     return client
