@@ -117,3 +117,22 @@ def test_changed_input_is_a_conflict(
     error = _error(err)
     assert error["code"] == "CONFLICT"
     assert error["details"]["changed"] == ["dataset"]
+
+
+def test_missing_server_extra_names_the_install_command(
+    workspace: MakeWorkspace, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import importlib.util
+
+    real_find_spec = importlib.util.find_spec
+
+    def without_uvicorn(name: str, *args: Any) -> Any:
+        return None if name == "uvicorn" else real_find_spec(name, *args)
+
+    monkeypatch.setattr(importlib.util, "find_spec", without_uvicorn)
+    config = workspace(n_rows=1, mode="noop")
+    code, _, err = _cli(capsys, "eval", "run", str(config), "--json")
+    assert code == 1
+    error = _error(err)
+    assert error["code"] == "VALIDATION"
+    assert "pip install 'osmosis-cli[eval]'" in error["message"]
