@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import weakref
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
@@ -46,8 +46,11 @@ def base_client() -> AsyncOpenAI:
             max_retries=0,
             http_client=DefaultAsyncHttpxClient(),
             # AsyncOpenAI reads these from OPENAI_ORG_ID / OPENAI_PROJECT_ID; they identify the
-            # user's OpenAI account and have no business reaching the policy endpoint.
-            default_headers={"OpenAI-Organization": Omit(), "OpenAI-Project": Omit()},
+            # user's OpenAI account and have no business reaching the policy endpoint. ``Omit``
+            # removes a header (openai's documented idiom; its annotation says ``str`` only).
+            default_headers=cast(
+                "dict[str, str]", {"OpenAI-Organization": Omit(), "OpenAI-Project": Omit()}
+            ),
         )
         _base_clients[loop] = client
     return client
