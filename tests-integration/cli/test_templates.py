@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -81,7 +82,7 @@ def test_harbor_template_needs_an_environment_choice(repo: Path) -> None:
     pytest.importorskip("harbor")
     assert _osmosis("template", "apply", "multiply-harbor-strands", cwd=repo).returncode == 0
     config = "configs/eval/multiply-harbor-strands.toml"
-    env = {k: v for k, v in __import__("os").environ.items() if k != "OSMOSIS_HARBOR_ENV"}
+    env = {k: v for k, v in os.environ.items() if k != "OSMOSIS_HARBOR_ENV"}
     unset = _osmosis("--json", "rollout", "validate", config, cwd=repo, env=env)
     assert unset.returncode == 1
     message = json.loads(unset.stderr.strip().splitlines()[-1])["error"]["message"]
@@ -98,3 +99,63 @@ def test_harbor_template_needs_an_environment_choice(repo: Path) -> None:
     assert chosen.returncode == 0, chosen.stderr
     checks = {c["name"]: c for c in json.loads(chosen.stdout)["resource"]["checks"]}
     assert checks["import"]["details"]["attributes"]["backend"].endswith("HarborBackend")
+
+
+HARBOR_RUN = """
+import asyncio, importlib, json, os, sys, tempfile
+
+tempfile.tempdir = os.environ["SCRATCH"]
+sys.path.insert(0, "rollouts/multiply-harbor-strands")
+main = importlib.import_module("main")  # builds HarborBackend from OSMOSIS_HARBOR_ENV=local
+from osmosis_ai.rollout.context import RolloutContext
+from osmosis_ai.rollout.types.execution import ExecutionRequest
+from osmosis_ai.testing import ScriptedPolicyServer
+
+row = json.loads(open("data/multiply.jsonl").readline())
+prompt = [
+    {"role": "system", "content": row["system_prompt"]},
+    {"role": "user", "content": row["user_prompt"]},
+]
+
+
+async def go():
+    async with ScriptedPolicyServer("multiply") as policy:
+        with RolloutContext(
+            chat_completions_url=policy.chat_completions_url("h1"), api_key="k", rollout_id="h1"
+        ):
+            outcome = await main.backend.execute(
+                ExecutionRequest(id="h1", prompt=prompt, label=row["ground_truth"])
+            )
+        calls = len(policy.requests)
+    await main.backend.shutdown()
+    result = outcome.result
+    print(json.dumps({
+        "status": str(result.status), "error": result.err_message, "calls": calls,
+        "reward": result.sample.reward if result.sample else None,
+    }))
+
+
+asyncio.run(go())
+"""
+
+
+def test_harbor_template_runs_one_real_trial(repo: Path, tmp_path: Path) -> None:
+    """The workflow and grader run inside a real Harbor trial (the Docker-free local sandbox)."""
+    pytest.importorskip("harbor")
+    pytest.importorskip("strands")
+    assert _osmosis("template", "apply", "multiply-harbor-strands", cwd=repo).returncode == 0
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    env = {
+        **os.environ,
+        "OSMOSIS_HARBOR_ENV": "local",
+        "SCRATCH": str(scratch),
+        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", HARBOR_RUN],
+        cwd=repo, env=env, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result == {"status": "success", "error": None, "calls": 2, "reward": 1.0}
