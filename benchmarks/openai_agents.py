@@ -154,7 +154,7 @@ async def _raw(policy_url: str, rollouts: int, warmup: int, concurrency: int, st
 # -- role: rollout server ---------------------------------------------------------------------
 
 
-def _serve(concurrency: int, stream: bool) -> None:
+def _serve(concurrency: int, stream: bool, save_trajectories: bool) -> None:
     import uvicorn
 
     from osmosis_ai.rollout import AgentWorkflowConfig, ConcurrencyConfig, LocalBackend
@@ -168,7 +168,9 @@ def _serve(concurrency: int, stream: bool) -> None:
             name="multiply", concurrency=ConcurrencyConfig(max_concurrent=concurrency)
         ),
     )
-    app = create_rollout_server(backend=backend, configure_logging=False)
+    app = create_rollout_server(
+        backend=backend, configure_logging=False, save_trajectories=save_trajectories
+    )
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     print(f"http://127.0.0.1:{sock.getsockname()[1]}", flush=True)
@@ -268,6 +270,9 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=128)
     parser.add_argument("--warmup", type=int, default=64)
     parser.add_argument("--stream", action="store_true", help="Runner.run_streamed instead of run")
+    parser.add_argument(
+        "--no-trajectories", action="store_true", help="server: skip ATIF trajectory saving"
+    )
     parser.add_argument("--role", choices=["controller", "raw", "server"], default="controller")
     parser.add_argument("--policy-url", default="")
     args = parser.parse_args()
@@ -278,14 +283,15 @@ def main() -> None:
         )
         return
     if args.role == "server":
-        _serve(args.concurrency, args.stream)
+        _serve(args.concurrency, args.stream, not args.no_trajectories)
         return
 
     here = str(Path(__file__).resolve())
     common = ["--concurrency", str(args.concurrency)] + (["--stream"] if args.stream else [])
     print(
         f"multiply workload: {args.rollouts} rollouts at concurrency {args.concurrency} "
-        f"({'run_streamed' if args.stream else 'Runner.run'}), instant scripted policy, "
+        f"({'run_streamed' if args.stream else 'Runner.run'}"
+        f"{', no trajectories' if args.no_trajectories else ''}), instant scripted policy, "
         f"{os.cpu_count()} CPUs"
     )
     integration = _import_seconds(
@@ -328,7 +334,8 @@ def main() -> None:
                 f"peak RSS {floor['peak_rss_mb']:.0f} MB, correct {floor['ok']}/{args.rollouts}"
             )
 
-            server, server_url = _spawn([here, "--role", "server", *common], env)
+            server_args = ["--no-trajectories"] if args.no_trajectories else []
+            server, server_url = _spawn([here, "--role", "server", *common, *server_args], env)
             try:
                 asyncio.run(_drive(server_url, policy_url, args.warmup, 10**6, args.concurrency))
                 before = _proc_cpu_s(server.pid)
