@@ -10,8 +10,9 @@ state lives in :class:`~osmosis_ai.rollout.server.service.RolloutService`.
 
 from __future__ import annotations
 
+import contextlib
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from functools import cache
 from pathlib import Path
@@ -21,11 +22,25 @@ from fastapi import FastAPI
 from pydantic import ValidationError
 from starlette.requests import Request
 from starlette.responses import Response
+from starlette.types import Message, Receive, Scope, Send
 
 from osmosis_ai.rollout.backend.base import ExecutionBackend
 from osmosis_ai.rollout.server import wire
-from osmosis_ai.rollout.server.auth import BearerAuthMiddleware, resolve_api_key
-from osmosis_ai.rollout.server.service import AdmissionError, RolloutService
+from osmosis_ai.rollout.server.auth import (
+    expected_authorization,
+    is_authorized,
+    resolve_api_key,
+    send_unauthorized,
+)
+from osmosis_ai.rollout.server.fastpath import (
+    BodyTooLarge,
+    FastRoutes,
+    read_body,
+    result_route_id,
+    send_json,
+    too_large_body,
+)
+from osmosis_ai.rollout.server.service import RolloutService
 from osmosis_ai.rollout.server.settings import (
     DEFAULT_CALLBACK_RETRY_BUDGET_SEC,
     DEFAULT_DRAIN_GRACE_SEC,
@@ -34,14 +49,12 @@ from osmosis_ai.rollout.server.settings import (
     DEFAULT_POLLING_LEASE_TIMEOUT_SEC,
     DEFAULT_RESULT_RETENTION_SEC,
     DEFAULT_RESULT_WAIT_TIMEOUT_SEC,
-    RETRY_AFTER_SEC,
     ServerSettings,
 )
 from osmosis_ai.rollout.types.protocol import (
     POLLING_LEASE_HEADER,
     CancelRolloutsRequest,
     CancelRolloutsResponse,
-    RolloutInitRequest,
     RolloutInitResponse,
     RolloutResultResponse,
     RolloutStatusResponse,
@@ -58,40 +71,7 @@ __all__ = [
 logger = logging.getLogger("osmosis_ai.rollout.server")
 
 _JSON = "application/json"
-_LEASE_HEADER = POLLING_LEASE_HEADER.lower()
-_NOT_FOUND = b'{"detail":"unknown rollout_id"}'
-_FORBIDDEN = b'{"detail":"invalid polling lease"}'
-_LEASE_MISSING = wire.encode_json(
-    {
-        "detail": [
-            {
-                "type": "missing",
-                "loc": ["header", _LEASE_HEADER],
-                "msg": "Field required",
-                "input": None,
-            }
-        ]
-    }
-)
-_LEASE_EMPTY = wire.encode_json(
-    {
-        "detail": [
-            {
-                "type": "string_too_short",
-                "loc": ["header", _LEASE_HEADER],
-                "msg": "String should have at least 1 character",
-                "input": "",
-                "ctx": {"min_length": 1},
-            }
-        ]
-    }
-)
-
 Lifespan = Callable[[FastAPI], AbstractAsyncContextManager[Any]]
-
-
-class _BodyTooLarge(Exception):
-    pass
 
 
 def create_rollout_server(
@@ -173,34 +153,11 @@ def create_rollout_server(
             finally:
                 await service.shutdown()
 
-    app = FastAPI(title="osmosis rollout server", lifespan=_lifespan)
+    app = RolloutServerApp(title="osmosis rollout server", lifespan=_lifespan)
     app.state.rollout_service = service
     app.state.rollout_futures = service  # the public SDK's attribute name
-    if key is not None:
-        app.add_middleware(BearerAuthMiddleware, api_key=key)
-    limit = settings.max_body_bytes
-
-    async def read_body(request: Request) -> bytes:
-        declared = request.headers.get("content-length")
-        if declared is not None and declared.isdigit() and int(declared) > limit:
-            raise _BodyTooLarge
-        chunks: list[bytes] = []
-        size = 0
-        async for chunk in request.stream():
-            size += len(chunk)
-            if size > limit:
-                raise _BodyTooLarge
-            chunks.append(chunk)
-        return b"".join(chunks)
-
-    def too_large() -> Response:
-        return _json_response(
-            413,
-            {
-                "detail": f"request body exceeds the {limit}-byte limit; send a smaller body "
-                "or raise max_body_bytes of create_rollout_server"
-            },
-        )
+    fast = FastRoutes(service, settings.max_body_bytes)
+    app.configure_fast_path(fast, expected_authorization(key) if key is not None else None)
 
     @app.post(
         "/rollout",
@@ -210,20 +167,7 @@ def create_rollout_server(
         summary="Admit one rollout (RolloutInitRequest body)",
     )
     async def post_rollout(request: Request) -> Response:
-        try:
-            body = await read_body(request)
-        except _BodyTooLarge:
-            return too_large()
-        try:
-            init = RolloutInitRequest.model_validate_json(body)
-        except ValidationError as exc:
-            return _json_response(422, {"detail": wire.validation_errors(exc)})
-        try:
-            payload = service.admit(init)
-        except AdmissionError as exc:
-            headers = {"Retry-After": str(RETRY_AFTER_SEC)} if exc.status_code == 429 else None
-            return _json_response(exc.status_code, {"detail": exc.detail}, headers)
-        return Response(payload, status_code=202, media_type=_JSON)
+        return await _buffered(request, fast.post_rollout)
 
     @app.get(
         "/rollout/{rollout_id}/result",
@@ -232,17 +176,10 @@ def create_rollout_server(
         summary="Long-poll a rollout's result (needs the X-Osmosis-Rollout-Lease header)",
     )
     async def get_result(rollout_id: str, request: Request) -> Response:
-        token = request.headers.get(_LEASE_HEADER)
-        if token is None:
-            return Response(_LEASE_MISSING, status_code=422, media_type=_JSON)
-        if not token:
-            return Response(_LEASE_EMPTY, status_code=422, media_type=_JSON)
-        entry = service.entries.get(rollout_id)
-        if entry is None:
-            return Response(_NOT_FOUND, status_code=404, media_type=_JSON)
-        if not service.lease_ok(entry, token):
-            return Response(_FORBIDDEN, status_code=403, media_type=_JSON)
-        return Response(await service.poll(entry), status_code=200, media_type=_JSON)
+        async def handler(scope: Scope, receive: Receive, send: Send) -> None:
+            await fast.get_result(scope, send, rollout_id)
+
+        return await _buffered(request, handler)
 
     @app.post(
         "/rollout/cancel",
@@ -252,9 +189,11 @@ def create_rollout_server(
     )
     async def cancel(request: Request) -> Response:
         try:
-            body = await read_body(request)
-        except _BodyTooLarge:
-            return too_large()
+            body = await read_body(request.scope, request.receive, settings.max_body_bytes)
+        except BodyTooLarge:
+            return Response(
+                too_large_body(settings.max_body_bytes), status_code=413, media_type=_JSON
+            )
         try:
             selector = CancelRolloutsRequest.model_validate_json(body)
         except ValidationError as exc:
@@ -283,6 +222,69 @@ def create_rollout_server(
         )
 
     return app
+
+
+class RolloutServerApp(FastAPI):
+    """The rollout server's FastAPI app, with a fast lane in front of the middleware stack.
+
+    Inbound auth is checked here for every HTTP request (so it precedes everything, body
+    validation included), then the two hot routes are served by :class:`FastRoutes` directly;
+    everything else (cancel, status, health, docs) takes the normal FastAPI path.
+    """
+
+    _fast: FastRoutes | None = None
+    _authorization: bytes | None = None
+
+    def configure_fast_path(self, fast: FastRoutes, authorization: bytes | None) -> None:
+        self._fast = fast
+        self._authorization = authorization
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            expected = self._authorization
+            if expected is not None and not is_authorized(scope, expected):
+                await send_unauthorized(send)
+                return
+            fast = self._fast
+            if fast is not None:
+                method, path = scope["method"], scope["path"]
+                if method == "POST" and path == "/rollout":
+                    await _guarded(fast.post_rollout(scope, receive, send), send, scope)
+                    return
+                if method == "GET" and (rollout_id := result_route_id(path)) is not None:
+                    await _guarded(fast.get_result(scope, send, rollout_id), send, scope)
+                    return
+        await super().__call__(scope, receive, send)
+
+
+async def _guarded(handler: Coroutine[Any, Any, None], send: Send, scope: Scope) -> None:
+    """Run a fast-lane handler; an unexpected error becomes a 500, as it would in FastAPI."""
+    try:
+        await handler
+    except Exception:
+        logger.exception("unexpected error serving %s %s", scope["method"], scope["path"])
+        with contextlib.suppress(Exception):  # the response may have started already
+            await send_json(send, 500, b'{"detail":"Internal Server Error"}')
+
+
+async def _buffered(
+    request: Request, handler: Callable[[Scope, Receive, Send], Awaitable[None]]
+) -> Response:
+    """Serve a fast-lane handler through FastAPI (reached only when the app is mounted under a
+    prefix, where the fast lane's exact path match does not apply)."""
+    messages: list[Message] = []
+
+    async def send(message: Message) -> None:
+        messages.append(message)
+
+    await handler(request.scope, request.receive, send)
+    start, body = messages[0], messages[1]
+    headers = {
+        k.decode("latin-1"): v.decode("latin-1")
+        for k, v in start["headers"]
+        if k not in (b"content-length", b"content-type")
+    }
+    return Response(body["body"], status_code=start["status"], media_type=_JSON, headers=headers)
 
 
 def _json_response(

@@ -1,8 +1,8 @@
 """Inbound bearer authentication for every route of the rollout server.
 
-A pure ASGI middleware (not Starlette's ``BaseHTTPMiddleware``, which costs a task and a
-memory stream per request): the check is a header lookup and a constant-time compare, done
-before routing, so an unauthenticated caller learns nothing, not even whether its body is valid.
+The check is a header lookup and a constant-time compare, done by the app before routing (see
+``RolloutServerApp.__call__``), so an unauthenticated caller learns nothing, not even whether
+its body is valid, and it costs no middleware layer.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import hmac
 import os
 from typing import Any
 
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import Scope, Send
 
 ENV_ROLLOUT_API_KEY = "OSMOSIS_ROLLOUT_API_KEY"
 
@@ -37,29 +37,23 @@ def resolve_api_key(api_key: str | None) -> str | None:
     return env if env.strip() else None
 
 
-class BearerAuthMiddleware:
-    """Require ``Authorization: Bearer <key>`` exactly (case-sensitive scheme, one space)."""
-
-    def __init__(self, app: ASGIApp, *, api_key: str) -> None:
-        self.app = app
-        self._expected = b"Bearer " + api_key.encode("utf-8")
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        presented = b""
-        for name, value in scope["headers"]:
-            if name == b"authorization":
-                presented = value
-                break
-        if hmac.compare_digest(presented, self._expected):
-            await self.app(scope, receive, send)
-            return
-        await _send_unauthorized(send)
+def expected_authorization(api_key: str) -> bytes:
+    """The exact ``Authorization`` header value that is accepted."""
+    return b"Bearer " + api_key.encode("utf-8")
 
 
-async def _send_unauthorized(send: Send) -> None:
+def is_authorized(scope: Scope, expected: bytes) -> bool:
+    """``Authorization`` equals ``expected`` exactly: case-sensitive scheme, one space,
+    compared in constant time."""
+    presented = b""
+    for name, value in scope["headers"]:
+        if name == b"authorization":
+            presented = value
+            break
+    return hmac.compare_digest(presented, expected)
+
+
+async def send_unauthorized(send: Send) -> None:
     start: dict[str, Any] = {
         "type": "http.response.start",
         "status": 401,

@@ -44,6 +44,7 @@ LEASE_EXPIRED_MESSAGE = "polling lease expired"
 CANCELLED_MESSAGE = "cancelled"
 TASK_CRASHED_MESSAGE = "rollout task crashed"
 _TRAJECTORY_CONCURRENCY = 4
+_FIRST_POLL_WAIT_SEC = 1.0
 
 _RUNNING = RolloutStatus.RUNNING
 _QUEUED = RolloutStatus.QUEUED
@@ -485,15 +486,17 @@ class RolloutService:
                 entry.fetched = True
                 return entry.result
             entry.lease_deadline = now + self.settings.polling_lease_timeout_sec
+        wait = self.settings.result_wait_timeout_sec
         if not entry.polled:
             entry.polled = True
             if entry.progress.status != _QUEUED:
-                # The controller has only seen "queued" (from admission): report the progress
-                # it has not seen yet instead of waiting for a further change.
-                return wire.in_progress_json(entry.rollout_id, entry.progress.status)
+                # The controller has only seen "queued" (from admission). Wait briefly for the
+                # next change (a fast rollout then needs a single poll), but report the unseen
+                # progress soon rather than after a full wait.
+                wait = min(wait, _FIRST_POLL_WAIT_SEC)
         event = entry.progress.changed
         try:
-            async with asyncio.timeout(self.settings.result_wait_timeout_sec):
+            async with asyncio.timeout(wait):
                 await event.wait()
         except TimeoutError:
             pass

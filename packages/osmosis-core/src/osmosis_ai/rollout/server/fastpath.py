@@ -1,0 +1,169 @@
+"""Raw ASGI handlers for the two hot routes: ``POST /rollout`` and ``GET /rollout/{id}/result``.
+
+Every rollout costs one admission and usually one poll, so these two requests are the server's
+per-rollout HTTP cost. Going through FastAPI and Starlette means about eight middleware and
+routing layers (error handling, telemetry, body limit, exception handlers, exit stacks,
+dependency solving) that these handlers do not need: they read the raw body, validate it with
+the request model's compiled validator, and answer with pre-encoded JSON bytes. Answers are
+byte-for-byte those of the documented routes in :mod:`.app` (which remain for OpenAPI).
+"""
+
+from __future__ import annotations
+
+import logging
+
+from pydantic import ValidationError
+from starlette.types import Receive, Scope, Send
+
+from osmosis_ai.rollout.server import wire
+from osmosis_ai.rollout.server.service import AdmissionError, RolloutService
+from osmosis_ai.rollout.server.settings import RETRY_AFTER_SEC
+from osmosis_ai.rollout.types.protocol import POLLING_LEASE_HEADER, RolloutInitRequest
+
+logger = logging.getLogger("osmosis_ai.rollout.server")
+
+_LEASE_HEADER = POLLING_LEASE_HEADER.lower().encode()
+_JSON_HEADER = (b"content-type", b"application/json")
+_RETRY_AFTER: tuple[bytes, bytes] = (b"retry-after", str(RETRY_AFTER_SEC).encode())
+_RESULT_PREFIX = "/rollout/"
+_RESULT_SUFFIX = "/result"
+
+NOT_FOUND_BODY = b'{"detail":"unknown rollout_id"}'
+FORBIDDEN_BODY = b'{"detail":"invalid polling lease"}'
+LEASE_MISSING_BODY = wire.encode_json(
+    {
+        "detail": [
+            {
+                "type": "missing",
+                "loc": ["header", POLLING_LEASE_HEADER.lower()],
+                "msg": "Field required",
+                "input": None,
+            }
+        ]
+    }
+)
+LEASE_EMPTY_BODY = wire.encode_json(
+    {
+        "detail": [
+            {
+                "type": "string_too_short",
+                "loc": ["header", POLLING_LEASE_HEADER.lower()],
+                "msg": "String should have at least 1 character",
+                "input": "",
+                "ctx": {"min_length": 1},
+            }
+        ]
+    }
+)
+
+
+class BodyTooLarge(Exception):
+    """The request body exceeds ``max_body_bytes``."""
+
+
+class ClientGone(Exception):
+    """The client disconnected before sending its whole body."""
+
+
+def too_large_body(limit: int) -> bytes:
+    return wire.encode_json(
+        {
+            "detail": f"request body exceeds the {limit}-byte limit; send a smaller body "
+            "or raise max_body_bytes of create_rollout_server"
+        }
+    )
+
+
+async def send_json(
+    send: Send, status: int, body: bytes, extra: list[tuple[bytes, bytes]] | None = None
+) -> None:
+    headers = [_JSON_HEADER, (b"content-length", str(len(body)).encode())]
+    if extra:
+        headers.extend(extra)
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+async def read_body(scope: Scope, receive: Receive, limit: int) -> bytes:
+    """The whole body, refusing declared or streamed bodies over ``limit`` bytes."""
+    for name, value in scope["headers"]:
+        if name == b"content-length":
+            if value.isdigit() and int(value) > limit:
+                raise BodyTooLarge
+            break
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            raise ClientGone
+        chunk = message.get("body", b"")
+        if chunk:
+            size += len(chunk)
+            if size > limit:
+                raise BodyTooLarge
+            chunks.append(chunk)
+        if not message.get("more_body", False):
+            break
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+
+def result_route_id(path: str) -> str | None:
+    """The rollout id of a ``/rollout/{id}/result`` path, or ``None``."""
+    if path.startswith(_RESULT_PREFIX) and path.endswith(_RESULT_SUFFIX):
+        rollout_id = path[len(_RESULT_PREFIX) : -len(_RESULT_SUFFIX)]
+        if rollout_id and "/" not in rollout_id:
+            return rollout_id
+    return None
+
+
+class FastRoutes:
+    """The hot routes of one server."""
+
+    def __init__(self, service: RolloutService, max_body_bytes: int) -> None:
+        self.service = service
+        self.limit = max_body_bytes
+        self._too_large = too_large_body(max_body_bytes)
+
+    async def post_rollout(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            body = await read_body(scope, receive, self.limit)
+        except BodyTooLarge:
+            await send_json(send, 413, self._too_large)
+            return
+        except ClientGone:
+            return
+        try:
+            request = RolloutInitRequest.model_validate_json(body)
+        except ValidationError as exc:
+            await send_json(send, 422, wire.encode_json({"detail": wire.validation_errors(exc)}))
+            return
+        try:
+            payload = self.service.admit(request)
+        except AdmissionError as exc:
+            extra = [_RETRY_AFTER] if exc.status_code == 429 else None
+            await send_json(send, exc.status_code, wire.encode_json({"detail": exc.detail}), extra)
+            return
+        await send_json(send, 202, payload)
+
+    async def get_result(self, scope: Scope, send: Send, rollout_id: str) -> None:
+        token: bytes | None = None
+        for name, value in scope["headers"]:
+            if name == _LEASE_HEADER:
+                token = value
+                break
+        if token is None:
+            await send_json(send, 422, LEASE_MISSING_BODY)
+            return
+        if not token:
+            await send_json(send, 422, LEASE_EMPTY_BODY)
+            return
+        service = self.service
+        entry = service.entries.get(rollout_id)
+        if entry is None:
+            await send_json(send, 404, NOT_FOUND_BODY)
+            return
+        if not service.lease_ok(entry, token.decode("latin-1")):
+            await send_json(send, 403, FORBIDDEN_BODY)
+            return
+        await send_json(send, 200, await service.poll(entry))
