@@ -92,3 +92,18 @@ def test_help_list_apply_validate(venv: Path, tmp_path: Path) -> None:
     assert checks["dependencies"] == "warning"
     assert checks["import"] == "skipped"
     assert checks["config"] == checks["paths"] == checks["dataset"] == "ok"
+
+
+def test_init_and_rollout_init_from_the_wheel(venv: Path, tmp_path: Path) -> None:
+    osmosis = str(venv / "bin" / "osmosis")
+    workspace = tmp_path / "ws"
+    made = _run(osmosis, "--json", "init", str(workspace))
+    assert made.returncode == 0, made.stderr
+    assert (workspace / ".agents" / "skills" / "debug-rollouts" / "SKILL.md").is_file()
+    scaffold = _run(osmosis, "--json", "rollout", "init", "calc", cwd=workspace)
+    assert scaffold.returncode == 0, scaffold.stderr
+    assert (workspace / "rollouts" / "calc" / "calc" / "workflow.py").is_file()
+    doctor = _run(osmosis, "--json", "doctor", cwd=workspace)
+    assert doctor.returncode == 0, doctor.stderr
+    checks = {c["name"]: c["status"] for c in json.loads(doctor.stdout)["resource"]["checks"]}
+    assert checks["server extra"] == "warning"  # no fastapi/uvicorn in this environment
