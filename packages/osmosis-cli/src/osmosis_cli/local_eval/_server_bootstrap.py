@@ -33,10 +33,12 @@ _GRACE_SEC = 15.0
 
 def _watch_parent() -> None:
     def watch() -> None:
+        # os.read on the raw descriptor, not sys.stdin: a daemon thread blocked inside the
+        # buffered reader holds its lock, which aborts the interpreter at shutdown.
         try:
-            while sys.stdin.buffer.read(65536):
+            while os.read(0, 65536):
                 pass
-        except (OSError, ValueError):
+        except OSError:
             pass
         os.kill(os.getpid(), signal.SIGTERM)
         timer = threading.Timer(_GRACE_SEC, lambda: os._exit(1))
