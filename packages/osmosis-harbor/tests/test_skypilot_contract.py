@@ -9,10 +9,12 @@ log directories (Harbor downloads them, and the harness reads results through ``
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 import sys
 import types
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
@@ -26,7 +28,8 @@ from osmosis_ai.rollout.backend.harbor import (
 from osmosis_ai.rollout.backend.harbor.local_environment import NamespaceSandbox
 from osmosis_ai.rollout.context import RolloutContext
 from osmosis_ai.rollout.types.enums import RolloutStatus
-from osmosis_ai.rollout.types.execution import ExecutionRequest
+from osmosis_ai.rollout.types.execution import ExecutionOutcome, ExecutionRequest
+from osmosis_ai.testing import ScriptedPolicyServer
 
 
 class _Aio:
@@ -127,25 +130,67 @@ def test_settings_become_the_skypilot_environment_config() -> None:
         skypilot_environment_config(registry="ghcr.io/x", pool="p")
 
 
-async def test_a_trial_runs_through_harbors_skypilot_provider(
-    sky_log: list[tuple[str, Any]], queue: TrialQueue, hello_task: Path
-) -> None:
+async def _oracle(queue: TrialQueue, task: Path) -> ExecutionOutcome:
     backend = HarborBackend(
         orchestrator=queue,
-        tasks_dir=hello_task,
+        tasks_dir=task,
         agent="oracle",
         environment_config=skypilot_environment_config(context_name="gke-prod", pool="warm"),
     )
-    with RolloutContext(chat_completions_url="http://127.0.0.1:9/v1", rollout_id="sky-1"):
-        outcome = await backend.execute(ExecutionRequest(id="sky-1", prompt=[]))
-
-    assert outcome.result.status == RolloutStatus.SUCCESS, outcome.result.err_message
-    assert outcome.result.sample is not None
-    assert outcome.result.sample.reward == 1.0
-    creates = [entry for kind, entry in sky_log if kind == "create"]
-    assert len(creates) == 1
-    assert creates[0]["pool"] == "warm"
-    assert creates[0]["context_name"] == "gke-prod"
-    assert "image" not in creates[0]  # a warm pool supplies the image
-    assert ("terminate", True) in sky_log
+    with RolloutContext(chat_completions_url="http://127.0.0.1:9/v1", rollout_id="sky-oracle"):
+        outcome = await backend.execute(ExecutionRequest(id="sky-oracle", prompt=[]))
     await backend.shutdown()
+    return outcome
+
+
+async def _workflow(queue: TrialQueue, task: Path) -> ExecutionOutcome:
+    # The stub's sandboxes share the host userland, so point the installer at this interpreter.
+    environment = skypilot_environment_config(
+        context_name="gke-prod",
+        pool="warm",
+        env={"OSMOSIS_SANDBOX_PYTHON": sys.executable, "OSMOSIS_BUNDLE_NO_DEPS": "1"},
+    )
+    backend = HarborBackend(
+        orchestrator=queue,
+        tasks_dir=task,
+        agent="multiply_rollout:MultiplyWorkflow",
+        grader="multiply_rollout:MultiplyGrader",
+        environment_config=environment,
+    )
+    async with ScriptedPolicyServer("multiply") as policy:
+        with RolloutContext(
+            chat_completions_url=policy.chat_completions_url("sky-flow"), rollout_id="sky-flow"
+        ):
+            outcome = await backend.execute(
+                ExecutionRequest(
+                    id="sky-flow", prompt=[{"role": "user", "content": "4 times 9?"}], label="36"
+                )
+            )
+    await backend.shutdown()
+    return outcome
+
+
+async def test_trials_run_through_harbors_skypilot_provider(
+    sky_log: list[tuple[str, Any]],
+    queue: TrialQueue,
+    hello_task: Path,
+    open_task: Path,
+    multiply_project: ModuleType,
+) -> None:
+    # SkyPilot does not mount the log directories: Harbor downloads them, the harness reads
+    # the runner's result through exec, and the SDK verifier's reward comes back as a file.
+    oracle, workflow = await asyncio.gather(_oracle(queue, hello_task), _workflow(queue, open_task))
+
+    assert oracle.result.status == RolloutStatus.SUCCESS, oracle.result.err_message
+    assert oracle.result.sample is not None
+    assert oracle.result.sample.reward == 1.0
+    assert workflow.result.status == RolloutStatus.SUCCESS, workflow.result.err_message
+    assert workflow.result.sample is not None
+    assert workflow.result.sample.reward == 1.0
+    creates = [entry for kind, entry in sky_log if kind == "create"]
+    assert len(creates) == 2
+    for create in creates:
+        assert create["pool"] == "warm"
+        assert create["context_name"] == "gke-prod"
+        assert "image" not in create  # a warm pool supplies the image
+    assert [entry for kind, entry in sky_log if kind == "terminate"] == [True, True]

@@ -56,11 +56,13 @@ def skypilot_environment_config(
     pool: str | None = None,
     namespace: str | None = None,
     secrets: list[str] | None = None,
+    env: dict[str, str] | None = None,
 ) -> EnvironmentConfig:
     """SkyPilot sandboxes through Harbor's own ``skypilot`` provider.
 
     ``registry`` and ``pool`` are alternatives (a warm pool needs no image push); ``secrets``
-    names SkyPilot Secrets Manager entries injected into the sandbox.
+    names SkyPilot Secrets Manager entries injected into the sandbox; ``env`` is set for every
+    command (for example ``OSMOSIS_SANDBOX_PYTHON`` naming the image's interpreter).
     """
     from harbor.models.environment_type import EnvironmentType
     from harbor.models.trial.config import EnvironmentConfig
@@ -81,15 +83,16 @@ def skypilot_environment_config(
         }.items()
         if value
     }
-    return EnvironmentConfig(type=EnvironmentType.SKYPILOT, kwargs=kwargs)
+    return EnvironmentConfig(type=EnvironmentType.SKYPILOT, kwargs=kwargs, env=dict(env or {}))
 
 
-def docker_environment_config() -> EnvironmentConfig:
-    """Harbor's Docker environment (each trial builds or pulls its task image)."""
+def docker_environment_config(env: dict[str, str] | None = None) -> EnvironmentConfig:
+    """Harbor's Docker environment (each trial builds or pulls its task image); ``env`` is set
+    for every command in the container."""
     from harbor.models.environment_type import EnvironmentType
     from harbor.models.trial.config import EnvironmentConfig
 
-    return EnvironmentConfig(type=EnvironmentType.DOCKER)
+    return EnvironmentConfig(type=EnvironmentType.DOCKER, env=dict(env or {}))
 
 
 def local_environment_config(python: str | None = None) -> EnvironmentConfig:
