@@ -339,10 +339,13 @@ def main() -> None:
             try:
                 asyncio.run(_drive(server_url, policy_url, args.warmup, 10**6, args.concurrency))
                 before = _proc_cpu_s(server.pid)
+                policy_before, driver_before = _proc_cpu_s(policy.pid), time.process_time()
                 rewarded, wall, failures = asyncio.run(
                     _drive(server_url, policy_url, args.rollouts, 0, args.concurrency)
                 )
                 server_ms = (_proc_cpu_s(server.pid) - before) * 1000 / args.rollouts
+                policy_ms = (_proc_cpu_s(policy.pid) - policy_before) * 1000 / args.rollouts
+                driver_ms = (time.process_time() - driver_before) * 1000 / args.rollouts
                 peak = _proc_peak_rss_mb(server.pid)
             finally:
                 server.terminate()
@@ -354,6 +357,10 @@ def main() -> None:
     print(
         f"rollout server: {server_ms:.2f} ms server CPU/rollout, {args.rollouts / wall:.0f} "
         f"rollouts/s, peak RSS {peak:.0f} MB, reward 1.0 for {rewarded}/{args.rollouts}"
+    )
+    print(
+        f"  (same machine, same time: controller {driver_ms:.2f} ms and scripted policy "
+        f"{policy_ms:.2f} ms CPU/rollout, which bound rollouts/s on few cores)"
     )
     print(
         f"server over raw floor: {server_ms - floor_ms:+.2f} ms/rollout "
