@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from cli_harness import RunCli  # pyright: ignore[reportMissingImports]
@@ -17,9 +19,54 @@ from osmosis_cli.registry import COMMANDS
 
 
 def test_global_flags_are_taken_from_anywhere_before_double_dash() -> None:
-    flags, rest = split_global_flags(["template", "--json", "list", "-V", "--", "--plain"])
+    flags, values, rest = split_global_flags(
+        [
+            "template",
+            "--json",
+            "list",
+            "--platform",
+            "https://p",
+            "-V",
+            "--env-file=x.env",
+            "--",
+            "--plain",
+        ]
+    )
     assert flags == {"--json", "--version"}
+    assert values == {"--platform": "https://p", "--env-file": "x.env"}
     assert rest == ["template", "list", "--", "--plain"]
+
+
+def test_valued_global_flag_without_value_is_a_usage_error(run_cli: RunCli) -> None:
+    result = run_cli("auth", "whoami", "--platform")
+    assert result.code == 2
+    assert "--platform needs a value" in result.stderr
+
+
+def test_platform_flag_overrides_the_environment(
+    run_cli: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OSMOSIS_PLATFORM_URL", "https://from-env.example")
+    result = run_cli("--json", "auth", "whoami", "--platform", "https://from-flag.example")
+    assert result.error()["error"]["details"]["platform_url"] == "https://from-flag.example"
+
+
+def test_env_file_is_loaded_without_overriding_the_process(
+    run_cli: RunCli, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".env").write_text(
+        "OSMOSIS_PLATFORM_URL=https://from-dotenv.example\nOSMOSIS_TEST_KEPT=file\n",
+        encoding="utf-8",
+    )
+    monkeypatch.setenv("OSMOSIS_TEST_KEPT", "process")
+    monkeypatch.setenv("OSMOSIS_PLATFORM_URL", "")  # empty counts as unset; restored after
+    result = run_cli("--json", "auth", "whoami", cwd=tmp_path)
+    assert result.error()["error"]["details"]["platform_url"] == "https://from-dotenv.example"
+    assert os.environ["OSMOSIS_TEST_KEPT"] == "process"
+    missing = run_cli("--json", "auth", "whoami", "--env-file", str(tmp_path / "nope.env"))
+    assert missing.code == 1
+    assert missing.error()["error"]["code"] == "VALIDATION"
 
 
 def test_version_plain_and_json(run_cli: RunCli) -> None:

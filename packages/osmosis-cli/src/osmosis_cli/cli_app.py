@@ -126,6 +126,20 @@ def _root_callback(
     plain: Annotated[
         bool, typer.Option("--plain", help="Plain text without colour or tables.")
     ] = False,
+    platform: Annotated[
+        str | None,
+        typer.Option(
+            "--platform", metavar="URL", help="Platform base URL (overrides $OSMOSIS_PLATFORM_URL)."
+        ),
+    ] = None,
+    env_file: Annotated[
+        str | None,
+        typer.Option(
+            "--env-file",
+            metavar="PATH",
+            help="Load variables from PATH (default: the nearest .env).",
+        ),
+    ] = None,
     version: Annotated[
         bool, typer.Option("-V", "--version", help="Show the version and exit.")
     ] = False,

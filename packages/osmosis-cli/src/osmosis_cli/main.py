@@ -22,25 +22,48 @@ if TYPE_CHECKING:
     from typing import Any
 
 GLOBAL_FLAGS = {"--json", "--plain", "--version", "-V"}
+VALUE_FLAGS = ("--platform", "--env-file")
 EXIT_OK = 0
 EXIT_FAILURE = 1
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
 
 
-def split_global_flags(argv: Sequence[str]) -> tuple[set[str], list[str]]:
-    """Remove the global flags from ``argv`` (anywhere before a literal ``--``)."""
+class UsageProblem(ValueError):
+    """A global flag is malformed (exit code 2)."""
+
+
+def split_global_flags(argv: Sequence[str]) -> tuple[set[str], dict[str, str], list[str]]:
+    """Remove the global flags from ``argv`` (anywhere before a literal ``--``).
+
+    Returns the boolean flags, the valued ones (``--platform URL``, ``--env-file PATH``, also
+    written ``--platform=URL``) and the remaining arguments.
+    """
     flags: set[str] = set()
+    values: dict[str, str] = {}
     rest: list[str] = []
     passthrough = False
-    for arg in argv:
+    items = iter(argv)
+    for arg in items:
         if not passthrough and arg == "--":
             passthrough = True
-        if not passthrough and arg in GLOBAL_FLAGS:
+        if passthrough:
+            rest.append(arg)
+            continue
+        name, equals, inline = arg.partition("=")
+        if arg in GLOBAL_FLAGS:
             flags.add("--version" if arg == "-V" else arg)
+        elif name in VALUE_FLAGS:
+            value = inline if equals else next(items, None)
+            if not value or (not equals and value.startswith("-")):
+                raise UsageProblem(f"{name} needs a value, e.g. {name} {_EXAMPLES[name]}")
+            values[name] = value
         else:
             rest.append(arg)
-    return flags, rest
+    return flags, values, rest
+
+
+_EXAMPLES = {"--platform": "https://platform.osmosis.ai", "--env-file": ".env"}
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -50,7 +73,11 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 def run(argv: Sequence[str]) -> int:
     """Run one CLI invocation and return its exit code (never raises, except SystemExit)."""
-    flags, args = split_global_flags(argv)
+    try:
+        flags, values, args = split_global_flags(argv)
+    except UsageProblem as exc:
+        sys.stderr.write(f"Error: {exc}\n")
+        return EXIT_USAGE
     if "--json" in flags and "--plain" in flags:
         sys.stderr.write("Error: --json and --plain cannot be used together.\n")
         return EXIT_USAGE
@@ -71,6 +98,16 @@ def run(argv: Sequence[str]) -> int:
     if "--version" in flags:
         output.emit_detail({"name": "osmosis-cli", "version": __version__})
         return EXIT_OK
+    from osmosis_cli.dotenv import load_environment
+    from osmosis_cli.errors import CLIError
+
+    try:
+        load_environment(values.get("--env-file"))
+    except CLIError as error:
+        output.error(error)
+        return error.exit_code
+    if "--platform" in values:
+        os.environ["OSMOSIS_PLATFORM_URL"] = values["--platform"]
     return _dispatch(args, output)
 
 

@@ -42,6 +42,8 @@ ROOT_HELP = "osmosis: define, run, evaluate and serve agent rollouts."
 GLOBAL_OPTIONS: tuple[tuple[str, str], ...] = (
     ("--json", "Print one JSON envelope on stdout (errors on stderr)."),
     ("--plain", "Plain text without colour or tables."),
+    ("--platform URL", "Platform base URL (overrides $OSMOSIS_PLATFORM_URL)."),
+    ("--env-file PATH", "Load variables from PATH (default: the nearest .env)."),
     ("-V, --version", "Show the version and exit."),
     ("-h, --help", "Show this message and exit."),
 )

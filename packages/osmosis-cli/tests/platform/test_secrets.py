@@ -6,9 +6,10 @@ from pathlib import Path
 
 import pytest
 
+from osmosis_cli.dotenv import parse_dotenv
 from osmosis_cli.errors import CLIError, CLIErrorCode
 from osmosis_cli.output import Mode, Output
-from osmosis_cli.platform.secrets import parse_dotenv, resolve_secrets
+from osmosis_cli.platform.secrets import resolve_secrets
 
 
 def test_parse_dotenv_forms() -> None:

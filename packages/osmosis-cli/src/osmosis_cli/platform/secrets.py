@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from osmosis_cli.dotenv import parse_dotenv, read_dotenv
 from osmosis_cli.errors import CLIError, CLIErrorCode
 from osmosis_cli.output import Output
 
@@ -22,45 +23,10 @@ class ResolvedSecrets:
         return f"ResolvedSecrets(sources={self.sources!r})"
 
 
-def parse_dotenv(text: str, *, origin: str) -> dict[str, str]:
-    """``KEY=value`` lines (``export`` prefix, quotes and ``#`` comments allowed)."""
-    values: dict[str, str] = {}
-    for number, raw in enumerate(text.splitlines(), start=1):
-        line = raw.strip()
-        if not line or line.startswith("#"):
-            continue
-        if line.startswith("export "):
-            line = line[len("export ") :].lstrip()
-        key, sep, value = line.partition("=")
-        key = key.strip()
-        if not sep or not key.isidentifier():
-            raise CLIError(
-                CLIErrorCode.VALIDATION,
-                f"{origin}:{number}: expected NAME=value (the value is not shown).",
-                details={"file": origin, "line": number},
-            )
-        value = value.strip()
-        if len(value) >= 2 and value[0] == value[-1] and value[0] in {'"', "'"}:
-            value = value[1:-1]
-        elif " #" in value:
-            value = value.split(" #", 1)[0].rstrip()
-        values[key] = value
-    return values
-
-
 def read_secrets_file(path: str) -> dict[str, str]:
     if path == "-":
         return parse_dotenv(sys.stdin.read(), origin="<stdin>")
-    file = Path(path).expanduser()
-    try:
-        text = file.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise CLIError(
-            CLIErrorCode.VALIDATION,
-            f"Cannot read --secrets-file {path}: {exc.strerror or exc}.",
-            details={"file": path},
-        ) from None
-    return parse_dotenv(text, origin=str(file))
+    return read_dotenv(Path(path).expanduser())
 
 
 def resolve_secrets(
