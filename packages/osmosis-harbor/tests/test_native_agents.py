@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import subprocess
 from collections.abc import Callable
@@ -15,6 +16,7 @@ from osmosis_ai.rollout.backend.harbor import HarborBackend, local_environment_c
 from osmosis_ai.rollout.context import RolloutContext
 from osmosis_ai.rollout.types.enums import RolloutErrorCategory, RolloutStatus
 from osmosis_ai.rollout.types.execution import ExecutionRequest
+from osmosis_ai.testing import ScriptedPolicyServer, text_reply
 
 
 def _backend(queue: TrialQueue, task: Path, agent: str, **kwargs: object) -> HarborBackend:
@@ -99,4 +101,51 @@ async def test_agent_deadline_and_grade_false(queue: TrialQueue, dataset_dir: Pa
     assert ungraded.grader is None
     assert ungraded.result.sample is not None
     assert ungraded.result.sample.reward is None
+    await backend.shutdown()
+
+
+TERMINUS_REPLY = json.dumps(
+    {
+        "analysis": "The file does not exist yet.",
+        "plan": "Write it with echo.",
+        "commands": [{"keystrokes": "echo hello > /app/hello.txt\n", "duration": 0.1}],
+        "task_complete": True,
+    }
+)
+
+
+async def test_terminus_2_calls_the_rollout_policy(queue: TrialQueue, hello_task: Path) -> None:
+    """terminus-2 runs in this process (LiteLLM) and drives tmux in the sandbox; its model calls
+    go to the rollout's endpoint with the rollout's key, and the key stays out of the trial dir.
+    (Most of this test's time is Harbor importing LiteLLM for terminus-2.)"""
+    key = "sk-terminus-rollout-key-42"
+    backend = _backend(
+        queue,
+        hello_task,
+        "terminus-2",
+        native_agent_kwargs={"record_terminal_session": False, "max_turns": 4},
+        cleanup_successful_trials=False,
+    )
+    async with ScriptedPolicyServer(lambda body: text_reply(TERMINUS_REPLY)) as policy:
+        with RolloutContext(
+            chat_completions_url=policy.chat_completions_url("term-1"),
+            api_key=key,
+            rollout_id="term-1",
+        ):
+            outcome = await backend.execute(
+                ExecutionRequest(
+                    id="term-1", prompt=[{"role": "user", "content": "Create hello.txt"}]
+                )
+            )
+        calls = policy.requests_for("term-1")
+    assert outcome.result.status == RolloutStatus.SUCCESS, outcome.result.err_message
+    assert outcome.result.sample is not None
+    assert outcome.result.sample.reward == 1.0
+    assert calls
+    assert all(call.bearer_token == key for call in calls)
+    assert outcome.result.sample.messages[-1]["role"] == "assistant"  # from terminus' ATIF
+    leaked = [
+        p for p in backend.trials_dir.rglob("*") if p.is_file() and key.encode() in p.read_bytes()
+    ]
+    assert leaked == []
     await backend.shutdown()
