@@ -125,8 +125,9 @@ def _dispatch(args: list[str], output: Any) -> int:
     except CLIError as error:
         output.error(error)
         return error.exit_code
-    except _click.exceptions.NoArgsIsHelpError as exc:
-        sys.stdout.write(exc.ctx.get_help() + "\n") if exc.ctx else None
+    except _click.exceptions.NoArgsIsHelpError as exc:  # `osmosis template`: show its help
+        if exc.ctx is not None:
+            sys.stdout.write(exc.ctx.get_help() + "\n")
         return EXIT_OK
     except _click.exceptions.UsageError as exc:
         if output.is_json:
@@ -153,11 +154,12 @@ def _dispatch(args: list[str], output: Any) -> int:
             import traceback
 
             traceback.print_exc()
+        # Only the type: an exception's text can carry data (URLs, tokens) not meant for logs.
         output.error(
             CLIError(
                 CLIErrorCode.INTERNAL,
-                "An unexpected internal error occurred. Re-run with OSMOSIS_DEBUG=1 for the "
-                f"traceback. ({type(exc).__name__}: {exc})",
+                f"An unexpected internal error occurred ({type(exc).__name__}). Re-run with "
+                "OSMOSIS_DEBUG=1 to see the traceback.",
                 details={"exception_type": type(exc).__name__},
             )
         )
