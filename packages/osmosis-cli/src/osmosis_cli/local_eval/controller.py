@@ -409,6 +409,7 @@ async def _dispatch(
                 on_result=record_result,
                 on_event=on_event,
                 server_alive=lambda: server.exited() is None,
+                redact=log.redact,
             )
             run_task = asyncio.create_task(scheduler.run(pending))
             watch_task = asyncio.create_task(_watch_server(server, run_task))

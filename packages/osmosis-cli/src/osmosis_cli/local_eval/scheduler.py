@@ -81,6 +81,9 @@ class Scheduler:
     on_result: Callable[[dict[str, Any]], None] = lambda record: None
     on_event: Callable[[str, str, dict[str, Any]], None] = lambda level, message, details: None
     server_alive: Callable[[], bool] = lambda: True
+    #: Applied to error messages before they are journaled (a rollout's exception text may
+    #: quote a secret from its environment).
+    redact: Callable[[str], str] = lambda text: text
     halt_reason: str | None = None
     dispatched: int = 0
     _in_flight: dict[str, WorkItem] = field(default_factory=dict)
@@ -263,7 +266,7 @@ class Scheduler:
             "attempt": self.attempt_tag,
         }
         if error_message:
-            record["error_message"] = error_message[:2000]
+            record["error_message"] = self.redact(error_message)[:2000]
         return record
 
     async def _cancel_on_server(self, client: RolloutClient, rollout_id: str, handle: Any) -> None:
