@@ -30,8 +30,10 @@ def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     assert UV is not None
     work = tmp_path_factory.mktemp("isolated")
     dist = work / "dist"
-    for package in ("osmosis-core", "osmosis-cli"):
-        built = _run(UV, "build", "--package", package, "--wheel", "-o", str(dist), cwd=ROOT)
+    # osmosis-cli goes through its sdist (uv's default), as a release would: the templates must
+    # survive the trip from the repository into the sdist and from there into the wheel.
+    for package, flags in (("osmosis-core", ["--wheel"]), ("osmosis-cli", [])):
+        built = _run(UV, "build", "--package", package, *flags, "-o", str(dist), cwd=ROOT)
         assert built.returncode == 0, built.stderr
     env = work / "venv"
     made = _run(UV, "venv", "-q", "--python", sys.executable, str(env))
