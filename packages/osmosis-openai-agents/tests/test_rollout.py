@@ -80,6 +80,29 @@ async def test_template_rollout_earns_reward_one(multiply_policy: ScriptedPolicy
     assert len(multiply_policy.requests_for(result.rollout_id)) == 2
 
 
+async def test_the_sample_becomes_an_atif_trajectory_with_per_call_metrics(
+    multiply_policy: ScriptedPolicyServer,
+) -> None:
+    from osmosis_ai.rollout.trajectory import convert_sample_to_trajectory
+
+    result = await run_rollout(
+        MultiplyWorkflow, MultiplyGrader, prompt=PROMPT, label="408", policy=multiply_policy
+    )
+    assert result.sample is not None
+    document = convert_sample_to_trajectory(result.sample, rollout_id=result.rollout_id)
+    assert document is not None
+    steps = document["steps"]
+    assert [step["source"] for step in steps] == ["system", "user", "agent", "agent"]
+    agent_steps = steps[2:]
+    assert agent_steps[0]["tool_calls"][0]["function_name"] == "multiply"
+    assert agent_steps[0]["observation"]["results"][0]["content"] == "408"
+    assert agent_steps[1]["message"] == "#### 408"
+    for step in agent_steps:
+        assert step["model_name"] == "osmosis-rollout"
+        assert step["metrics"]["prompt_tokens"] > 0
+        assert step["metrics"]["completion_tokens"] > 0
+
+
 async def test_wrong_answer_earns_zero_not_a_failure() -> None:
     script = [tool_call_reply("multiply", {"a": 12, "b": 34}), text_reply("#### 407")]
     async with ScriptedPolicyServer(script) as policy:
