@@ -136,3 +136,45 @@ async def test_task_verifier_wins_over_the_sdk_grader(
     # The user's task directory is never modified (each rollout runs a copy).
     assert sorted(p.name for p in (task / "tests").iterdir()) == ["test.sh"]
     await backend.shutdown()
+
+
+async def _nop_graded(
+    task: Path, queue: TrialQueue, grader: str, rollout_id: str
+) -> ExecutionOutcome:
+    backend = HarborBackend(
+        orchestrator=queue,
+        tasks_dir=task,
+        agent="nop",
+        grader=grader,
+        environment_config=local_environment_config(),
+    )
+    with RolloutContext(chat_completions_url="http://127.0.0.1:9/v1", rollout_id=rollout_id):
+        outcome = await backend.execute(
+            ExecutionRequest(
+                id=rollout_id, prompt=[{"role": "user", "content": "#### 42"}], label="42"
+            )
+        )
+    await backend.shutdown()
+    return outcome
+
+
+async def test_native_agents_graded_by_the_sdk_grader(
+    queue: TrialQueue, open_task: Path, multiply_project: ModuleType
+) -> None:
+    # nop leaves the prompt as the whole sample; the generated verifier installs the bundle
+    # itself (no harness agent ran) and the grader finds the expected answer in that prompt.
+    graded, broken = await asyncio.gather(
+        _nop_graded(open_task, queue, "multiply_rollout:MultiplyGrader", "nop-graded"),
+        _nop_graded(open_task, queue, "multiply_rollout:RaisingGrader", "nop-broken"),
+    )
+    assert graded.result.status == RolloutStatus.SUCCESS, graded.result.err_message
+    assert graded.result.sample is not None
+    assert graded.result.sample.reward == 1.0
+    assert graded.workflow.extra_fields is not None
+    assert graded.workflow.extra_fields["harbor_graded_by"] == "sdk"
+    # A grader that raises is a failure with its category, never a reward of 0.
+    assert broken.result.status == RolloutStatus.FAILURE
+    assert broken.result.err_category == RolloutErrorCategory.VALIDATION_ERROR
+    assert broken.result.err_message == "grader failed: the grader found no answer"
+    assert broken.result.sample is not None
+    assert broken.result.sample.reward is None
