@@ -26,6 +26,7 @@ logger = logging.getLogger("osmosis_ai.rollout.server")
 
 _RETRYABLE_STATUS = frozenset({408, 429})
 _BODY_EXCERPT = 500
+_MAX_IN_FLIGHT = 32
 
 
 class DeliveryState(enum.Enum):
@@ -59,18 +60,25 @@ class RetryPolicy:
 class CallbackSender:
     """POSTs JSON bodies to callback URLs with retries; one instance per server."""
 
-    def __init__(self, policy: RetryPolicy) -> None:
+    def __init__(self, policy: RetryPolicy, *, max_in_flight: int = _MAX_IN_FLIGHT) -> None:
         self.policy = policy
         self._client: httpx.AsyncClient | None = None
+        # Deliveries wait here rather than in httpx's pool: the pool's bookkeeping grows with
+        # the number of waiting requests, and a pool timeout would be misread as a failure.
+        self._slots = asyncio.Semaphore(max_in_flight)
+        self._max_in_flight = max_in_flight
 
     def _http(self) -> httpx.AsyncClient:
         if self._client is None:
             import httpx
 
             self._client = httpx.AsyncClient(
-                timeout=self.policy.request_timeout_sec,
+                timeout=httpx.Timeout(self.policy.request_timeout_sec, pool=None),
                 follow_redirects=False,
-                limits=httpx.Limits(max_connections=256, max_keepalive_connections=64),
+                limits=httpx.Limits(
+                    max_connections=self._max_in_flight,
+                    max_keepalive_connections=self._max_in_flight,
+                ),
             )
         return self._client
 
@@ -94,7 +102,8 @@ class CallbackSender:
             retry_after: float | None = None
             status: int | None = None
             try:
-                response = await self._http().post(url, content=body, headers=headers)
+                async with self._slots:
+                    response = await self._http().post(url, content=body, headers=headers)
             except httpx.HTTPError as exc:
                 problem = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
             except Exception as exc:  # an invalid URL, for example: never retried

@@ -84,6 +84,7 @@ class RolloutEntry:
         "started",
         "status",
         "task",
+        "timer",
         "uses_lease",
     )
 
@@ -95,6 +96,7 @@ class RolloutEntry:
         self.request: RolloutInitRequest | None = None
         self.progress = RolloutProgress()
         self.task: asyncio.Task[None] | None = None
+        self.timer: asyncio.TimerHandle | None = None
         self.started = False
         self.finished = False
         self.finished_at = 0.0
@@ -113,6 +115,11 @@ class RolloutEntry:
     @property
     def current_status(self) -> RolloutStatus:
         return self.status if self.finished else self.progress.status
+
+
+# Shared by every finished entry in place of its own progress object (memory per retained
+# result); finished entries answer from ``entry.status``, never from this.
+_FINISHED = RolloutProgress(status=RolloutStatus.SUCCESS)
 
 
 def _publish(progress: RolloutProgress, status: RolloutStatus) -> None:
@@ -301,7 +308,7 @@ class RolloutService:
                 entry.callback_key = request.controller_api_key or None
             else:
                 entry.lease_deadline = loop.time() + settings.polling_lease_timeout_sec
-                loop.call_at(entry.lease_deadline, self._check_lease, entry)
+                entry.timer = loop.call_at(entry.lease_deadline, self._check_lease, entry)
             self.entries[rollout_id] = entry
             task = loop.create_task(self._run(entry, exec_request))
         except Exception as exc:
@@ -367,6 +374,7 @@ class RolloutService:
 
     def _task_done(self, entry: RolloutEntry, task: asyncio.Task[None]) -> None:
         self.active -= 1
+        entry.task = None
         if entry.finished:
             return
         if task.cancelled():
@@ -444,7 +452,12 @@ class RolloutService:
             self._spawn(self._save(entry.rollout_id, request, outcome, None))
             entry.request = None
         self._finished_order.append(entry)
-        _publish(entry.progress, status)
+        if entry.timer is not None:
+            entry.timer.cancel()  # lets the loop drop it (and this entry) from its timer heap
+            entry.timer = None
+        progress = entry.progress
+        entry.progress = _FINISHED  # waiters hold the old event; a retained result stays small
+        _publish(progress, status)
         if len(self._finished_order) > self.settings.max_retained_results:
             self._evict(loop.time())
 
@@ -455,8 +468,9 @@ class RolloutService:
             return
         loop = self._loop or asyncio.get_running_loop()
         if loop.time() < entry.lease_deadline:
-            loop.call_at(entry.lease_deadline, self._check_lease, entry)
+            entry.timer = loop.call_at(entry.lease_deadline, self._check_lease, entry)
             return
+        entry.timer = None
         self._expire(entry)
 
     def _expire(self, entry: RolloutEntry) -> None:
@@ -695,7 +709,7 @@ class RolloutService:
         entry.finished = True
         entry.started = True
         entry.finished_at = (self._loop or asyncio.get_running_loop()).time()
-        entry.progress.status = entry.status
+        entry.progress = _FINISHED
         self.entries[rollout_id] = entry
         self._finished_order.append(entry)
         if callbacks:

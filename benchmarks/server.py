@@ -1,0 +1,422 @@
+"""Rollout server benchmark: no-op rollouts at concurrency 1, 64 and 512, both protocols.
+
+The server runs in a subprocess (``create_rollout_server`` + ``serve``) with a ``LocalBackend``
+whose workflow returns at once and whose grader sets reward 1.0, so what is measured is the
+server's own cost (admission, scheduling, the rollout context, polls or callbacks, result
+encoding, trajectory writing). This process is the controller: a lean keep-alive HTTP/1.1
+client (one connection per rollout in flight) for both protocols, plus a callback listener for
+the 0.3.0 protocol. ``--backend bare`` swaps LocalBackend for a backend that returns a fixed
+outcome, to show the server's share alone.
+
+Figures printed per mode and concurrency: rollouts/s, server CPU ms per rollout (utime+stime
+of the server process from /proc, so worker threads such as the trajectory writer count),
+p50/p99 admission latency (POST /rollout round trip), p50/p99 end-to-end latency (POST start to
+final result), lost results, then peak RSS and RSS growth per 1,000 finished rollouts.
+Prints figures only; never asserts.
+
+    uv run python benchmarks/server.py                 # defaults: N=1500 per level
+    uv run python benchmarks/server.py -n 3000 --modes poll
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+LEVELS = (1, 64, 512)
+TICKS = os.sysconf("SC_CLK_TCK")
+
+
+# ---- the server process --------------------------------------------------------------------
+
+
+def run_server(port: int, save_trajectories: bool, backend_kind: str) -> None:
+    from osmosis_ai.rollout import (
+        AgentWorkflow,
+        AgentWorkflowConfig,
+        AgentWorkflowContext,
+        AgentWorkflowOutput,
+        Grader,
+        GraderContext,
+        LocalBackend,
+    )
+    from osmosis_ai.rollout.server import create_rollout_server, serve
+
+    class NoOp(AgentWorkflow[AgentWorkflowConfig]):
+        async def run(self, ctx: AgentWorkflowContext[AgentWorkflowConfig]) -> Any:
+            return AgentWorkflowOutput(
+                messages=[*ctx.prompt, {"role": "assistant", "content": "#### 42"}]
+            )
+
+    class Full(Grader):
+        async def grade(self, ctx: GraderContext) -> None:
+            ctx.set_reward(1.0)
+
+    from osmosis_ai.rollout.backend.base import ExecutionBackend
+    from osmosis_ai.rollout.types import (
+        ExecutionOutcome,
+        ExecutionRequest,
+        ExecutionResult,
+        RolloutSample,
+        RolloutStatus,
+    )
+
+    class Bare(ExecutionBackend):
+        """A fixed graded outcome: what is left is the server's own work."""
+
+        async def execute(self, request: ExecutionRequest) -> ExecutionOutcome:
+            sample = RolloutSample(
+                messages=[*request.prompt, {"role": "assistant", "content": "#### 42"}],
+                label=request.label,
+                reward=1.0,
+            )
+            result = ExecutionResult(status=RolloutStatus.SUCCESS, sample=sample)
+            return ExecutionOutcome(workflow=result, grader=result)
+
+    backend: ExecutionBackend
+    if backend_kind == "bare":
+        backend = Bare()
+    else:
+        backend = LocalBackend(
+            workflow=NoOp, workflow_config=AgentWorkflowConfig(name="noop"), grader=Full
+        )
+    app = create_rollout_server(
+        backend=backend, configure_logging=False, save_trajectories=save_trajectories
+    )
+    profile_path = os.environ.get("OSMOSIS_BENCH_PROFILE")
+    if not profile_path:
+        serve(app, port=port, log_level="warning")
+        return
+    import cProfile
+
+    profiler = cProfile.Profile(time.process_time)
+    profiler.enable()
+    try:
+        serve(app, port=port, log_level="warning")
+    finally:
+        profiler.disable()
+        profiler.dump_stats(profile_path)
+
+
+# ---- measurement helpers -------------------------------------------------------------------
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICKS  # utime + stime
+
+
+def memory_kb(pid: int, key: str) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(key + ":"):
+            return int(line.split()[1])
+    return 0
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+PROMPT = [{"role": "user", "content": "What is 6 * 7?"}]
+
+
+# ---- controllers ---------------------------------------------------------------------------
+
+
+class Connection:
+    """A minimal keep-alive HTTP/1.1 client connection (one request at a time).
+
+    httpx costs about a millisecond of CPU per request; at 512 rollouts in flight the
+    controller, not the server, would set the latencies measured. This costs a few percent of
+    that, so admission and end-to-end figures are the server's.
+    """
+
+    def __init__(self, host: str, port: int) -> None:
+        self.host, self.port = host, port
+        self.reader: asyncio.StreamReader | None = None
+        self.writer: asyncio.StreamWriter | None = None
+
+    async def request(
+        self, method: str, path: str, body: bytes = b"", headers: str = ""
+    ) -> tuple[int, bytes]:
+        if self.writer is None:
+            self.reader, self.writer = await asyncio.open_connection(self.host, self.port)
+        assert self.reader is not None
+        head = (
+            f"{method} {path} HTTP/1.1\r\nhost: {self.host}\r\n{headers}"
+            f"content-type: application/json\r\ncontent-length: {len(body)}\r\n\r\n"
+        )
+        self.writer.write(head.encode() + body)
+        status_line = await self.reader.readline()
+        status = int(status_line.split()[1])
+        length = 0
+        while True:
+            line = await self.reader.readline()
+            if line in (b"\r\n", b""):
+                break
+            if line[:15].lower() == b"content-length:":
+                length = int(line[15:])
+        return status, await self.reader.readexactly(length)
+
+    def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+
+
+def admission_body(rollout_id: str, extra: dict[str, Any] | None = None) -> bytes:
+    payload: dict[str, Any] = {
+        "rollout_id": rollout_id,
+        "initial_messages": PROMPT,
+        "label": "42",
+        "chat_completions_url": "http://127.0.0.1:9/v1",
+    }
+    if extra:
+        payload.update(extra)
+    return json.dumps(payload).encode()
+
+
+async def run_workers(
+    n: int, concurrency: int, one: Any, port: int
+) -> tuple[float, list[float], list[float], int]:
+    """Run ``one(connection, index)`` for ``n`` indexes on ``concurrency`` connections."""
+    admissions: list[float] = []
+    latencies: list[float] = []
+    lost = 0
+    counter = iter(range(n))
+
+    async def worker() -> None:
+        nonlocal lost
+        connection = Connection("127.0.0.1", port)
+        try:
+            for index in counter:
+                try:
+                    outcome = await one(connection, index)
+                except Exception:
+                    lost += 1
+                    connection.close()
+                    connection = Connection("127.0.0.1", port)
+                    continue
+                if outcome is None:
+                    lost += 1
+                else:
+                    admissions.append(outcome[0])
+                    latencies.append(outcome[1])
+        finally:
+            connection.close()
+
+    started = time.perf_counter()
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    return time.perf_counter() - started, admissions, latencies, lost
+
+
+async def drive_poll(port: int, prefix: str, n: int, concurrency: int) -> dict[str, Any]:
+    async def one(connection: Connection, index: int) -> tuple[float, float] | None:
+        rollout_id = f"{prefix}-{index}"
+        start = time.perf_counter()
+        status, raw = await connection.request("POST", "/rollout", admission_body(rollout_id))
+        admitted = time.perf_counter()
+        if status != 202:
+            return None
+        lease = f"x-osmosis-rollout-lease: {json.loads(raw)['polling_lease_token']}\r\n"
+        while True:
+            status, raw = await connection.request(
+                "GET", f"/rollout/{rollout_id}/result", headers=lease
+            )
+            result = json.loads(raw)
+            if status != 200:
+                return None
+            if result["status"] in ("success", "failure", "cancelled"):
+                break
+        if result["status"] != "success" or result["sample"]["reward"] != 1.0:
+            return None
+        return admitted - start, time.perf_counter() - start
+
+    elapsed, admissions, latencies, lost = await run_workers(n, concurrency, one, port)
+    return {"elapsed": elapsed, "admissions": admissions, "latencies": latencies, "lost": lost}
+
+
+async def drive_callbacks(port: int, prefix: str, n: int, concurrency: int) -> dict[str, Any]:
+    import uvicorn
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import Response
+    from starlette.routing import Route
+
+    waiters: dict[str, asyncio.Future[dict[str, Any]]] = {}
+    loop = asyncio.get_running_loop()
+
+    async def grader(request: Request) -> Response:
+        payload = json.loads(await request.body())
+        future = waiters.get(request.path_params["rid"])
+        if future is not None and not future.done():
+            future.set_result(payload)
+        return Response(b'{"ok":true}', media_type="application/json")
+
+    async def completion(request: Request) -> Response:
+        await request.body()
+        return Response(b'{"ok":true}', media_type="application/json")
+
+    listener = Starlette(
+        routes=[
+            Route("/cb/{rid}/completion", completion, methods=["POST"]),
+            Route("/cb/{rid}/grader", grader, methods=["POST"]),
+        ]
+    )
+    listen_port = free_port()
+    server = uvicorn.Server(
+        uvicorn.Config(
+            listener, host="127.0.0.1", port=listen_port, log_level="warning", lifespan="off"
+        )
+    )
+    serving = asyncio.create_task(server.serve())
+    while not server.started:  # noqa: ASYNC110 - uvicorn exposes no start-up event
+        await asyncio.sleep(0.01)
+    base = f"http://127.0.0.1:{listen_port}"
+
+    async def one(connection: Connection, index: int) -> tuple[float, float] | None:
+        rollout_id = f"{prefix}-{index}"
+        future = waiters[rollout_id] = loop.create_future()
+        extra = {
+            "completion_callback_url": f"{base}/cb/{rollout_id}/completion",
+            "grader_callback_url": f"{base}/cb/{rollout_id}/grader",
+            "controller_api_key": "bench",
+        }
+        start = time.perf_counter()
+        status, _ = await connection.request("POST", "/rollout", admission_body(rollout_id, extra))
+        admitted = time.perf_counter()
+        if status != 202:
+            return None
+        try:
+            payload = await asyncio.wait_for(future, 60)
+        finally:
+            waiters.pop(rollout_id, None)
+        if payload.get("status") != "success":
+            return None
+        return admitted - start, time.perf_counter() - start
+
+    elapsed, admissions, latencies, lost = await run_workers(n, concurrency, one, port)
+    server.should_exit = True
+    await serving
+    return {"elapsed": elapsed, "admissions": admissions, "latencies": latencies, "lost": lost}
+
+
+# ---- the benchmark -------------------------------------------------------------------------
+
+
+async def wait_healthy(url: str, process: subprocess.Popen[bytes]) -> None:
+    import httpx
+
+    async with httpx.AsyncClient() as http:
+        for _ in range(300):
+            if process.poll() is not None:
+                raise RuntimeError("the server process exited during start-up")
+            try:
+                if (await http.get(f"{url}/health")).status_code == 200:
+                    return
+            except httpx.TransportError:
+                pass
+            await asyncio.sleep(0.05)
+    raise RuntimeError("the server did not become healthy")
+
+
+async def bench_mode(
+    mode: str, n: int, levels: Sequence[int], trajectories: bool, backend: str
+) -> None:
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    with tempfile.TemporaryDirectory(prefix="osmosis-bench-") as home:
+        env = {**os.environ, "OSMOSIS_HOME": home, "PYTHONUNBUFFERED": "1"}
+        args = [sys.executable, __file__, "--serve", str(port), "--backend", backend]
+        if not trajectories:
+            args.append("--no-trajectories")
+        process = subprocess.Popen(args, env=env)  # noqa: ASYNC220 - polled via /proc, not awaited
+        try:
+            await wait_healthy(url, process)
+            drive = drive_poll if mode == "poll" else drive_callbacks
+            await drive(port, "warmup", 200, 32)  # imports, pools, caches
+            rss_start = memory_kb(process.pid, "VmRSS")
+            finished = 0
+            for level in levels:
+                count = n if level > 1 else max(n // 5, 100)
+                cpu_before = cpu_seconds(process.pid)
+                figures = await drive(port, f"c{level}", count, level)
+                cpu = cpu_seconds(process.pid) - cpu_before
+                finished += count
+                done = max(len(figures["latencies"]), 1)
+                print(
+                    f"{mode:8} C={level:<4} N={count:<5} "
+                    f"{count / figures['elapsed']:7.0f} rollouts/s  "
+                    f"server CPU {1000 * cpu / count:5.2f} ms/rollout  "
+                    f"admission p50 {1000 * percentile(figures['admissions'], 0.5):6.1f} ms "
+                    f"p99 {1000 * percentile(figures['admissions'], 0.99):6.1f} ms  "
+                    f"e2e p50 {1000 * percentile(figures['latencies'], 0.5):6.1f} ms "
+                    f"p99 {1000 * percentile(figures['latencies'], 0.99):6.1f} ms  "
+                    f"lost {figures['lost']}" + ("" if done else " (no result)"),
+                    flush=True,
+                )
+            # Steady state: the heap has grown to what the concurrency levels need; what grows
+            # from here on is what retained results cost.
+            steady_start = memory_kb(process.pid, "VmRSS")
+            await drive(port, "steady", n, 64)
+            finished += n
+            rss_end = memory_kb(process.pid, "VmRSS")
+            peak = memory_kb(process.pid, "VmHWM")
+            growth = (rss_end - rss_start) / 1024 / (finished / 1000)
+            steady = (rss_end - steady_start) / 1024 / (n / 1000)
+            print(
+                f"{mode:8} peak RSS {peak / 1024:.1f} MB; RSS growth per 1,000 finished "
+                f"rollouts: {steady:.2f} MB at steady state ({n} more at C=64), {growth:.2f} MB "
+                f"over the whole run ({finished} rollouts, all still retained)",
+                flush=True,
+            )
+        finally:
+            process.send_signal(signal.SIGINT)
+            process.wait(30)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("-n", type=int, default=1500, help="rollouts per level (C=1 runs N/5)")
+    parser.add_argument("--modes", default="poll,callback", help="poll, callback or both")
+    parser.add_argument("--levels", default=",".join(map(str, LEVELS)))
+    parser.add_argument("--no-trajectories", action="store_true", help="skip ATIF writing")
+    parser.add_argument("--backend", choices=("local", "bare"), default="local")
+    parser.add_argument("--serve", type=int, metavar="PORT", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.serve:
+        run_server(args.serve, not args.no_trajectories, args.backend)
+        return
+    levels = [int(x) for x in args.levels.split(",")]
+    print(
+        f"rollout server benchmark: python {sys.version.split()[0]}, {os.cpu_count()} CPUs, "
+        f"backend {args.backend}, trajectories {'off' if args.no_trajectories else 'on'}",
+        flush=True,
+    )
+    for mode in args.modes.split(","):
+        asyncio.run(
+            bench_mode(mode.strip(), args.n, levels, not args.no_trajectories, args.backend)
+        )
+
+
+if __name__ == "__main__":
+    main()
