@@ -75,7 +75,10 @@ async def test_full_queue_answers_429_and_admitted_rollouts_complete(
         max_queue_depth=1,
     )
     app = create_rollout_server(
-        backend=backend, configure_logging=False, outbox_dir=tmp_path / "outbox"
+        backend=backend,
+        lifespan=backend.prewarm_lifespan(),
+        configure_logging=False,
+        outbox_dir=tmp_path / "outbox",
     )
     async with _serve(app) as client:
         health = (await client.get("/health")).json()

@@ -178,3 +178,19 @@ async def test_native_agents_graded_by_the_sdk_grader(
     assert broken.result.err_message == "grader failed: the grader found no answer"
     assert broken.result.sample is not None
     assert broken.result.sample.reward is None
+
+
+async def test_prewarm_builds_the_bundle_and_installs_it_once(
+    queue: TrialQueue, open_task: Path, multiply_project: ModuleType, osmosis_home: Path
+) -> None:
+    backend = HarborBackend(
+        orchestrator=queue,
+        tasks_dir=open_task,
+        agent="multiply_rollout:MultiplyWorkflow",
+        environment_config=local_environment_config(),
+    )
+    summary = await backend.prewarm()
+    assert summary["install_trial"] == "ok"
+    wheels = list((osmosis_home / "cache" / "harbor-bundles").glob("*/*.whl"))
+    assert [w.name for w in wheels] == [summary["bundle"]]
+    await backend.shutdown()
