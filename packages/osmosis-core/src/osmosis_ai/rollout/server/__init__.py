@@ -12,8 +12,16 @@ from typing import TYPE_CHECKING
 from osmosis_ai._lazy import lazy_exports
 from osmosis_ai.rollout.optional_imports import install_hint
 
+
+def _missing(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is None
+    except (ImportError, ValueError):  # a broken install, or a module blocked in sys.modules
+        return True
+
+
 for _dependency in ("fastapi", "uvicorn"):
-    if importlib.util.find_spec(_dependency) is None:
+    if _missing(_dependency):
         raise ModuleNotFoundError(
             f"The osmosis rollout server needs {_dependency!r}, which is not installed. "
             f"Install the server extra with: {install_hint('server')}",

@@ -72,6 +72,8 @@ class CallbackSender:
         if self._client is None:
             import httpx
 
+            _install_httpx_redaction()
+
             self._client = httpx.AsyncClient(
                 timeout=httpx.Timeout(self.policy.request_timeout_sec, pool=None),
                 follow_redirects=False,
@@ -179,3 +181,22 @@ def _safe_url(url: str) -> str:
     except Exception:
         return "<invalid url>"
     return str(parsed.copy_with(query=None, fragment=None, username=None, password=None))
+
+
+class _RedactQuery(logging.Filter):
+    """Drops query strings and user info from the URLs httpx logs ("HTTP Request: POST <url>"):
+    callback URLs may carry signed tokens there."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args
+        if isinstance(args, tuple) and len(args) > 1 and args[1] is not None:
+            url = args[1]
+            if hasattr(url, "copy_with"):
+                record.args = (args[0], _safe_url(str(url)), *args[2:])
+        return True
+
+
+def _install_httpx_redaction() -> None:
+    httpx_logger = logging.getLogger("httpx")
+    if not any(isinstance(f, _RedactQuery) for f in httpx_logger.filters):
+        httpx_logger.addFilter(_RedactQuery())
