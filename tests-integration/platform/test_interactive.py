@@ -1,0 +1,109 @@
+"""Interactive use on a real terminal (a pseudo-terminal): prompts for secrets and confirmation.
+
+The CLI only prompts when stdin and stdout are terminals and neither ``--json`` nor ``--plain`` is
+given; these tests give it one and answer like a person would.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import Cli, Platform  # pyright: ignore[reportMissingImports]
+
+pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="needs a POSIX pseudo-terminal")
+
+# Make the terminal the child's controlling terminal (getpass reads /dev/tty), then run the CLI.
+LAUNCH = (
+    "import fcntl, os, sys, termios; fcntl.ioctl(0, termios.TIOCSCTTY, 0); "
+    "os.execv(sys.executable, [sys.executable, '-m', 'osmosis_cli', *sys.argv[1:]])"
+)
+
+
+def run_in_terminal(
+    args: list[str], *, cwd: Path, env: dict[str, str], answers: list[tuple[str, str]]
+) -> tuple[int, str]:
+    """Run the CLI on a pty; when ``prompt`` appears, type ``answer``. Returns (code, screen)."""
+    master, slave = os.openpty()
+    process = subprocess.Popen(
+        [sys.executable, "-c", LAUNCH, *args],
+        stdin=slave, stdout=slave, stderr=slave, cwd=cwd,
+        env={**env, "COLUMNS": "200", "TERM": "dumb"}, start_new_session=True,
+    )  # fmt: skip
+    os.close(slave)
+    screen = ""
+    pending = list(answers)
+    deadline = time.monotonic() + 60
+    try:
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([master], [], [], deadline - time.monotonic())
+            if not ready:
+                break
+            try:
+                chunk = os.read(master, 4096)
+            except OSError:  # EIO: the child closed the terminal
+                break
+            if not chunk:
+                break
+            screen += chunk.decode(errors="replace")
+            while pending and pending[0][0] in screen:
+                prompt, answer = pending.pop(0)
+                screen = screen.replace(prompt, f"<{prompt}>", 1)
+                os.write(master, answer.encode() + b"\r")
+        code = process.wait(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+        os.close(master)
+    assert not pending, f"never prompted for {pending}: {screen}"
+    return code, screen
+
+
+def test_submit_prompts_for_missing_secrets_and_confirmation(
+    cli: Cli, platform: Platform, workspace: Path
+) -> None:
+    env = {**cli.env, "OSMOSIS_TOKEN": platform.token, "JUDGE_KEY": "judge-env"}
+    code, screen = run_in_terminal(
+        ["eval", "submit", "configs/eval/calc.toml"],
+        cwd=workspace,
+        env=env,
+        answers=[("OPENAI_API_KEY: ", "sk-typed"), ("[y/n]", "y")],
+    )
+    assert code == 0, screen
+    assert "Submitted eval run" in screen
+    assert "sk-typed" not in screen  # typed without echo, never printed
+    (post,) = [r for r in platform.state.requests if r.method == "POST"]
+    assert post.body["secrets"]["provided"] == {
+        "OPENAI_API_KEY": "sk-typed",
+        "JUDGE_KEY": "judge-env",
+    }
+
+
+def test_declining_the_confirmation_sends_nothing(
+    cli: Cli, platform: Platform, workspace: Path
+) -> None:
+    env = {**cli.env, "OSMOSIS_TOKEN": platform.token, "OPENAI_API_KEY": "sk"}
+    code, screen = run_in_terminal(
+        ["train", "submit", "configs/training/calc.toml"],
+        cwd=workspace,
+        env=env,
+        answers=[("[y/n]", "n")],
+    )
+    assert code == 1
+    assert "nothing was sent" in screen
+    assert [r for r in platform.state.requests if r.method == "POST"] == []
+
+
+def test_login_prompts_for_the_token(cli: Cli, platform: Platform, tmp_path: Path) -> None:
+    code, screen = run_in_terminal(
+        ["auth", "login"], cwd=tmp_path, env=cli.env, answers=[("Platform token: ", platform.token)]
+    )
+    assert code == 0, screen
+    assert "ada@example.com" in screen
+    assert platform.token not in screen
+    assert (cli.home / "credentials.json").is_file()
