@@ -76,6 +76,11 @@ def serve_rollout(entrypoint: str, *, host: str, port: int | None, reload: bool)
 
 def _load_app(rollout_dir: Path, module: str, attr: str) -> Any:
     sys.path.insert(0, str(rollout_dir))
+    # A module of the same name from another folder (`main` is common) must not be reused.
+    cached = sys.modules.get(module)
+    cached_file = getattr(cached, "__file__", None) or ""
+    if cached is not None and not cached_file.startswith(str(rollout_dir)):
+        del sys.modules[module]
     try:
         loaded = importlib.import_module(module)
     except ModuleNotFoundError as exc:
@@ -84,6 +89,17 @@ def _load_app(rollout_dir: Path, module: str, attr: str) -> Any:
             f"Importing {module} failed: {exc}. Install the rollout's dependencies "
             f"(e.g. `uv pip install -e {rollout_dir}`).",
             details={"missing_module": exc.name},
+        ) from exc
+    except Exception as exc:  # the rollout's own code failed: the user's problem, not ours
+        import traceback
+
+        frames = traceback.extract_tb(exc.__traceback__)
+        own = [f for f in frames if f.filename.startswith(str(rollout_dir))] or frames
+        where = f"{own[-1].filename}:{own[-1].lineno}: " if own else ""
+        raise CLIError(
+            CLIErrorCode.VALIDATION,
+            f"Importing {module} failed: {where}{type(exc).__name__}: {exc}",
+            details={"error_type": type(exc).__name__},
         ) from exc
     app = getattr(loaded, attr, None)
     if app is None:

@@ -268,3 +268,15 @@ def test_serve_reports_a_missing_app(
     )
     assert result.code == 1
     assert "has no `application`" in result.error()["error"]["message"]
+
+
+def test_serve_reports_an_import_error_of_the_rollout(
+    run_cli: RunCli, git_repo: Path, rollout_factory: RolloutFactory
+) -> None:
+    pytest.importorskip("uvicorn")
+    rollout_factory(git_repo, "fails", "x = 1\nraise RuntimeError('pick an environment')\n")
+    result = run_cli("--json", "rollout", "serve", "rollouts/fails", cwd=git_repo)
+    assert result.code == 1
+    error = result.error()["error"]
+    assert error["code"] == "VALIDATION"
+    assert "main.py:2: RuntimeError: pick an environment" in error["message"]
