@@ -144,3 +144,34 @@ def test_submit_requires_login_before_anything_is_sent(
     assert result.code == 1
     assert result.error()["error"]["code"] == "AUTH_REQUIRED"
     assert platform.state.requests == []
+
+
+def test_list_pages_through_runs(cli: Cli, platform: Platform, tmp_path: Path) -> None:
+    cli.env["OSMOSIS_TOKEN"] = platform.token
+    for number in range(3):
+        platform.state.runs["eval"].append(
+            {"id": f"run_{number}", "name": f"r{number}", "kind": "eval", "status": "queued"}
+        )
+    first = cli("--json", "eval", "list", "--limit", "2", cwd=tmp_path).envelope()
+    assert [r["id"] for r in first["items"]] == ["run_2", "run_1"]  # newest first
+    assert (first["total_count"], first["has_more"], first["next_offset"]) == (3, True, 2)
+    second = cli("--json", "eval", "list", "--limit", "2", "--offset", "2", cwd=tmp_path)
+    page = second.envelope()
+    assert [r["id"] for r in page["items"]] == ["run_0"]
+    assert (page["has_more"], page["next_offset"]) == (False, None)
+    plain = cli("--plain", "eval", "list", cwd=tmp_path)
+    assert plain.stdout.splitlines()[0] == "run_2\tr2\tqueued"
+
+
+def test_secrets_file_from_stdin(cli: Cli, platform: Platform, workspace: Path) -> None:
+    cli.env["OSMOSIS_TOKEN"] = platform.token
+    result = cli(
+        "--json", "eval", "submit", "configs/eval/calc.toml", "-y", "--secrets-file", "-",
+        cwd=workspace, stdin="OPENAI_API_KEY=sk-stdin\nJUDGE_KEY=j-stdin\n",
+    )  # fmt: skip
+    assert result.code == 0, result.stderr
+    post = platform.state.requests[-1]
+    assert post.body["secrets"]["provided"] == {
+        "OPENAI_API_KEY": "sk-stdin",
+        "JUDGE_KEY": "j-stdin",
+    }
