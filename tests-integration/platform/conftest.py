@@ -8,27 +8,17 @@ from pathlib import Path
 # pytest runs with --import-mode=importlib: make the sibling helper modules importable.
 sys.path.insert(0, str(Path(__file__).parent))
 
-import json
 import os
 import socket
-import subprocess
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass
-from typing import Any
 
 import pytest
 import uvicorn
+from platform_harness import Cli, Platform
 from stand_in import PlatformState, create_app
 
 TOKEN = "tok-stand-in-123"
-
-
-@dataclass
-class Platform:
-    url: str
-    state: PlatformState
-    token: str
 
 
 @pytest.fixture
@@ -50,38 +40,6 @@ def platform() -> Iterator[Platform]:
         server.should_exit = True
         thread.join(timeout=10)
         sock.close()
-
-
-@dataclass
-class CliResult:
-    code: int
-    stdout: str
-    stderr: str
-
-    def envelope(self) -> dict[str, Any]:
-        return json.loads(self.stdout)
-
-    def error(self) -> dict[str, Any]:
-        return json.loads(self.stderr.strip().splitlines()[-1])
-
-
-@dataclass
-class Cli:
-    home: Path
-    env: dict[str, str]
-
-    def __call__(self, *args: str, cwd: Path, stdin: str | None = None) -> CliResult:
-        completed = subprocess.run(
-            [sys.executable, "-m", "osmosis_cli", *args],
-            cwd=cwd,
-            env=self.env,
-            input=stdin,
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
-        )
-        return CliResult(completed.returncode, completed.stdout, completed.stderr)
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import Cli, Platform  # pyright: ignore[reportMissingImports]
+from platform_harness import Cli, Platform  # pyright: ignore[reportMissingImports]
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="needs a POSIX pseudo-terminal")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import stat
 from pathlib import Path
 
-from conftest import Cli, Platform  # pyright: ignore[reportMissingImports]
+from platform_harness import Cli, Platform  # pyright: ignore[reportMissingImports]
 
 
 def _posts(platform: Platform) -> list[str]:
