@@ -1,8 +1,10 @@
 """Where the user's osmosis workspace is and whether it has the expected layout.
 
-A workspace is the top of the enclosing git worktree (the platform clones that repository), or,
-outside git, the nearest folder that already has the osmosis layout. It holds ``rollouts/``,
-``configs/eval/``, ``configs/training/`` and ``data/``.
+A workspace holds ``rollouts/``, ``configs/eval/``, ``configs/training/`` and ``data/``. It is
+the nearest folder, going up from the current one, that either has that layout (``rollouts/``
+and ``configs/``) or is the top of a git worktree. Usually both are the same folder (the
+platform clones the repository and expects the layout at its root); a workspace made with
+``osmosis init sub`` inside a larger repository is found too.
 """
 
 from __future__ import annotations
@@ -17,12 +19,9 @@ REQUIRED_DIRS: tuple[str, ...] = ("rollouts", "configs/eval", "configs/training"
 def find_workspace(start: Path | None = None) -> Path | None:
     """The workspace containing ``start`` (default: the current directory), or ``None``."""
     here = (start or Path.cwd()).resolve()
-    candidates = [here, *here.parents]
-    for folder in candidates:
-        if (folder / ".git").exists():
-            return folder
-    for folder in candidates:
-        if (folder / "rollouts").is_dir() and (folder / "configs").is_dir():
+    for folder in [here, *here.parents]:
+        has_layout = (folder / "rollouts").is_dir() and (folder / "configs").is_dir()
+        if has_layout or (folder / ".git").exists():
             return folder
     return None
 

@@ -86,3 +86,13 @@ def test_doctor_outside_a_workspace(run_cli: RunCli, tmp_path: Path) -> None:
         "message": f"{tmp_path.resolve()} is not inside a git repository or osmosis workspace",
         "fix": "osmosis init",
     }
+
+
+def test_a_workspace_inside_a_larger_repository(run_cli: RunCli, git_repo: Path) -> None:
+    assert run_cli("init", "agents", cwd=git_repo).code == 0
+    nested = git_repo / "agents"
+    result = run_cli("--json", "rollout", "init", "calc", cwd=nested / "data")
+    assert result.code == 0, result.stderr
+    assert result.envelope()["resource"]["workspace_directory"] == str(nested.resolve())
+    assert (nested / "rollouts" / "calc" / "main.py").is_file()
+    assert not (git_repo / "rollouts").exists()
