@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -114,6 +115,7 @@ TERMINUS_REPLY = json.dumps(
 )
 
 
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="terminus-2 drives tmux in the sandbox")
 async def test_terminus_2_calls_the_rollout_policy(queue: TrialQueue, hello_task: Path) -> None:
     """terminus-2 runs in this process (LiteLLM) and drives tmux in the sandbox; its model calls
     go to the rollout's endpoint with the rollout's key, and the key stays out of the trial dir.
