@@ -57,6 +57,9 @@ class RolloutClient:
     Args:
         url: the server's base URL (a trailing ``/`` is ignored).
         http_client: an ``httpx.AsyncClient`` to use; the client closes only one it created.
+            Each rollout in flight holds one connection for its long poll, so a supplied
+            client's pool must allow as many connections as rollouts in flight (the default
+            client has no cap).
         admission_timeout_sec: how long to keep retrying 429 answers; ``None`` waits forever.
         api_key: sent as ``Authorization: Bearer <api_key>`` on every request.
     """

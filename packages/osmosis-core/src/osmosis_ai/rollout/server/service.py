@@ -43,7 +43,9 @@ ENV_INSTANCE_ID = "_OSMOSIS_ROLLOUT_INSTANCE_ID"
 LEASE_EXPIRED_MESSAGE = "polling lease expired"
 CANCELLED_MESSAGE = "cancelled"
 TASK_CRASHED_MESSAGE = "rollout task crashed"
-_TRAJECTORY_CONCURRENCY = 4
+# Saves in flight at once: the writer batches queued saves into one thread hand-off, so a
+# narrow limit here would defeat the batching and let a backlog (holding samples) build up.
+_TRAJECTORY_CONCURRENCY = 256
 _FIRST_POLL_WAIT_SEC = 1.0
 
 _RUNNING = RolloutStatus.RUNNING
