@@ -172,6 +172,45 @@ async def _raw(policy_url: str, rollouts: int, warmup: int, concurrency: int, st
     print(json.dumps(report), flush=True)
 
 
+# -- role: LocalBackend in process (attribution: the integration without the HTTP server) -----
+
+
+async def _local(
+    policy_url: str, rollouts: int, warmup: int, concurrency: int, stream: bool
+) -> None:
+    from osmosis_ai.rollout import LocalBackend, RolloutContext
+    from osmosis_ai.rollout.types import ExecutionRequest
+
+    workflow, grader, config = _template(stream)
+    backend = LocalBackend(workflow=workflow, workflow_config=config, grader=grader)
+    gate = asyncio.Semaphore(concurrency)
+    rewarded = 0
+
+    async def one(index: int) -> None:
+        nonlocal rewarded
+        a, b = _operands(index)
+        rollout_id = f"local-{index}"
+        request = ExecutionRequest(id=rollout_id, prompt=_prompt(index), label=str(a * b))
+        async with gate:
+            with RolloutContext(
+                chat_completions_url=f"{policy_url}/rollouts/{rollout_id}",
+                api_key="bench",
+                rollout_id=rollout_id,
+            ):
+                outcome = await backend.execute(request)
+        sample = outcome.result.sample
+        rewarded += sample is not None and sample.reward == 1.0
+
+    await asyncio.gather(*(one(10**6 + i) for i in range(warmup)))
+    rewarded = 0
+    cpu, wall = time.process_time(), time.perf_counter()
+    await asyncio.gather(*(one(i) for i in range(rollouts)))
+    cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+    await backend.shutdown()
+    report = {"cpu_s": cpu, "wall_s": wall, "ok": rewarded, "peak_rss_mb": _peak_rss_mb()}
+    print(json.dumps(report), flush=True)
+
+
 # -- role: rollout server ---------------------------------------------------------------------
 
 
@@ -298,13 +337,16 @@ def main() -> None:
     parser.add_argument(
         "--no-stream", dest="stream", action="store_false", help="non-streaming policy calls"
     )
-    parser.add_argument("--role", choices=["controller", "raw", "server"], default="controller")
+    parser.add_argument(
+        "--role", choices=["controller", "raw", "local", "server"], default="controller"
+    )
     parser.add_argument("--policy-url", default="")
     args = parser.parse_args()
 
-    if args.role == "raw":
+    if args.role in ("raw", "local"):
+        role = _raw if args.role == "raw" else _local
         asyncio.run(
-            _raw(args.policy_url, args.rollouts, args.warmup, args.concurrency, args.stream)
+            role(args.policy_url, args.rollouts, args.warmup, args.concurrency, args.stream)
         )
         return
     if args.role == "server":
@@ -336,28 +378,38 @@ def main() -> None:
             ["-m", "osmosis_ai.testing.policy_server", "--policy", "multiply"], env
         )
         try:
-            raw = subprocess.run(
-                [
-                    sys.executable,
-                    here,
-                    "--role=raw",
-                    f"--policy-url={policy_url}",
-                    f"--rollouts={args.rollouts}",
-                    f"--warmup={args.warmup}",
-                    f"--concurrency={args.concurrency}",
-                    *mode,
-                ],
-                capture_output=True,
-                text=True,
-                env=env,
-                check=True,
-            )
-            floor = json.loads(raw.stdout.strip().splitlines()[-1])
-            floor_ms = floor["cpu_s"] * 1000 / args.rollouts
+
+            def in_process(role: str, label: str) -> float:
+                run = subprocess.run(
+                    [
+                        sys.executable,
+                        here,
+                        f"--role={role}",
+                        f"--policy-url={policy_url}",
+                        f"--rollouts={args.rollouts}",
+                        f"--warmup={args.warmup}",
+                        f"--concurrency={args.concurrency}",
+                        *mode,
+                    ],
+                    capture_output=True,
+                    text=True,
+                    env=env,
+                    check=True,
+                )
+                figures = json.loads(run.stdout.strip().splitlines()[-1])
+                cpu_ms = figures["cpu_s"] * 1000 / args.rollouts
+                print(
+                    f"{label}: {cpu_ms:.2f} ms CPU/rollout, "
+                    f"{args.rollouts / figures['wall_s']:.0f} rollouts/s, peak RSS "
+                    f"{figures['peak_rss_mb']:.0f} MB, correct {figures['ok']}/{args.rollouts}"
+                )
+                return cpu_ms
+
+            floor_ms = in_process("raw", "raw Strands floor")
+            local_ms = in_process("local", "LocalBackend in process (no HTTP)")
             print(
-                f"raw Strands floor: {floor_ms:.2f} ms CPU/rollout, "
-                f"{args.rollouts / floor['wall_s']:.0f} rollouts/s, "
-                f"peak RSS {floor['peak_rss_mb']:.0f} MB, correct {floor['ok']}/{args.rollouts}"
+                f"  integration + LocalBackend over floor: {local_ms - floor_ms:+.2f} ms/rollout "
+                f"({(local_ms / floor_ms - 1) * 100:+.0f} %)"
             )
 
             server, server_url = _spawn([here, "--role=server", *mode], env)
