@@ -31,6 +31,7 @@ import shutil
 import sys
 import tempfile
 import time
+import weakref
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
@@ -419,6 +420,12 @@ class HarborBackend(ExecutionBackend):
             else self._owned_work_dir / "trials"
         )
         self._staging_root = self._owned_work_dir / "rollouts"
+        # A process that exits without shutdown() (or never ran a rollout) leaves no empty dirs.
+        weakref.finalize(
+            self,
+            _remove_empty_dirs,
+            [self._staging_root, self._owned_work_dir / "trials", self._owned_work_dir],
+        )
         self._rollouts: dict[str, _Rollout] = {}
         self._by_trial: dict[str, _Rollout] = {}
         self._finished: OrderedDict[str, _Finished] = OrderedDict()
@@ -509,9 +516,7 @@ class HarborBackend(ExecutionBackend):
             await asyncio.gather(*tasks, return_exceptions=True)
         await asyncio.to_thread(shutil.rmtree, self._staging_root, True)
         # Failed trials are kept for diagnosis; an otherwise empty work dir is removed.
-        for directory in (self._owned_work_dir / "trials", self._owned_work_dir):
-            with contextlib.suppress(OSError):
-                directory.rmdir()
+        _remove_empty_dirs([self._owned_work_dir / "trials", self._owned_work_dir])
 
     async def prewarm(self) -> dict[str, Any]:
         """Build the bundle and, in template mode, run one ``install_only`` trial so images
@@ -1061,6 +1066,12 @@ def _secret_values(value: Any, name: str = "") -> list[str]:
     if isinstance(value, str) and name and _SENSITIVE_NAME.search(name):
         return [value]
     return []
+
+
+def _remove_empty_dirs(directories: list[Path]) -> None:
+    for directory in directories:
+        with contextlib.suppress(OSError):
+            directory.rmdir()
 
 
 def _category(value: Any) -> RolloutErrorCategory:
