@@ -27,6 +27,8 @@ logger = logging.getLogger("osmosis_ai.rollout.server")
 _RETRYABLE_STATUS = frozenset({408, 429})
 _BODY_EXCERPT = 500
 _MAX_IN_FLIGHT = 32
+# A private generator: jitter must not consume (or depend on) the global random state.
+_JITTER = random.Random()
 
 
 class DeliveryState(enum.Enum):
@@ -54,7 +56,7 @@ class RetryPolicy:
 
     def delay(self, attempt: int) -> float:
         base = min(self.max_delay_sec, self.initial_delay_sec * (2 ** min(attempt, 30)))
-        return base * random.uniform(0.5, 1.0)
+        return base * _JITTER.uniform(0.5, 1.0)
 
 
 class CallbackSender:
