@@ -170,3 +170,25 @@ async def test_callback_protocol_end_to_end() -> None:
     assert grader.body["sample"]["reward"] == 1.0
     assert "trajectory_messages" not in grader.body["sample"]
     assert all(call.bearer_token == "ctrl" for call in policy_calls)  # 0.3.0 key fallback
+
+
+async def test_cancel_queued_and_running_rollouts_of_local_backend() -> None:
+    backend = LocalBackend(workflow=MultiplyWorkflow, grader=ExactAnswerGrader, max_concurrency=1)
+    app = create_rollout_server(backend=backend, configure_logging=False)
+    async with (
+        ScriptedPolicyServer("multiply") as policy,
+        serve_app(app) as url,
+        RolloutClient(url=url) as client,
+    ):
+        running = await client.run_rollout_async(
+            PROMPT, policy.chat_completions_url("a"), "a", label="42", metadata={"sleep": 30}
+        )
+        queued = await client.run_rollout_async(
+            PROMPT, policy.chat_completions_url("b"), "b", label="42", metadata={"task": "m"}
+        )
+        assert await running.wait_for_running() == RolloutStatus.RUNNING
+        assert (await client.cancel_rollout("b")).dispositions == {"b": "cancelled_queued"}
+        assert (await client.cancel_rollout("a")).dispositions == {"a": "cancelled_running"}
+        first, second = await running, await queued
+    assert first.status == RolloutStatus.CANCELLED
+    assert second.status == RolloutStatus.CANCELLED

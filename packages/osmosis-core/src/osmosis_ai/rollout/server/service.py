@@ -46,7 +46,7 @@ TASK_CRASHED_MESSAGE = "rollout task crashed"
 # Saves in flight at once: the writer batches queued saves into one thread hand-off, so a
 # narrow limit here would defeat the batching and let a backlog (holding samples) build up.
 _TRAJECTORY_CONCURRENCY = 256
-_FIRST_POLL_WAIT_SEC = 1.0
+_FIRST_POLL_WAIT_SEC = 0.25
 
 _RUNNING = RolloutStatus.RUNNING
 _QUEUED = RolloutStatus.QUEUED
