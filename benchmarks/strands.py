@@ -3,11 +3,14 @@
 The workload is the multiply rollout of the public SDK's Strands template: an agent with one
 ``multiply`` tool calls it once and answers ``#### <product>``, against the scripted ``multiply``
 policy answering instantly (``python -m osmosis_ai.testing.policy_server``, its own process).
-Two measurements, each in a process of its own so that CPU time is attributed exactly:
+Measured in processes of their own so that CPU time is attributed exactly:
 
 * **raw Strands floor**: the same agent as a plain ``strands.Agent`` with
   ``OpenAIModel(client=<one shared AsyncOpenAI>)``, ``invoke_async()`` loops at the given
   concurrency, no osmosis anywhere. This is the cheapest way to drive Strands by hand.
+* **LocalBackend, no HTTP**: the template workflow run by ``LocalBackend.execute`` in process,
+  alternating rounds with the floor in the same process, so that the integration's own cost is
+  visible apart from the server's (a shared machine's drifting load would swamp a few percent).
 * **rollout server**: ``create_rollout_server(LocalBackend(...))`` under uvicorn running the
   template workflow (module-level ``OsmosisRolloutModel(params=...)``, ``OsmosisStrandsAgent``,
   grader reading ``ctx.sample.messages[-1]``), with grading and trajectory saving, driven over
@@ -129,92 +132,110 @@ def _peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-# -- role: raw Strands floor ------------------------------------------------------------------
+# -- role: in process (the raw Strands floor, and LocalBackend without HTTP) -----------------
 
 
-async def _raw(policy_url: str, rollouts: int, warmup: int, concurrency: int, stream: bool) -> None:
+class _Variant:
+    """One way of running a rollout in this process, with its accumulated figures."""
+
+    def __init__(self, name: str, run_one: Any) -> None:
+        self.name = name
+        self.run_one = run_one
+        self.cpu_s = 0.0
+        self.wall_s = 0.0
+        self.ok = 0
+
+    async def batch(self, indices: range, concurrency: int, *, measure: bool = True) -> None:
+        gate = asyncio.Semaphore(concurrency)
+
+        async def one(index: int) -> bool:
+            async with gate:
+                return await self.run_one(index)
+
+        cpu, wall = time.process_time(), time.perf_counter()
+        results = await asyncio.gather(*(one(i) for i in indices))
+        if measure:
+            self.cpu_s += time.process_time() - cpu
+            self.wall_s += time.perf_counter() - wall
+            self.ok += sum(results)
+
+
+async def _in_process(
+    policy_url: str, rollouts: int, warmup: int, concurrency: int, stream: bool, rounds: int
+) -> None:
+    """Run the floor and the LocalBackend variant in alternating rounds in one process.
+
+    Interleaving makes the comparison fair on a machine whose load drifts: both variants see
+    the same conditions, the same warm caches and the same policy server.
+    """
     from openai import AsyncOpenAI
     from strands import Agent
     from strands.models.openai import OpenAIModel
 
-    client = AsyncOpenAI(base_url=policy_url, api_key="bench", max_retries=0)
-    multiply = _tool()
-    gate = asyncio.Semaphore(concurrency)
-    correct = 0
-
-    async def one(index: int) -> None:
-        nonlocal correct
-        a, b = _operands(index)
-        async with gate:
-            agent = Agent(
-                name="multiply",
-                model=OpenAIModel(
-                    client=client, model_id="osmosis-rollout", params={**PARAMS, "stream": stream}
-                ),
-                tools=[multiply],
-                system_prompt=SYSTEM_PROMPT,
-                messages=[{"role": "user", "content": [{"text": f"What is {a} times {b}?"}]}],
-                callback_handler=None,
-            )
-            for _ in range(8):
-                result = await agent.invoke_async()
-                if _done(result.message):  # pyright: ignore[reportArgumentType]
-                    break
-        correct += _answer(agent.messages[-1]) == f"#### {a * b}"  # pyright: ignore[reportArgumentType]
-
-    await asyncio.gather(*(one(10**6 + i) for i in range(warmup)))
-    correct = 0
-    cpu, wall = time.process_time(), time.perf_counter()
-    await asyncio.gather(*(one(i) for i in range(rollouts)))
-    cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
-    await client.close()
-    report = {"cpu_s": cpu, "wall_s": wall, "ok": correct, "peak_rss_mb": _peak_rss_mb()}
-    print(json.dumps(report), flush=True)
-
-
-# -- role: LocalBackend in process (attribution: the integration without the HTTP server) -----
-
-
-async def _local(
-    policy_url: str, rollouts: int, warmup: int, concurrency: int, stream: bool
-) -> None:
     from osmosis_ai.rollout import LocalBackend, RolloutContext
     from osmosis_ai.rollout.types import ExecutionRequest
 
+    client = AsyncOpenAI(base_url=policy_url, api_key="bench", max_retries=0)
+    multiply = _tool()
+
+    async def raw_one(index: int) -> bool:
+        # The cheapest hand-written Strands: one shared client, no osmosis anywhere.
+        a, b = _operands(index)
+        agent = Agent(
+            name="multiply",
+            model=OpenAIModel(
+                client=client, model_id="osmosis-rollout", params={**PARAMS, "stream": stream}
+            ),
+            tools=[multiply],
+            system_prompt=SYSTEM_PROMPT,
+            messages=[{"role": "user", "content": [{"text": f"What is {a} times {b}?"}]}],
+            callback_handler=None,
+        )
+        for _ in range(8):
+            result = await agent.invoke_async()
+            if _done(result.message):  # pyright: ignore[reportArgumentType]
+                break
+        return _answer(agent.messages[-1]) == f"#### {a * b}"  # pyright: ignore[reportArgumentType]
+
     workflow, grader, config = _template(stream)
     backend = LocalBackend(workflow=workflow, workflow_config=config, grader=grader)
-    gate = asyncio.Semaphore(concurrency)
-    rewarded = 0
 
-    async def one(index: int) -> None:
-        nonlocal rewarded
+    async def local_one(index: int) -> bool:
+        # What the rollout server runs per rollout, minus HTTP: context, workflow, sample, grade.
         a, b = _operands(index)
         rollout_id = f"local-{index}"
         request = ExecutionRequest(id=rollout_id, prompt=_prompt(index), label=str(a * b))
-        async with gate:
-            with RolloutContext(
-                chat_completions_url=f"{policy_url}/rollouts/{rollout_id}",
-                api_key="bench",
-                rollout_id=rollout_id,
-            ):
-                outcome = await backend.execute(request)
+        with RolloutContext(
+            chat_completions_url=f"{policy_url}/rollouts/{rollout_id}",
+            api_key="bench",
+            rollout_id=rollout_id,
+        ):
+            outcome = await backend.execute(request)
         sample = outcome.result.sample
-        rewarded += sample is not None and sample.reward == 1.0
+        return sample is not None and sample.reward == 1.0
 
-    await asyncio.gather(*(one(10**6 + i) for i in range(warmup)))
-    rewarded = 0
-    cpu, wall = time.process_time(), time.perf_counter()
-    await asyncio.gather(*(one(i) for i in range(rollouts)))
-    cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+    variants = [_Variant("raw", raw_one), _Variant("local", local_one)]
+    for variant in variants:
+        await variant.batch(range(10**6, 10**6 + warmup), concurrency, measure=False)
+    per_round = max(1, rollouts // rounds)
+    for number in range(rounds):
+        indices = range(number * per_round, (number + 1) * per_round)
+        for variant in variants if number % 2 == 0 else reversed(variants):
+            await variant.batch(indices, concurrency)
     await backend.shutdown()
-    report = {"cpu_s": cpu, "wall_s": wall, "ok": rewarded, "peak_rss_mb": _peak_rss_mb()}
+    await client.close()
+    report = {
+        v.name: {"cpu_s": v.cpu_s, "wall_s": v.wall_s, "ok": v.ok, "n": per_round * rounds}
+        for v in variants
+    }
+    report["peak_rss_mb"] = _peak_rss_mb()  # pyright: ignore[reportArgumentType]
     print(json.dumps(report), flush=True)
 
 
 # -- role: rollout server ---------------------------------------------------------------------
 
 
-def _serve(stream: bool) -> None:
+def _serve(stream: bool, trajectories: bool) -> None:
     import uvicorn
 
     from osmosis_ai.rollout import LocalBackend
@@ -222,7 +243,9 @@ def _serve(stream: bool) -> None:
 
     workflow, grader, config = _template(stream)
     backend = LocalBackend(workflow=workflow, workflow_config=config, grader=grader)
-    app = create_rollout_server(backend=backend, configure_logging=False)
+    app = create_rollout_server(
+        backend=backend, configure_logging=False, save_trajectories=trajectories
+    )
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     print(f"http://127.0.0.1:{sock.getsockname()[1]}", flush=True)
@@ -338,19 +361,34 @@ def main() -> None:
         "--no-stream", dest="stream", action="store_false", help="non-streaming policy calls"
     )
     parser.add_argument(
-        "--role", choices=["controller", "raw", "local", "server"], default="controller"
+        "--no-trajectories",
+        dest="trajectories",
+        action="store_false",
+        help="server does not write trajectory.json (to attribute its cost)",
+    )
+    parser.add_argument(
+        "--rounds", type=int, default=4, help="alternating rounds of floor and LocalBackend"
+    )
+    parser.add_argument(
+        "--role", choices=["controller", "inprocess", "server"], default="controller"
     )
     parser.add_argument("--policy-url", default="")
     args = parser.parse_args()
 
-    if args.role in ("raw", "local"):
-        role = _raw if args.role == "raw" else _local
+    if args.role == "inprocess":
         asyncio.run(
-            role(args.policy_url, args.rollouts, args.warmup, args.concurrency, args.stream)
+            _in_process(
+                args.policy_url,
+                args.rollouts,
+                args.warmup,
+                args.concurrency,
+                args.stream,
+                args.rounds,
+            )
         )
         return
     if args.role == "server":
-        _serve(args.stream)
+        _serve(args.stream, args.trajectories)
         return
 
     here = str(Path(__file__).resolve())
@@ -378,41 +416,43 @@ def main() -> None:
             ["-m", "osmosis_ai.testing.policy_server", "--policy", "multiply"], env
         )
         try:
-
-            def in_process(role: str, label: str) -> float:
-                run = subprocess.run(
-                    [
-                        sys.executable,
-                        here,
-                        f"--role={role}",
-                        f"--policy-url={policy_url}",
-                        f"--rollouts={args.rollouts}",
-                        f"--warmup={args.warmup}",
-                        f"--concurrency={args.concurrency}",
-                        *mode,
-                    ],
-                    capture_output=True,
-                    text=True,
-                    env=env,
-                    check=True,
-                )
-                figures = json.loads(run.stdout.strip().splitlines()[-1])
-                cpu_ms = figures["cpu_s"] * 1000 / args.rollouts
+            run = subprocess.run(
+                [
+                    sys.executable,
+                    here,
+                    "--role=inprocess",
+                    f"--policy-url={policy_url}",
+                    f"--rollouts={args.rollouts}",
+                    f"--warmup={args.warmup}",
+                    f"--concurrency={args.concurrency}",
+                    f"--rounds={args.rounds}",
+                    *mode,
+                ],
+                capture_output=True,
+                text=True,
+                env=env,
+                check=True,
+            )
+            figures = json.loads(run.stdout.strip().splitlines()[-1])
+            ms: dict[str, float] = {}
+            for key, label in (("raw", "raw Strands floor"), ("local", "LocalBackend, no HTTP")):
+                f = figures[key]
+                ms[key] = f["cpu_s"] * 1000 / f["n"]
                 print(
-                    f"{label}: {cpu_ms:.2f} ms CPU/rollout, "
-                    f"{args.rollouts / figures['wall_s']:.0f} rollouts/s, peak RSS "
-                    f"{figures['peak_rss_mb']:.0f} MB, correct {figures['ok']}/{args.rollouts}"
+                    f"{label}: {ms[key]:.2f} ms CPU/rollout, {f['n'] / f['wall_s']:.0f} "
+                    f"rollouts/s, correct {f['ok']}/{f['n']}"
                 )
-                return cpu_ms
-
-            floor_ms = in_process("raw", "raw Strands floor")
-            local_ms = in_process("local", "LocalBackend in process (no HTTP)")
+            floor_ms = ms["raw"]
             print(
-                f"  integration + LocalBackend over floor: {local_ms - floor_ms:+.2f} ms/rollout "
-                f"({(local_ms / floor_ms - 1) * 100:+.0f} %)"
+                f"  (same process, {args.rounds} alternating rounds, peak RSS "
+                f"{figures['peak_rss_mb']:.0f} MB) integration + LocalBackend over floor: "
+                f"{ms['local'] - floor_ms:+.2f} ms/rollout ({(ms['local'] / floor_ms - 1) * 100:+.0f} %)"
             )
 
-            server, server_url = _spawn([here, "--role=server", *mode], env)
+            server_args = [here, "--role=server", *mode]
+            if not args.trajectories:
+                server_args.append("--no-trajectories")
+            server, server_url = _spawn(server_args, env)
             try:
                 warm = range(10**6, 10**6 + args.warmup)
                 asyncio.run(_drive(server_url, policy_url, warm, args.concurrency))
