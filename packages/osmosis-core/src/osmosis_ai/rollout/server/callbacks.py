@@ -4,7 +4,8 @@ A lost callback is a lost reward, so delivery retries over a long budget (defaul
 the public SDK gave up after about 7.5 s): capped exponential backoff with jitter, on transport
 errors, 408, 429 and 5xx, honouring ``Retry-After``. Any other 4xx is the controller saying the
 request itself is wrong; repeating it cannot help, so it is logged with the body and dropped.
-One ``httpx.AsyncClient`` is shared by all deliveries (connection reuse is most of the cost);
+One ``httpx.AsyncClient`` is shared by all deliveries, on the lean
+:class:`~osmosis_ai.rollout.server.transport.PlainHTTPTransport` for ``http://`` callback URLs;
 httpx is imported on the first callback, so a poll-only server never pays for it.
 """
 
@@ -76,13 +77,17 @@ class CallbackSender:
 
             _install_httpx_redaction()
 
+            from osmosis_ai.rollout.server.transport import PlainHTTPTransport
+
+            limits = httpx.Limits(
+                max_connections=self._max_in_flight,
+                max_keepalive_connections=self._max_in_flight,
+            )
             self._client = httpx.AsyncClient(
                 timeout=httpx.Timeout(self.policy.request_timeout_sec, pool=None),
                 follow_redirects=False,
-                limits=httpx.Limits(
-                    max_connections=self._max_in_flight,
-                    max_keepalive_connections=self._max_in_flight,
-                ),
+                transport=PlainHTTPTransport(max_idle_per_host=self._max_in_flight),
+                mounts={"https://": httpx.AsyncHTTPTransport(limits=limits)},
             )
         return self._client
 
