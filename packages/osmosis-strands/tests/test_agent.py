@@ -168,14 +168,18 @@ async def test_positional_model_and_messages_and_quiet_default_handler(
 def test_sync_call_runs_on_its_own_event_loop() -> None:
     """``agent("...")`` runs a fresh loop in a worker thread; the client must follow the loop."""
     with ScriptedPolicyServer("multiply") as policy, _context(policy, "sync") as ctx:
-        agent = OsmosisStrandsAgent(model=OsmosisRolloutModel(), tools=[multiply])
+        model = OsmosisRolloutModel(model_id="openai/osmosis-rollout", stream=False)
+        agent = OsmosisStrandsAgent(model=model, tools=[multiply])
         agent("What is 7 times 8?")
         agent("What is 9 times 9?")
         sample = asyncio.run(ctx.get_sample())
-        scopes = {request.rollout_id for request in policy.requests}
+        requests = policy.requests
     assert sample is not None
     assert _text(sample.messages[-1]) == "#### 81"
-    assert scopes == {"sync"}
+    assert {request.rollout_id for request in requests} == {"sync"}
+    assert len(requests) == 4
+    assert not any(request.stream for request in requests)
+    assert {request.body["model"] for request in requests} == {"osmosis-rollout"}
 
 
 def test_update_config_is_shared_with_the_agents_bound_copy() -> None:

@@ -82,7 +82,12 @@ class OsmosisRolloutModel(Model):
                 f"OsmosisRolloutModel(params=...) must be a dict of request parameters such as "
                 f'{{"temperature": 1.0}}, got {type(params).__name__}'
             )
-        model_config.setdefault("model_id", DEFAULT_MODEL_ID)
+        model_id = model_config.get("model_id") or DEFAULT_MODEL_ID
+        # The public SDK routed through LiteLLM, where "openai/<name>" means "<name> over the
+        # OpenAI protocol"; strip that provider prefix so such configs send the same model name.
+        if isinstance(model_id, str) and model_id.startswith("openai/"):
+            model_id = model_id.removeprefix("openai/")
+        model_config["model_id"] = model_id
         self.config: dict[str, Any] = model_config
         self._recorder: CallRecorder | None = None
 
