@@ -18,6 +18,8 @@ from rollout_server_harness import (
     serve_app,
 )
 
+from osmosis_ai.rollout.server.outbox import record_name
+
 FAST_RETRY: dict[str, Any] = {
     "callback_backoff_initial_sec": 0.02,
     "callback_backoff_max_sec": 0.1,
@@ -189,14 +191,15 @@ async def test_exhausted_budget_parks_callbacks_in_the_outbox_and_restart_resend
     async with running(FakeBackend(), **options) as (client, service):
         await client.post("/rollout", json=callback_body(base, listener, "r1"))
         await backend_done(service)
-        assert (outbox / "r1.json").exists()
+        record_file = outbox / f"{record_name('r1')}.json"
+        assert record_file.exists()
         assert service.entries["r1"].callbacks is None
-    record = (outbox / "r1.json").read_text()
+    record = record_file.read_text()
     assert '"phase": "completion"' in record
     assert '"phase": "grader"' in record
-    assert (outbox / "r1.json").stat().st_mode & 0o077 == 0
+    assert record_file.stat().st_mode & 0o077 == 0
     async with serve_app(listener.app, port=port), running(FakeBackend(), **options):
         calls = await listener.wait_for(2)
     assert [c.kind for c in calls] == ["completion", "grader"]
     assert calls[0].authorization == "Bearer ctrl-key"
-    assert not (outbox / "r1.json").exists()
+    assert not record_file.exists()

@@ -77,8 +77,11 @@ async def test_shutdown_drains_cancels_and_persists_unfetched_results(tmp_path: 
         await _final(client, "fetched", tokens["fetched"])
     assert backend.shutdown_calls == 1
     assert "slow" in backend.cancelled
-    assert sorted(p.name for p in outbox.iterdir()) == ["fast.json", "slow.json"]
-    stored = (outbox / "slow.json").read_text()
+    stored_by_id = {
+        json.loads(p.read_text())["rollout_id"]: p.read_text() for p in outbox.iterdir()
+    }
+    assert sorted(stored_by_id) == ["fast", "slow"]
+    stored = stored_by_id["slow"]
     assert tokens["slow"] not in stored  # only the token's hash is kept
     async with running(FakeBackend(), **options) as (client, _):
         slow = await client.get("/rollout/slow/result", headers={LEASE: tokens["slow"]})
@@ -202,8 +205,25 @@ async def test_sigterm_with_rollouts_in_flight(tmp_path: Path, osmosis_home: Pat
     assert f"rollout server listening on http://127.0.0.1:{port}" in output
     assert calls[0].body["status"] == "cancelled"
     assert calls[1].body["status"] == "failure"
-    records = {p.stem: json.loads(p.read_text()) for p in (osmosis_home / "outbox").iterdir()}
+    records = {
+        record["rollout_id"]: record
+        for record in (json.loads(p.read_text()) for p in (osmosis_home / "outbox").iterdir())
+    }
     assert set(records) == {"fast", "slow"}
     assert records["fast"]["status"] == "success"
     assert records["slow"]["status"] == "cancelled"
     assert "shut down" in records["slow"]["err_message"]
+
+
+def test_outbox_file_names_are_safe_for_any_rollout_id(tmp_path: Path) -> None:
+    from osmosis_ai.rollout.server.outbox import Outbox, record_name
+
+    ids = ["r1", "R1", "x" * 400, "a:b*c?", "é\udc80"]
+    names = {record_name(rid) for rid in ids}
+    assert len(names) == len(ids)
+    assert all(len(name) < 80 and "/" not in name for name in names)
+    outbox = Outbox(tmp_path / "outbox")
+    records = [{"rollout_id": rid, "result": "{}"} for rid in ids]
+    assert outbox.write(records) == len(ids)
+    assert sorted(r["rollout_id"] for r in outbox.take()) == sorted(ids)
+    assert list((tmp_path / "outbox").iterdir()) == []

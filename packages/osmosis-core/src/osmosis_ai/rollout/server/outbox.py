@@ -10,6 +10,7 @@ has to keep the controller's bearer key to be re-sent with it, so files are crea
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -22,8 +23,16 @@ OUTBOX_VERSION = 1
 _SUFFIX = ".json"
 
 
+def record_name(rollout_id: str) -> str:
+    """A file name for ``rollout_id``: a readable prefix plus a hash of the whole id, so long
+    ids, unusual characters and case-insensitive file systems cannot lose a record."""
+    prefix = "".join(c if c.isascii() and (c.isalnum() or c in "._-") else "_" for c in rollout_id)
+    digest = hashlib.sha256(rollout_id.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    return f"{prefix[:48]}-{digest}"
+
+
 class Outbox:
-    """A directory of ``<rollout_id>.json`` records. All methods are blocking: call them in a
+    """A directory of JSON records, one per rollout (see :func:`record_name`). All methods are blocking: call them in a
     worker thread (``asyncio.to_thread``), never on the event loop."""
 
     def __init__(self, directory: Path) -> None:
@@ -37,8 +46,9 @@ class Outbox:
         written = 0
         for record in records:
             rollout_id = record["rollout_id"]
-            final = self.directory / f"{rollout_id}{_SUFFIX}"
-            temp = self.directory / f".{rollout_id}.{os.getpid()}.tmp"
+            name = record_name(rollout_id)
+            final = self.directory / f"{name}{_SUFFIX}"
+            temp = self.directory / f".{name}.{os.getpid()}.tmp"
             try:
                 data = json.dumps({"version": OUTBOX_VERSION, **record}).encode()
                 fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -59,6 +69,8 @@ class Outbox:
             return []
         records: list[dict[str, Any]] = []
         for path in sorted(self.directory.glob(f"*{_SUFFIX}")):
+            if path.name.startswith("."):
+                continue
             try:
                 record = json.loads(path.read_bytes())
                 if not isinstance(record, dict) or record.get("version") != OUTBOX_VERSION:
