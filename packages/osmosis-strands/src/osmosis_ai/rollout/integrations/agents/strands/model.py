@@ -12,7 +12,6 @@ parsing, so behaviour matches ``OpenAIModel`` on every supported Strands release
 from __future__ import annotations
 
 import copy
-import logging
 from collections.abc import AsyncGenerator, AsyncIterable
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -31,11 +30,7 @@ from .wire import (
 if TYPE_CHECKING:
     from strands.models.openai import OpenAIModel
 
-logger = logging.getLogger(__name__)
-
 DEFAULT_MODEL_ID = "osmosis-rollout"
-# Config keys consumed here rather than forwarded to Strands' OpenAIModel.
-_CLIENT_KEYS = ("timeout", "max_retries", "stream")
 
 _HOW_TO_RUN = (
     "Run the workflow through osmosis: in tests with "
@@ -82,16 +77,13 @@ class OsmosisRolloutModel(Model):
                 f"OsmosisRolloutModel(params=...) must be a dict of request parameters such as "
                 f'{{"temperature": 1.0}}, got {type(params).__name__}'
             )
-        model_id = model_config.get("model_id") or DEFAULT_MODEL_ID
-        # The public SDK routed through LiteLLM, where "openai/<name>" means "<name> over the
-        # OpenAI protocol"; strip that provider prefix so such configs send the same model name.
-        if isinstance(model_id, str) and model_id.startswith("openai/"):
-            model_id = model_id.removeprefix("openai/")
-        model_config["model_id"] = model_id
+        model_config["model_id"] = _model_id(model_config.get("model_id") or DEFAULT_MODEL_ID)
         self.config: dict[str, Any] = model_config
         self._recorder: CallRecorder | None = None
 
     def update_config(self, **model_config: Any) -> None:  # pyright: ignore[reportIncompatibleMethodOverride]
+        if "model_id" in model_config:
+            model_config["model_id"] = _model_id(model_config["model_id"])
         self.config.update(model_config)
 
     def get_config(self) -> dict[str, Any]:  # pyright: ignore[reportIncompatibleMethodOverride]
@@ -158,6 +150,17 @@ class OsmosisRolloutModel(Model):
             url,
         ):
             yield event
+
+
+def _model_id(model_id: Any) -> Any:
+    """Strip LiteLLM's ``openai/`` provider prefix.
+
+    The public SDK routed through LiteLLM, where ``"openai/<name>"`` means ``<name>`` over the
+    OpenAI protocol; stripping it makes such configs send the same model name as before.
+    """
+    if isinstance(model_id, str) and model_id.startswith("openai/"):
+        return model_id.removeprefix("openai/")
+    return model_id
 
 
 def _active_context() -> RolloutContext:
