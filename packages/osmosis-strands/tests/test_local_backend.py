@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 import pytest
-from strands import tool
+from strands import ModelRetryStrategy, tool
 from strands_multiply_rollout import (
     SYSTEM_PROMPT,
     MultiplyGrader,
@@ -165,6 +165,26 @@ async def test_policy_http_500_is_an_http_error_with_status_and_body() -> None:
     assert result.err_message is not None
     assert "HTTP 500" in result.err_message
     assert "the policy worker crashed" in result.err_message
+
+
+class ThrottledWorkflow(AgentWorkflow):
+    async def run(self, ctx: AgentWorkflowContext) -> None:
+        # One attempt: Strands' default would back off 4 s, 8 s, ... before giving up.
+        agent = OsmosisStrandsAgent(
+            model=OsmosisRolloutModel(),
+            messages=ctx.prompt,
+            retry_strategy=ModelRetryStrategy(max_attempts=1),
+        )
+        await agent.invoke_async()
+
+
+async def test_policy_still_throttling_after_strands_retries_is_an_http_error() -> None:
+    async with ScriptedPolicyServer([error_reply(429, "slow down")]) as policy:
+        result = await run_rollout(ThrottledWorkflow, prompt="hi", policy=policy)
+    assert result.status == RolloutStatus.FAILURE
+    assert result.err_category == RolloutErrorCategory.HTTP_ERROR
+    assert result.err_message is not None
+    assert "HTTP 429" in result.err_message
 
 
 async def test_policy_timeout_is_reported_as_timeout() -> None:

@@ -29,6 +29,7 @@ from osmosis_ai.rollout.context import get_rollout_context
 from .errors import (
     PolicyHTTPError,
     PolicyTimeoutError,
+    translate_policy_error,
 )
 from .model import NoActiveRolloutError, OsmosisRolloutModel
 from .prompt import (
@@ -118,12 +119,21 @@ class OsmosisStrandsAgent(Agent):
 
 
 def _policy_cause(exc: BaseException) -> BaseException | None:
-    """The PolicyHTTPError/PolicyTimeoutError that ``exc`` wraps (Strands wraps model errors)."""
+    """The policy failure that ``exc`` wraps, if any (Strands wraps model errors).
+
+    Besides our own errors, a ``ModelThrottledException`` that outlived Strands' retries (the
+    policy kept answering HTTP 429) becomes a :class:`PolicyHTTPError`: an overloaded policy is
+    an infrastructure failure, not the agent's.
+    """
     seen: set[int] = set()
     current: BaseException | None = exc
     while current is not None and id(current) not in seen:
         if isinstance(current, _POLICY_ERRORS):
             return current
+        if type(current).__name__ == "ModelThrottledException" and current.__cause__ is not None:
+            translated = translate_policy_error(current.__cause__, "")
+            if translated is not None:
+                return translated
         seen.add(id(current))
         current = current.__cause__ or getattr(current, "original_exception", None)
     return None
