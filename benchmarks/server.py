@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -404,7 +405,8 @@ def main() -> None:
     parser.add_argument("--serve", type=int, metavar="PORT", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve:
-        run_server(args.serve, not args.no_trajectories, args.backend)
+        with contextlib.suppress(KeyboardInterrupt):  # the benchmark stops it with SIGINT
+            run_server(args.serve, not args.no_trajectories, args.backend)
         return
     levels = [int(x) for x in args.levels.split(",")]
     print(
