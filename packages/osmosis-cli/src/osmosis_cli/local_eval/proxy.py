@@ -259,29 +259,45 @@ class PolicyProxy:
         await self.aclose()
 
     def _client(self) -> httpx.AsyncClient:
-        """An upstream client, round-robin over small pools.
+        """The upstream client for the next call.
 
-        Why several clients: httpcore scans its entire connection pool on every request, so
-        one pool holding a connection per concurrent call makes each call cost O(concurrency).
-        Shards are created lazily and share one TLS context (loading CA certificates is slow).
+        Plain-``http://`` upstreams (vLLM, SGLang, Ollama, the scripted policy) go through one
+        client on :class:`~osmosis_cli.local_eval.lean_transport.LeanTransport`, a third of
+        httpx's per-request CPU. TLS upstreams use httpx's transport, round-robin over small
+        pools: httpcore scans its whole pool on every request, so one pool holding a
+        connection per concurrent call would make each call cost O(concurrency). Clients are
+        created lazily and share one TLS context (loading CA certificates is slow).
         """
-        index = self._next_shard
-        self._next_shard = (index + 1) % self._shards
+        lean = self.upstream.base_url.startswith("http://")
+        index = 0 if lean else self._next_shard
+        if not lean:
+            self._next_shard = (index + 1) % self._shards
         client = self._clients[index]
         if client is None:
-            if self._ssl_context is None:
-                import ssl
+            timeout = httpx.Timeout(self._timeout, connect=30.0)
+            if lean:
+                from osmosis_cli.local_eval.lean_transport import LeanTransport
 
-                import certifi
+                client = httpx.AsyncClient(
+                    headers=self._client_headers,
+                    timeout=timeout,
+                    follow_redirects=False,
+                    transport=LeanTransport(max_idle_per_host=256),
+                )
+            else:
+                if self._ssl_context is None:
+                    import ssl
 
-                self._ssl_context = ssl.create_default_context(cafile=certifi.where())
-            client = httpx.AsyncClient(
-                headers=self._client_headers,
-                timeout=httpx.Timeout(self._timeout, connect=30.0),
-                limits=httpx.Limits(max_connections=None, max_keepalive_connections=32),
-                follow_redirects=False,
-                verify=self._ssl_context,
-            )
+                    import certifi
+
+                    self._ssl_context = ssl.create_default_context(cafile=certifi.where())
+                client = httpx.AsyncClient(
+                    headers=self._client_headers,
+                    timeout=timeout,
+                    limits=httpx.Limits(max_connections=None, max_keepalive_connections=32),
+                    follow_redirects=False,
+                    verify=self._ssl_context,
+                )
             self._clients[index] = client
         return client
 
