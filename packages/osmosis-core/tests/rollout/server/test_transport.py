@@ -84,3 +84,17 @@ async def test_stale_connection_is_retried_and_errors_are_httpx_errors() -> None
             await client.post(f"http://127.0.0.1:{port}/echo", content=b"3")
         with pytest.raises(httpx.UnsupportedProtocol):
             await transport.handle_async_request(httpx.Request("POST", "https://example.invalid/"))
+
+
+async def test_direct_post_encodes_the_target() -> None:
+    import json
+    from urllib.parse import urlsplit
+
+    transport = PlainHTTPTransport()
+    async with serve_app(APP) as url:
+        status, _, content = await transport.post(
+            urlsplit(f"{url}/echo?id=é 1&ok=%41"), {"authorization": "Bearer k"}, b"abc", 5.0
+        )
+    await transport.aclose()
+    assert status == 200
+    assert json.loads(content) == {"len": 3, "auth": "Bearer k", "q": "id=%C3%A9%201&ok=%41"}

@@ -4,9 +4,10 @@ A lost callback is a lost reward, so delivery retries over a long budget (defaul
 the public SDK gave up after about 7.5 s): capped exponential backoff with jitter, on transport
 errors, 408, 429 and 5xx, honouring ``Retry-After``. Any other 4xx is the controller saying the
 request itself is wrong; repeating it cannot help, so it is logged with the body and dropped.
-One ``httpx.AsyncClient`` is shared by all deliveries, on the lean
-:class:`~osmosis_ai.rollout.server.transport.PlainHTTPTransport` for ``http://`` callback URLs;
-httpx is imported on the first callback, so a poll-only server never pays for it.
+Plain ``http://`` callback URLs (the usual case: a controller on the cluster network) go through
+the lean :class:`~osmosis_ai.rollout.server.transport.PlainHTTPTransport`; anything else
+(``https://``) through one shared ``httpx.AsyncClient``. httpx is imported on the first
+callback, so a poll-only server never pays for it.
 """
 
 from __future__ import annotations
@@ -19,9 +20,12 @@ import random
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 if TYPE_CHECKING:
     import httpx
+
+    from osmosis_ai.rollout.server.transport import PlainHTTPTransport
 
 logger = logging.getLogger("osmosis_ai.rollout.server")
 
@@ -66,6 +70,7 @@ class CallbackSender:
     def __init__(self, policy: RetryPolicy, *, max_in_flight: int = _MAX_IN_FLIGHT) -> None:
         self.policy = policy
         self._client: httpx.AsyncClient | None = None
+        self._plain: PlainHTTPTransport | None = None
         # Deliveries wait here rather than in httpx's pool: the pool's bookkeeping grows with
         # the number of waiting requests, and a pool timeout would be misread as a failure.
         self._slots = asyncio.Semaphore(max_in_flight)
@@ -77,21 +82,43 @@ class CallbackSender:
 
             _install_httpx_redaction()
 
-            from osmosis_ai.rollout.server.transport import PlainHTTPTransport
-
-            limits = httpx.Limits(
-                max_connections=self._max_in_flight,
-                max_keepalive_connections=self._max_in_flight,
-            )
             self._client = httpx.AsyncClient(
                 timeout=httpx.Timeout(self.policy.request_timeout_sec, pool=None),
                 follow_redirects=False,
-                transport=PlainHTTPTransport(max_idle_per_host=self._max_in_flight),
-                mounts={"https://": httpx.AsyncHTTPTransport(limits=limits)},
+                limits=httpx.Limits(
+                    max_connections=self._max_in_flight,
+                    max_keepalive_connections=self._max_in_flight,
+                ),
             )
         return self._client
 
+    async def _post(
+        self, url: str, body: bytes, headers: dict[str, str]
+    ) -> tuple[int, bytes, float | None]:
+        """``(status, body, Retry-After seconds)``: plain ``http`` URLs go straight to the lean
+        transport, anything else through the shared httpx client."""
+        split = urlsplit(url)
+        if split.scheme == "http" and split.hostname and not split.username:
+            if self._plain is None:
+                from osmosis_ai.rollout.server.transport import PlainHTTPTransport
+
+                self._plain = PlainHTTPTransport(max_idle_per_host=self._max_in_flight)
+            status, raw_headers, content = await self._plain.post(
+                split, headers, body, self.policy.request_timeout_sec
+            )
+            retry = next((v for k, v in raw_headers if k == b"retry-after"), None)
+            return status, content, _parse_retry_after(retry.decode("latin-1") if retry else None)
+        response = await self._http().post(url, content=body, headers=headers)
+        return (
+            response.status_code,
+            response.content,
+            _parse_retry_after(response.headers.get("retry-after")),
+        )
+
     async def aclose(self) -> None:
+        if self._plain is not None:
+            await self._plain.aclose()
+            self._plain = None
         if self._client is not None:
             await self._client.aclose()
             self._client = None
@@ -110,29 +137,28 @@ class CallbackSender:
         while True:
             retry_after: float | None = None
             status: int | None = None
+            content = b""
             try:
                 async with self._slots:
-                    response = await self._http().post(url, content=body, headers=headers)
+                    status, content, retry_after = await self._post(url, body, headers)
             except httpx.HTTPError as exc:
                 problem = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
             except Exception as exc:  # an invalid URL, for example: never retried
                 logger.error("%s callback to %s cannot be sent: %s", what, _safe_url(url), exc)
                 return DeliveryResult(DeliveryState.REJECTED)
             else:
-                status = response.status_code
                 if status < 300:
-                    return DeliveryResult(DeliveryState.DELIVERED, _ack_json(response), status)
+                    return DeliveryResult(DeliveryState.DELIVERED, _ack_json(content), status)
                 if 400 <= status < 500 and status not in _RETRYABLE_STATUS:
                     logger.error(
                         "%s callback to %s was rejected with HTTP %d (not retried): %s",
                         what,
                         _safe_url(url),
                         status,
-                        response.text[:_BODY_EXCERPT],
+                        content[:_BODY_EXCERPT].decode("utf-8", "replace"),
                     )
                     return DeliveryResult(DeliveryState.REJECTED, status_code=status)
                 problem = f"HTTP {status}"
-                retry_after = _retry_after(response)
             delay = self.policy.delay(attempt)
             if retry_after is not None:
                 delay = min(max(delay, retry_after), self.policy.max_delay_sec)
@@ -159,8 +185,7 @@ class CallbackSender:
             await asyncio.sleep(delay)
 
 
-def _retry_after(response: httpx.Response) -> float | None:
-    value = response.headers.get("retry-after")
+def _parse_retry_after(value: str | None) -> float | None:
     if not value:
         return None
     try:
@@ -170,11 +195,11 @@ def _retry_after(response: httpx.Response) -> float | None:
     return seconds if seconds >= 0 else None
 
 
-def _ack_json(response: httpx.Response) -> Any:
-    if not response.content:
+def _ack_json(content: bytes) -> Any:
+    if not content:
         return None
     try:
-        return json.loads(response.content)
+        return json.loads(content)
     except ValueError:
         return None
 

@@ -16,12 +16,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from urllib.parse import SplitResult, quote
 
 import httpx
 
 _Connection = tuple[asyncio.StreamReader, asyncio.StreamWriter]
 _MAX_LINE = 64 * 1024
 _NO_BODY = frozenset({204, 304})
+# Characters kept as they are when a callback URL's path and query are put on the wire
+# (reserved characters and existing %-escapes stay; anything else is %-encoded).
+_SAFE = "/:@!$&'()*+,;=-._~%?"
 
 
 class _Stale(Exception):
@@ -42,25 +46,63 @@ class PlainHTTPTransport(httpx.AsyncBaseTransport):
                 f"PlainHTTPTransport serves http only, not {url.scheme}"
             )
         timeouts = request.extensions.get("timeout", {})
-        key = (url.host, url.port or 80)
         data = _head(request) + await request.aread()
+        status, headers, content = await self.roundtrip(
+            (url.host, url.port or 80),
+            data,
+            request.method,
+            timeouts.get("connect"),
+            timeouts.get("read"),
+        )
+        return httpx.Response(status, headers=headers, content=content, request=request)
+
+    async def post(
+        self,
+        url: SplitResult,
+        headers: dict[str, str],
+        body: bytes,
+        timeout_sec: float | None,
+    ) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
+        """POST without building httpx request objects (URL parsing and header models cost
+        more than the exchange itself); ``url`` is an ``http`` URL from ``urlsplit``."""
+        host = url.hostname or ""
+        port = url.port or 80
+        authority = f"[{host}]" if ":" in host else host
+        if url.port:
+            authority = f"{authority}:{url.port}"
+        target = quote(url.path or "/", safe=_SAFE) + (
+            "?" + quote(url.query, safe=_SAFE) if url.query else ""
+        )
+        lines = [f"POST {target} HTTP/1.1", f"host: {authority}"]
+        lines.extend(f"{name}: {value}" for name, value in headers.items())
+        lines.append(f"content-length: {len(body)}")
+        data = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body
+        return await self.roundtrip((host, port), data, "POST", timeout_sec, timeout_sec)
+
+    async def roundtrip(
+        self,
+        key: tuple[str, int],
+        data: bytes,
+        method: str,
+        connect_timeout: float | None,
+        read_timeout: float | None,
+    ) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
+        """Send ``data`` (a complete request) and read the response, reusing connections."""
         for attempt in (1, 2):
-            connection, reused = await self._connection(key, timeouts.get("connect"), request)
+            connection, reused = await self._connection(key, connect_timeout)
             try:
-                async with asyncio.timeout(timeouts.get("read")):
-                    status, headers, content, keep = await _exchange(connection, data, request)
+                async with asyncio.timeout(read_timeout):
+                    status, headers, content, keep = await _exchange(connection, data, method)
             except _Stale:
                 _close(connection)
                 if reused and attempt == 1:
                     continue
                 raise httpx.RemoteProtocolError(
-                    "the server closed the connection without a response", request=request
+                    "the server closed the connection without a response"
                 ) from None
             except TimeoutError:
                 _close(connection)
-                raise httpx.ReadTimeout(
-                    "timed out waiting for the response", request=request
-                ) from None
+                raise httpx.ReadTimeout("timed out waiting for the response") from None
             except (
                 OSError,
                 asyncio.IncompleteReadError,
@@ -68,16 +110,16 @@ class PlainHTTPTransport(httpx.AsyncBaseTransport):
                 ValueError,
             ) as exc:
                 _close(connection)
-                raise httpx.ReadError(f"{type(exc).__name__}: {exc}", request=request) from exc
+                raise httpx.ReadError(f"{type(exc).__name__}: {exc}") from exc
             if keep:
                 self._release(key, connection)
             else:
                 _close(connection)
-            return httpx.Response(status, headers=headers, content=content, request=request)
+            return status, headers, content
         raise AssertionError("unreachable")  # pragma: no cover
 
     async def _connection(
-        self, key: tuple[str, int], connect_timeout: float | None, request: httpx.Request
+        self, key: tuple[str, int], connect_timeout: float | None
     ) -> tuple[_Connection, bool]:
         idle = self._idle.get(key)
         while idle:
@@ -89,9 +131,9 @@ class PlainHTTPTransport(httpx.AsyncBaseTransport):
             async with asyncio.timeout(connect_timeout):
                 connection = await asyncio.open_connection(key[0], key[1], limit=_MAX_LINE)
         except TimeoutError:
-            raise httpx.ConnectTimeout("timed out connecting", request=request) from None
+            raise httpx.ConnectTimeout("timed out connecting") from None
         except OSError as exc:
-            raise httpx.ConnectError(str(exc) or type(exc).__name__, request=request) from exc
+            raise httpx.ConnectError(str(exc) or type(exc).__name__) from exc
         return connection, False
 
     def _release(self, key: tuple[str, int], connection: _Connection) -> None:
@@ -115,7 +157,7 @@ def _head(request: httpx.Request) -> bytes:
 
 
 async def _exchange(
-    connection: _Connection, data: bytes, request: httpx.Request
+    connection: _Connection, data: bytes, method: str
 ) -> tuple[int, list[tuple[bytes, bytes]], bytes, bool]:
     reader, writer = connection
     writer.write(data)
@@ -147,7 +189,7 @@ async def _exchange(
         elif name == b"connection":
             keep = keep and value.lower() != b"close"
         headers.append((name, value))
-    if status in _NO_BODY or 100 <= status < 200 or request.method == "HEAD":
+    if status in _NO_BODY or 100 <= status < 200 or method == "HEAD":
         return status, headers, b"", keep
     if chunked:
         body = bytearray()
