@@ -88,7 +88,13 @@ def run(
         ),
     ] = False,
 ) -> None:
-    """Run an eval locally: every row x n samples through the rollout, graded, resumable."""
+    """Run an eval locally: every row x n samples through the rollout, graded, resumable.
+
+    Starts the rollout's server (its entrypoint's `app`) on 127.0.0.1 and proxies its model
+    calls to the upstream model. Results go to .osmosis/evals/<run>/ (index.jsonl,
+    metrics.json, trajectories/, logs.txt). Rerun with the same --name to resume. Exit code 1
+    when any work item failed or is still pending (status "partial"); 130 when interrupted.
+    """
     from osmosis_cli.errors import CLIError, CLIErrorCode, validation
     from osmosis_cli.output import get_output
 
