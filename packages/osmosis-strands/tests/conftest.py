@@ -1,6 +1,7 @@
 """Shared fixtures: an isolated OSMOSIS_HOME, and the test folder importable as modules.
 
-The rollout modules in this folder (``strands_multiply_rollout`` and friends) are written the way
+The rollout modules in this folder (``strands_*.py``, prefixed to avoid clashing with other
+packages' test helpers when several suites run in one process) are written the way
 a user writes a rollout project, so tests import them by name like LocalBackend would.
 """
 

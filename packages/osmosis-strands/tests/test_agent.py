@@ -7,8 +7,8 @@ from collections.abc import Mapping
 from typing import Any
 
 import pytest
-from import_time_rollout import AGENT, ImportTimeAgentWorkflow
 from strands import Agent
+from strands_import_time_rollout import AGENT, ImportTimeAgentWorkflow
 from strands_multiply_rollout import MultiplyGrader, multiply
 
 from osmosis_ai.rollout.context import RolloutContext

@@ -6,13 +6,13 @@ import json
 from pathlib import Path
 
 import pytest
-from serving import serve
 from strands_multiply_rollout import (
     MultiplyGrader,
     MultiplyWorkflow,
     multiply_prompt,
     multiply_workflow_config,
 )
+from strands_serving import serve
 
 from osmosis_ai.rollout.backend.local import LocalBackend
 from osmosis_ai.rollout.client import RolloutClient
