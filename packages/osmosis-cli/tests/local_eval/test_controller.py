@@ -12,7 +12,7 @@ import pytest
 
 from osmosis_ai.testing import ErrorReply, ScriptedPolicyServer
 from osmosis_ai.testing.responders import multiply_solver
-from osmosis_cli.local_eval.controller import EvalRunFailed, run_eval
+from osmosis_cli.local_eval.controller import EvalRunFailed, UpstreamRejected, run_eval
 from osmosis_cli.local_eval.journal import iter_records
 from osmosis_cli.local_eval.manifest import ManifestMismatchError
 from osmosis_cli.local_eval.plan import EvalOptions, EvalPlanError, build_plan
@@ -114,11 +114,7 @@ async def test_policy_errors_are_failures_not_zero_and_retry_failed(
     broken = {"on": True}
 
     def flaky(body: Mapping[str, Any]) -> Any:
-        return (
-            ErrorReply(400, "bad request from the model server")
-            if broken["on"]
-            else multiply_solver(body)
-        )
+        return ErrorReply(400, "invalid tool schema") if broken["on"] else multiply_solver(body)
 
     async with ScriptedPolicyServer(flaky) as policy:
         config = workspace(n_rows=2)
@@ -217,3 +213,21 @@ async def test_secrets_never_reach_the_run_files(
 
 def _files_containing(root: Path, text: str) -> list[Path]:
     return [p for p in root.rglob("*") if p.is_file() and text in p.read_text(errors="replace")]
+
+
+@pytest.mark.parametrize(
+    ("status", "hint"), [(401, "check the API key"), (404, "check the model name")]
+)
+async def test_preflight_stops_a_run_the_upstream_would_reject(
+    workspace: MakeWorkspace, status: int, hint: str
+) -> None:
+    async with ScriptedPolicyServer(lambda body: ErrorReply(status, "nope")) as policy:
+        config = workspace(n_rows=2)
+        plan = _plan(config, model="m", base_url=policy.url)
+        with pytest.raises(UpstreamRejected, match=hint) as info:
+            await run_eval(plan)
+        assert len(policy.requests) == 1  # one preflight call, no rollout ran
+    assert info.value.status_code == status
+    assert not (plan.run_dir / "events.jsonl").exists() or not list(
+        iter_records(plan.run_dir / "events.jsonl")
+    )

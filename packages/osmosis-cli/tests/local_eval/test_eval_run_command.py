@@ -136,3 +136,21 @@ def test_missing_server_extra_names_the_install_command(
     error = _error(err)
     assert error["code"] == "VALIDATION"
     assert "pip install 'osmosis-cli[eval]'" in error["message"]
+
+
+def test_rejected_api_key_fails_fast_with_a_hint(
+    workspace: MakeWorkspace, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TINY_KEY", "wrong-key-1234")
+    config = workspace(n_rows=3)
+    with ScriptedPolicyServer(lambda body: ErrorReply(401, "invalid api key")) as policy:
+        code, _, err = _cli(
+            capsys, "eval", "run", str(config), "--base-url", policy.url, "--model", "m",
+            "--api-key-env", "TINY_KEY", "--json",
+        )  # fmt: skip
+    assert code == 1
+    error = _error(err)
+    assert error["code"] == "VALIDATION"
+    assert error["details"]["status_code"] == 401
+    assert "TINY_KEY" in error["message"]
+    assert "wrong-key-1234" not in err

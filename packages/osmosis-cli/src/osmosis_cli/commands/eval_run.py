@@ -163,7 +163,7 @@ def _execute(plan: EvalPlan, out: Output) -> EvalRunResult:
     import asyncio
 
     from osmosis_cli.errors import CLIError, CLIErrorCode
-    from osmosis_cli.local_eval.controller import EvalRunFailed, run_eval
+    from osmosis_cli.local_eval.controller import EvalRunFailed, UpstreamRejected, run_eval
     from osmosis_cli.local_eval.manifest import ManifestMismatchError
     from osmosis_cli.local_eval.run_layout import RunLayoutError
 
@@ -179,6 +179,12 @@ def _execute(plan: EvalPlan, out: Output) -> EvalRunResult:
     except RunLayoutError as exc:
         raise CLIError(
             CLIErrorCode.CONFLICT, str(exc), details={"run_name": plan.run_name}
+        ) from None
+    except UpstreamRejected as exc:
+        raise CLIError(
+            CLIErrorCode.VALIDATION,
+            str(exc),
+            details={"status_code": exc.status_code, "run_name": plan.run_name},
         ) from None
     except EvalRunFailed as exc:
         details: dict[str, Any] = {"run_name": plan.run_name, "output_path": str(plan.run_dir)}

@@ -145,6 +145,41 @@ class EvalRunFailed(RuntimeError):
         super().__init__(message)
 
 
+class UpstreamRejected(RuntimeError):
+    """The model endpoint refused the preflight request (bad key, unknown model...)."""
+
+    def __init__(self, message: str, status_code: int) -> None:
+        self.status_code = status_code
+        super().__init__(message)
+
+
+#: Preflight answers that will fail every work item the same way.
+_FATAL_PREFLIGHT = frozenset({401, 403, 404})
+
+
+async def _preflight(proxy: PolicyProxy, upstream: Any, log: RunLog) -> None:
+    status, excerpt = await proxy.preflight()
+    excerpt = log.redact(excerpt)
+    if status == 200:
+        log.info("upstream", "model preflight ok", model=upstream.model)
+        return
+    fatal = status in _FATAL_PREFLIGHT or (status == 400 and "model" in excerpt.lower())
+    if not fatal:  # rate limits, outages: every call is retried anyway
+        log.warning("upstream", "model preflight did not succeed", status=status, body=excerpt)
+        return
+    hint = {
+        401: f"check the API key{f' in {upstream.key_env}' if upstream.key_env else ''} "
+        "(or pass --api-key-env)",
+        403: "the key is not allowed to use this model",
+        404: "check the model name and --base-url",
+    }.get(status or 0, "check the model name")
+    raise UpstreamRejected(
+        f"the model endpoint {upstream.base_url} rejected model {upstream.model!r} with HTTP "
+        f"{status}: {excerpt}; {hint}",
+        status or 0,
+    )
+
+
 def _work_items(plan: EvalPlan) -> list[WorkItem]:
     return [
         WorkItem(row_index=row_index, run_index=run_index, row=row)
@@ -288,6 +323,9 @@ async def _session(
             fatal = exc
             halt_reason = str(exc)
             log.error("server", "rollout server failed", error=str(exc))
+        except UpstreamRejected as exc:
+            log.error("upstream", "model preflight failed", error=str(exc))
+            raise
     result = _finalize(
         plan,
         paths,
@@ -374,6 +412,8 @@ async def _dispatch(
                 model=upstream.model,
             )
 
+            if not plan.upstream.is_mock:
+                await _preflight(proxy, upstream, log)
             stack.push_async_callback(server.stop)  # idempotent: stop it before the proxy
             url = await server.wait_healthy(timeout_sec=plan.server_start_timeout_sec)
             log.info("server", "rollout server healthy", url=url, pid=server.pid)

@@ -477,6 +477,24 @@ class PolicyProxy:
             record.error = f"stream interrupted: {type(exc).__name__}"
         await send({"type": "http.response.body", "body": b"", "more_body": False})
 
+    async def preflight(self) -> tuple[int | None, str]:
+        """One tiny completion, straight to the upstream: ``(status, body excerpt)``.
+
+        Why: a wrong key or model name would otherwise fail every work item one by one. Only
+        ``model`` and ``messages`` are sent (no ``max_tokens``: some models reject it). The
+        status is ``None`` when the upstream could not be reached at all.
+        """
+        payload = json.dumps(
+            {"model": self.upstream.model, "messages": [{"role": "user", "content": "hi"}]}
+        ).encode()
+        try:
+            response = await self._client().post(
+                self.upstream.chat_completions_url, content=payload, timeout=60.0
+            )
+        except httpx.HTTPError as exc:
+            return None, f"{type(exc).__name__}: {exc}"
+        return response.status_code, response.text[:300]
+
     async def _backoff(self, attempt: int, retry_after: str | None, reason: str) -> None:
         self.retries += 1
         delay = self.retry.delay(attempt, retry_after)
