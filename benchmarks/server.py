@@ -12,6 +12,8 @@ Figures printed per mode and concurrency: rollouts/s, server CPU ms per rollout 
 of the server process from /proc, so worker threads such as the trajectory writer count),
 p50/p99 admission latency (POST /rollout round trip), p50/p99 end-to-end latency (POST start to
 final result), lost results, then peak RSS and RSS growth per 1,000 finished rollouts.
+Admission percentiles leave out each connection's first rollout (the start-up burst of C
+simultaneous POSTs).
 Prints figures only; never asserts.
 
     uv run python benchmarks/server.py                 # defaults: N=1500 per level
@@ -25,6 +27,7 @@ import asyncio
 import contextlib
 import json
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -42,7 +45,7 @@ TICKS = os.sysconf("SC_CLK_TCK")
 # ---- the server process --------------------------------------------------------------------
 
 
-def run_server(port: int, save_trajectories: bool, backend_kind: str) -> None:
+def run_server(port: int, save_trajectories: bool, backend_kind: str, agent_sec: float) -> None:
     from osmosis_ai.rollout import (
         AgentWorkflow,
         AgentWorkflowConfig,
@@ -56,6 +59,8 @@ def run_server(port: int, save_trajectories: bool, backend_kind: str) -> None:
 
     class NoOp(AgentWorkflow[AgentWorkflowConfig]):
         async def run(self, ctx: AgentWorkflowContext[AgentWorkflowConfig]) -> Any:
+            if agent_sec:  # agent time spent waiting (e.g. on the policy), 0.5-1.5x the mean
+                await asyncio.sleep(agent_sec * random.uniform(0.5, 1.5))
             return AgentWorkflowOutput(
                 messages=[*ctx.prompt, {"role": "assistant", "content": "#### 42"}]
             )
@@ -77,6 +82,8 @@ def run_server(port: int, save_trajectories: bool, backend_kind: str) -> None:
         """A fixed graded outcome: what is left is the server's own work."""
 
         async def execute(self, request: ExecutionRequest) -> ExecutionOutcome:
+            if agent_sec:
+                await asyncio.sleep(agent_sec * random.uniform(0.5, 1.5))
             sample = RolloutSample(
                 messages=[*request.prompt, {"role": "assistant", "content": "#### 42"}],
                 label=request.label,
@@ -199,7 +206,11 @@ def admission_body(rollout_id: str, extra: dict[str, Any] | None = None) -> byte
 async def run_workers(
     n: int, concurrency: int, one: Any, port: int
 ) -> tuple[float, list[float], list[float], int]:
-    """Run ``one(connection, index)`` for ``n`` indexes on ``concurrency`` connections."""
+    """Run ``one(connection, index)`` for ``n`` indexes on ``concurrency`` connections.
+
+    Admission latencies of each worker's first rollout are left out: all workers start at
+    once, so those ``concurrency`` requests arrive as one burst (ramp-up, not steady state).
+    """
     admissions: list[float] = []
     latencies: list[float] = []
     lost = 0
@@ -208,6 +219,7 @@ async def run_workers(
     async def worker() -> None:
         nonlocal lost
         connection = Connection("127.0.0.1", port)
+        first = True
         try:
             for index in counter:
                 try:
@@ -220,8 +232,10 @@ async def run_workers(
                 if outcome is None:
                     lost += 1
                 else:
-                    admissions.append(outcome[0])
+                    if not first or concurrency == 1:
+                        admissions.append(outcome[0])
                     latencies.append(outcome[1])
+                first = False
         finally:
             connection.close()
 
@@ -341,13 +355,14 @@ async def wait_healthy(url: str, process: subprocess.Popen[bytes]) -> None:
 
 
 async def bench_mode(
-    mode: str, n: int, levels: Sequence[int], trajectories: bool, backend: str
+    mode: str, n: int, levels: Sequence[int], trajectories: bool, backend: str, agent_ms: int
 ) -> None:
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     with tempfile.TemporaryDirectory(prefix="osmosis-bench-") as home:
         env = {**os.environ, "OSMOSIS_HOME": home, "PYTHONUNBUFFERED": "1"}
         args = [sys.executable, __file__, "--serve", str(port), "--backend", backend]
+        args += ["--agent-ms", str(agent_ms)]
         if not trajectories:
             args.append("--no-trajectories")
         process = subprocess.Popen(args, env=env)  # noqa: ASYNC220 - polled via /proc, not awaited
@@ -402,21 +417,32 @@ def main() -> None:
     parser.add_argument("--levels", default=",".join(map(str, LEVELS)))
     parser.add_argument("--no-trajectories", action="store_true", help="skip ATIF writing")
     parser.add_argument("--backend", choices=("local", "bare"), default="local")
+    parser.add_argument(
+        "--agent-ms",
+        type=int,
+        default=0,
+        help="mean agent time per rollout, spent awaiting (0 = no-op; each rollout draws "
+        "0.5-1.5x the mean); with it, C rollouts are really in flight at once and admission "
+        "is measured alongside them",
+    )
     parser.add_argument("--serve", type=int, metavar="PORT", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve:
         with contextlib.suppress(KeyboardInterrupt):  # the benchmark stops it with SIGINT
-            run_server(args.serve, not args.no_trajectories, args.backend)
+            run_server(args.serve, not args.no_trajectories, args.backend, args.agent_ms / 1000)
         return
     levels = [int(x) for x in args.levels.split(",")]
     print(
         f"rollout server benchmark: python {sys.version.split()[0]}, {os.cpu_count()} CPUs, "
-        f"backend {args.backend}, trajectories {'off' if args.no_trajectories else 'on'}",
+        f"backend {args.backend}, trajectories {'off' if args.no_trajectories else 'on'}, "
+        f"agent time {args.agent_ms} ms",
         flush=True,
     )
     for mode in args.modes.split(","):
         asyncio.run(
-            bench_mode(mode.strip(), args.n, levels, not args.no_trajectories, args.backend)
+            bench_mode(
+                mode.strip(), args.n, levels, not args.no_trajectories, args.backend, args.agent_ms
+            )
         )
 
 
