@@ -21,6 +21,7 @@ _EXPORTS = {
     "OsmosisRolloutModel": f"{__name__}.model",
     "OsmosisStrandsAgent": f"{__name__}.agent",
     "StrandsSampleSource": f"{__name__}.sample",
+    "StrandsAgentSampleSource": f"{__name__}.sample",
     "PolicyTimeoutError": f"{__name__}.errors",
     "NoActiveRolloutError": f"{__name__}.model",
     "aclose_clients": f"{__name__}.clients",
@@ -31,6 +32,7 @@ __all__ = [
     "OsmosisRolloutModel",
     "OsmosisStrandsAgent",
     "PolicyTimeoutError",
+    "StrandsAgentSampleSource",
     "StrandsSampleSource",
     "aclose_clients",
 ]
@@ -42,4 +44,4 @@ if TYPE_CHECKING:
     from .clients import aclose_clients
     from .errors import PolicyTimeoutError
     from .model import NoActiveRolloutError, OsmosisRolloutModel
-    from .sample import StrandsSampleSource
+    from .sample import StrandsAgentSampleSource, StrandsSampleSource

@@ -175,3 +175,7 @@ def chat_completions_messages(
                 target["usage"] = dict(record.usage)
         out.extend(formatted)
     return out
+
+
+# The public SDK 0.3 name of the same class, so code that imported it keeps working.
+StrandsAgentSampleSource = StrandsSampleSource
