@@ -7,6 +7,7 @@ to put a run's files next to its results), else ``OSMOSIS_HOME``, else ``~/.osmo
 
 from __future__ import annotations
 
+import functools
 import os
 from pathlib import Path
 
@@ -15,8 +16,19 @@ ENV_HOME = "OSMOSIS_HOME"
 
 
 def osmosis_home() -> Path:
-    for var in (ENV_ARTIFACT_ROOT, ENV_HOME):
-        value = os.environ.get(var)
+    """The home for the current environment (read on every call; tests and supervisors change it).
+
+    Building the ``Path`` (``expanduser``, ``Path.home()``) costs 4-10 µs and LocalBackend and
+    the trajectory writer ask once per rollout, so the result is memoized on the environment
+    values it depends on; a ``Path`` is immutable, so sharing it is safe.
+    """
+    environ = os.environ
+    return _home_for(environ.get(ENV_ARTIFACT_ROOT), environ.get(ENV_HOME), environ.get("HOME"))
+
+
+@functools.lru_cache(maxsize=8)
+def _home_for(artifact_root: str | None, home: str | None, user_home: str | None) -> Path:
+    for value in (artifact_root, home):
         if value:
             return Path(value).expanduser()
     return Path.home() / ".osmosis"

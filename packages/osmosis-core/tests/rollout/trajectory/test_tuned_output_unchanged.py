@@ -626,3 +626,13 @@ def test_identical_output_for_generated_histories(
     assert expected is not None
     assert actual is not None
     assert dumps_trajectory(actual) == baseline_dumps(expected)
+
+
+def test_identical_text_without_the_c_accelerator(monkeypatch: Any) -> None:
+    from osmosis_ai.rollout.trajectory import writer
+
+    monkeypatch.setattr(writer, "_c_make_encoder", None)
+    for index, (sample, kwargs) in enumerate(_samples()):
+        document = convert_sample_to_trajectory(sample, rollout_id=f"r{index}", **kwargs)
+        assert document is not None
+        assert dumps_trajectory(document) == baseline_dumps(document)

@@ -19,6 +19,10 @@ Input is ``sample.trajectory_messages`` (chat-completions form). Mapping:
 ``final_metrics`` sums what the steps report; ``total_steps`` is always ``len(steps)``. Osmosis
 data goes to ``extra.osmosis`` (``rollout_id``, ``label``, ``reward``, ``sample_metrics``, ...),
 with null entries dropped. The document is a plain ``dict`` ready for ``json.dumps``.
+
+Performance: this runs once per rollout, so type tests check ``type(x) is dict``/``list`` before
+the ``collections.abc`` ``isinstance`` checks (several times slower); results are identical
+(``tests/rollout/trajectory/test_tuned_output_unchanged.py`` keeps the straightforward version).
 """
 
 from __future__ import annotations
@@ -73,7 +77,9 @@ def _text(content: Any) -> str | list[dict[str, Any]]:
         return ""
     if isinstance(content, str):
         return content
-    if isinstance(content, Sequence) and not isinstance(content, (bytes, bytearray)):
+    if type(content) is list or (
+        isinstance(content, Sequence) and not isinstance(content, (bytes, bytearray))
+    ):
         parts: list[dict[str, Any]] = []
         texts: list[str] = []
         only_text = True
@@ -81,7 +87,7 @@ def _text(content: Any) -> str | list[dict[str, Any]]:
             if isinstance(part, str):
                 texts.append(part)
                 parts.append({"type": "text", "text": part})
-            elif isinstance(part, Mapping):
+            elif type(part) is dict or isinstance(part, Mapping):
                 text = part.get("text")
                 if isinstance(text, str):
                     texts.append(text)
@@ -95,7 +101,7 @@ def _text(content: Any) -> str | list[dict[str, Any]]:
 
 
 def _arguments(raw: Any) -> dict[str, Any]:
-    if isinstance(raw, Mapping):
+    if type(raw) is not str and isinstance(raw, Mapping):
         return dict(raw)
     if isinstance(raw, str):
         if not raw.strip():
@@ -110,13 +116,13 @@ def _arguments(raw: Any) -> dict[str, Any]:
 
 def _tool_calls(calls: Any) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
-    if not isinstance(calls, Sequence):
+    if calls is None or (type(calls) is not list and not isinstance(calls, Sequence)):
         return out
     for call in calls:
-        if not isinstance(call, Mapping):
+        if type(call) is not dict and not isinstance(call, Mapping):
             continue
         function = call.get("function")
-        if isinstance(function, Mapping):
+        if type(function) is dict or isinstance(function, Mapping):
             name, arguments = function.get("name"), function.get("arguments")
         else:
             name, arguments = call.get("name"), call.get("arguments", call.get("input"))
@@ -149,6 +155,8 @@ def _float(value: Any) -> float | None:
 
 
 def _logprobs(value: Any) -> list[float] | None:
+    if value is None:
+        return None
     if isinstance(value, Mapping):
         value = value.get("content")
         if isinstance(value, Sequence):
@@ -162,6 +170,8 @@ def _logprobs(value: Any) -> list[float] | None:
 
 
 def _token_ids(value: Any) -> list[int] | None:
+    if value is None:
+        return None
     if isinstance(value, Sequence) and not isinstance(value, str) and value:
         ids = [v for v in value if isinstance(v, int) and not isinstance(v, bool)]
         return ids if len(ids) == len(value) else None
@@ -170,13 +180,17 @@ def _token_ids(value: Any) -> list[int] | None:
 
 def usage_metrics(usage: Any) -> dict[str, Any]:
     """ATIF metrics from an OpenAI chat or Responses ``usage`` object."""
-    if not isinstance(usage, Mapping):
+    if type(usage) is not dict and not isinstance(usage, Mapping):
         return {}
     metrics: dict[str, Any] = {}
     prompt = _int(usage.get("prompt_tokens", usage.get("input_tokens")))
     completion = _int(usage.get("completion_tokens", usage.get("output_tokens")))
     details = usage.get("prompt_tokens_details") or usage.get("input_tokens_details")
-    cached = _int(details.get("cached_tokens")) if isinstance(details, Mapping) else None
+    cached = (
+        _int(details.get("cached_tokens"))
+        if type(details) is dict or isinstance(details, Mapping)
+        else None
+    )
     if cached is None:
         cached = _int(usage.get("cached_tokens"))
     cost = _float(usage.get("cost_usd", usage.get("cost")))
@@ -231,7 +245,7 @@ def convert_messages(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, An
     steps: list[dict[str, Any]] = []
     last_agent: dict[str, Any] | None = None
     for message in messages:
-        if not isinstance(message, Mapping):
+        if type(message) is not dict and not isinstance(message, Mapping):
             continue
         role = str(message.get("role", ""))
         if role in _TOOL_ROLES and last_agent is not None:
@@ -276,7 +290,7 @@ def final_metrics(steps: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     totals: dict[str, Any] = {}
     for step in steps:
         metrics = step.get("metrics")
-        if not isinstance(metrics, Mapping):
+        if metrics is None or (type(metrics) is not dict and not isinstance(metrics, Mapping)):
             continue
         for key, total in (
             ("prompt_tokens", "total_prompt_tokens"),
