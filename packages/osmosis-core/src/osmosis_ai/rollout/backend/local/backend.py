@@ -28,7 +28,9 @@ Behaviour (each point fixes a gap of the reference SDK):
 * **Failures** always carry a category (``timeout``, ``validation_error``, ``http_error``,
   ``agent_error``, ``internal_error``) and a message; :meth:`execute` never raises for them.
 * **Isolation.** Each rollout gets a fresh workflow instance built with a deep copy of
-  ``workflow_config`` (fields that cannot be deep-copied are shared; see
+  ``workflow_config`` (fields that cannot be deep-copied are shared, and so are instances of
+  types an integration registered with :func:`~osmosis_ai.rollout.backend.local.loading.
+  share_in_config_copies`, e.g. stateless framework tool objects; see
   :class:`~osmosis_ai.rollout.backend.local.loading.ConfigCopier`) and a fresh grader instance.
 * **Artifacts.** Workflow and grader get the same ``<home>/<rollout_id>/artifacts/``, created
   on first use (:mod:`~osmosis_ai.rollout.backend.local.artifacts`).

@@ -34,25 +34,77 @@ def resolve(value: Any) -> Any:
     return load_object(value) if isinstance(value, str) else value
 
 
+_shared_types: tuple[type, ...] = ()
+
+
+def share_in_config_copies(*types: type) -> None:
+    """Declare instances of ``types`` safe to share between rollouts' config copies.
+
+    LocalBackend gives each rollout ``deepcopy(workflow_config)``, like the reference SDK. For
+    framework objects that hold no per-rollout state, such as Strands ``@tool`` objects,
+    that copy is pure cost (about 50 µs per rollout for one Strands tool), so an integration
+    may register their types here: every rollout's config then holds the very same instance
+    (containers around it are still copied). Only registered types are affected; user objects
+    keep full deep-copy isolation. Registration is process-wide and cannot be undone.
+    """
+    global _shared_types
+    for kind in types:
+        if not isinstance(kind, type):
+            raise TypeError(f"share_in_config_copies takes classes; got {kind!r}")
+        if kind not in _shared_types:
+            _shared_types = (*_shared_types, kind)
+
+
+def _find_shared(value: Any, found: dict[int, Any], depth: int = 0) -> None:
+    """Collect instances of the registered types reachable through plain containers."""
+    if depth > 8:
+        return
+    if isinstance(value, _shared_types):
+        found[id(value)] = value
+    elif isinstance(value, dict):
+        for item in value.values():
+            _find_shared(item, found, depth + 1)
+    elif isinstance(value, (list, tuple, set, frozenset)):
+        for item in value:
+            _find_shared(item, found, depth + 1)
+
+
 class ConfigCopier:
     """Gives every rollout its own deep copy of a config.
 
     Configs may hold objects that cannot be deep-copied (a model client with a lock, an open
     tool session). For those, the copy shares that one field with the original instead of
     failing every rollout; which fields are shared is worked out once and logged once.
+    Instances of types registered with :func:`share_in_config_copies` (found in the config's
+    fields and their dicts, lists, tuples and sets) are shared too: they seed the deep copy's
+    memo, which is exactly how ``deepcopy`` keeps one copy of an object met twice.
     """
 
     def __init__(self, config: Any) -> None:
         self._config = config
         self._shared: frozenset[str] | None = None
+        self._seed: dict[int, Any] = {}
+        self._seed_types: tuple[type, ...] = ()
+
+    def _memo(self) -> dict[int, Any] | None:
+        if self._seed_types is not _shared_types:  # types registered since the last copy
+            self._seed_types = _shared_types
+            found: dict[int, Any] = {}
+            if _shared_types:
+                for fields in self._field_maps(self._config):
+                    for value in fields.values():
+                        _find_shared(value, found)
+            self._seed = found
+        return dict(self._seed) if self._seed else None
 
     def copy(self) -> Any:
         config = self._config
         if config is None:
             return None
+        memo = self._memo()
         if self._shared is None:
             try:
-                return copy.deepcopy(config)
+                return copy.deepcopy(config, memo)
             except Exception:
                 self._shared = self._uncopyable_fields(config)
                 logger.warning(
@@ -60,7 +112,8 @@ class ConfigCopier:
                     "these objects (make them safe for concurrent use, or create them in run())",
                     ", ".join(sorted(self._shared)) or "(none)",
                 )
-        return self._partial_copy(config, self._shared)
+                memo = self._memo()
+        return self._partial_copy(config, self._shared, memo)
 
     @staticmethod
     def _field_maps(config: Any) -> list[dict[str, Any]]:
@@ -75,15 +128,17 @@ class ConfigCopier:
         for fields in self._field_maps(config):
             for name, value in fields.items():
                 try:
-                    copy.deepcopy(value)
+                    copy.deepcopy(value, self._memo())
                 except Exception:
                     shared.add(name)
         return frozenset(shared)
 
-    def _partial_copy(self, config: Any, shared: frozenset[str]) -> Any:
+    def _partial_copy(
+        self, config: Any, shared: frozenset[str], memo: dict[int, Any] | None
+    ) -> Any:
         clone = copy.copy(config)
         for fields in self._field_maps(clone):
             for name, value in fields.items():
                 if name not in shared:
-                    fields[name] = copy.deepcopy(value)
+                    fields[name] = copy.deepcopy(value, memo)
         return clone
