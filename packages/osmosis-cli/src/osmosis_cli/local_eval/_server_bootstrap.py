@@ -22,7 +22,6 @@ from __future__ import annotations
 import importlib.util
 import os
 import signal
-import socket
 import sys
 import threading
 from pathlib import Path
@@ -79,9 +78,9 @@ def main(argv: list[str]) -> None:
 
     import uvicorn
 
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
+    from osmosis_ai.listening_socket import bind_tcp_listener
+
+    sock = bind_tcp_listener("127.0.0.1", 0)
     port = sock.getsockname()[1]
     tmp = port_file.with_name(port_file.name + ".tmp")
     tmp.write_text(str(port))

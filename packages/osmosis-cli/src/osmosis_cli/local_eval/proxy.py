@@ -225,9 +225,9 @@ class PolicyProxy:
             headers["authorization"] = f"Bearer {self.upstream.api_key}"
         self._client_headers = headers
         self._clients = [None] * self._shards
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((host, port))
+        from osmosis_ai.listening_socket import bind_tcp_listener
+
+        sock = bind_tcp_listener(host, port)
         self._sock = sock
         self._server = _QuietServer(self).server
         self._serve_task = asyncio.create_task(self._server.serve(sockets=[sock]))

@@ -61,6 +61,7 @@ import uvicorn
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 
+from osmosis_ai.listening_socket import bind_tcp_listener
 from osmosis_ai.testing.completions import completion_object, new_completion_id, stream_events
 from osmosis_ai.testing.replies import ErrorReply, Reply, ScriptedTurn, as_reply
 from osmosis_ai.testing.responders import BUILTIN_POLICIES
@@ -307,16 +308,7 @@ class ScriptedPolicyServer:
     async def start(self) -> Self:
         if self._server is not None:
             raise RuntimeError("ScriptedPolicyServer is already running")
-        # proto=IPPROTO_TCP matters: asyncio only sets TCP_NODELAY on accepted connections whose
-        # socket says it is TCP, and without it Nagle + delayed ACK add ~40 ms to every response.
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        try:
-            sock.bind((self.host, self._requested_port))
-        except OSError:
-            sock.close()
-            raise
+        sock = bind_tcp_listener(self.host, self._requested_port)
         self._port = sock.getsockname()[1]
         config = uvicorn.Config(
             self.app,
