@@ -54,6 +54,8 @@ def lint(session: nox.Session) -> None:
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
     session.run("pyright")
+    # docs/cli.md is generated from the Typer app; fail when it no longer matches.
+    session.run("python", "scripts/gen_cli_reference.py", "--check")
 
 
 @nox.session(python=PYTHONS, tags=["core"])
@@ -101,7 +103,9 @@ def cli(session: nox.Session) -> None:
     package = PACKAGES / "osmosis-cli"
     if not package.exists():
         session.skip("osmosis-cli does not exist yet")
-    session.install(*TEST_DEPS, *CORE, "-e", str(package))
+    # The eval extra (the local controller's proxy) and parquet (dataset reading) are exercised
+    # here; tests-integration proves the CLI also runs with neither installed.
+    session.install(*TEST_DEPS, *CORE, "-e", f"{package}[eval,parquet]")
     _pytest(session, package / "tests")
 
 
@@ -182,11 +186,14 @@ LEAVES = {
 class _Venv:
     """A fresh venv outside nox's own, to install built wheels exactly as a user would."""
 
-    def __init__(self, session: nox.Session, root: Path, name: str, constraints: Path) -> None:
+    def __init__(
+        self, session: nox.Session, root: Path, name: str, constraints: Path, create: bool = True
+    ) -> None:
         self.session = session
         self.path = root / name
         self.constraints = constraints
-        session.run("uv", "venv", "-q", "--python", "3.12", str(self.path), external=True)
+        if create:
+            session.run("uv", "venv", "-q", "--python", "3.12", str(self.path), external=True)
         self.python = str(self.path / "bin" / "python")
 
     def install(self, *requirements: str, find_links: Path) -> None:
@@ -279,20 +286,17 @@ def packaging(session: nox.Session) -> None:
         session.run(venv.bin("osmosis"), "--help", external=True, silent=True)
 
     # 4. Uninstalling an integration leaves core importable (and the hint comes back).
-    strands = tmp / "strands"
+    strands_venv = _Venv(session, tmp, "strands", constraints, create=False)
     session.run(
         "uv",
         "pip",
         "uninstall",
         "-q",
         "--python",
-        str(strands / "bin" / "python"),
+        strands_venv.python,
         "osmosis-strands",
         external=True,
     )
-    strands_venv = _Venv.__new__(_Venv)
-    strands_venv.session, strands_venv.path = session, strands
-    strands_venv.python = str(strands / "bin" / "python")
     for code in DOCUMENTED_IMPORTS["core"]:
         strands_venv.check(code)
     _must_fail_with_hint(strands_venv, "osmosis_ai.rollout.integrations.agents.strands", "strands")
