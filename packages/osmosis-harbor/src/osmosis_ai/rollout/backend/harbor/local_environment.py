@@ -12,7 +12,9 @@ environment. It is not a security boundary:
 - there are no cgroup limits and the ``user`` of an ``exec`` is ignored (everything runs as the
   calling user, normally root);
 - only the root filesystem is overlaid; other host mounts (except ``/dev``, ``/proc`` and
-  ``/sys``, which are bound in) are not visible, and ``/tmp`` is a fresh tmpfs.
+  ``/sys``, which are bound in) are not visible. ``/tmp`` is the host's, copy-on-write like the
+  rest: the interpreter running the sandboxed Python (and an editable checkout) may live there,
+  as in CI clones and nox venvs under ``/tmp``.
 
 Writes inside the sandbox land in a per-trial upper directory that is deleted by :meth:`stop`, so
 the host is left untouched. It needs root (or unprivileged user namespaces), ``unshare``,
@@ -97,7 +99,6 @@ class NamespaceSandbox:
             f"mount -t overlay overlay -o lowerdir=/,upperdir={q(str(self._scratch / 'upper'))},"
             f"workdir={q(str(self._scratch / 'work'))} {q(str(merged))}",
             *(f"mount --rbind /{d} {q(str(merged / d))}" for d in ("dev", "proc", "sys")),
-            f"mount -t tmpfs tmpfs {q(str(merged / 'tmp'))}",
         ]
         await asyncio.to_thread(_make_dirs, [source for source, _, _ in binds])
         for source, target, read_only in binds:
