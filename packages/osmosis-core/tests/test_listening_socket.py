@@ -24,4 +24,3 @@ async def test_accepted_connections_have_nodelay() -> None:
         _, writer = await asyncio.open_connection("127.0.0.1", port)
         assert await asyncio.wait_for(accepted, 5) != 0
         writer.close()
-
