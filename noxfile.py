@@ -109,6 +109,24 @@ def cli(session: nox.Session) -> None:
     _pytest(session, package / "tests")
 
 
+# package -> what to install with it (beyond core[server] and the test tools)
+LOWEST = {
+    "osmosis-core": [],
+    "osmosis-strands": ["-e", str(PACKAGES / "osmosis-strands")],
+    "osmosis-openai-agents": ["-e", str(PACKAGES / "osmosis-openai-agents")],
+    "osmosis-harbor": ["-e", str(PACKAGES / "osmosis-harbor")],
+    "osmosis-cli": ["-e", f"{PACKAGES / 'osmosis-cli'}[eval,parquet]"],
+}
+
+
+@nox.session(python="3.12", tags=["lowest"])
+@nox.parametrize("package", list(LOWEST))
+def lowest(session: nox.Session, package: str) -> None:
+    """Each package at the lowest versions its declared ranges allow: the floors are real."""
+    session.install("--resolution", "lowest-direct", *TEST_DEPS, *CORE, *LOWEST[package])
+    _pytest(session, PACKAGES / package / "tests")
+
+
 @nox.session(python="3.12", tags=["e2e"])
 def e2e(session: nox.Session) -> None:
     """Cross-package end-to-end tests: real servers, real frameworks, real Harbor trials."""
@@ -347,5 +365,12 @@ def packaging(session: nox.Session) -> None:
         "from importlib.metadata import version\n"
         f"assert version('osmosis-strands') == {old_version!r}, version('osmosis-strands')\n"
         "from osmosis_ai.rollout.integrations.agents.strands import OsmosisStrandsAgent\n"
+    )
+    # ...and without the pin the same index gives the newer build, so the pin is what decided.
+    unpinned = _Venv(session, tmp, "unpinned", free_constraints)
+    unpinned.install("osmosis-ai[strands]", find_links=dist)
+    unpinned.check(
+        "from importlib.metadata import version\n"
+        f"assert version('osmosis-strands') == {bumped!r}, version('osmosis-strands')\n"
     )
     shutil.rmtree(tmp, ignore_errors=True)
