@@ -499,19 +499,19 @@ def _rollout_clients(
 ) -> list[RolloutClient]:
     """One client per worker (see :class:`Scheduler`) on the lean loopback transport.
 
-    The rollout server is plain HTTP on 127.0.0.1; :class:`LeanTransport` costs a third of
+    The rollout server is plain HTTP on 127.0.0.1; :class:`PlainHTTPTransport` costs a third of
     httpx's default transport per request, and each worker keeping its own connections makes
     reuse trivially safe.
     """
     import httpx
 
+    from osmosis_ai.http_transport import PlainHTTPTransport
     from osmosis_ai.rollout.client import RolloutClient
-    from osmosis_cli.local_eval.lean_transport import LeanTransport
 
     clients: list[RolloutClient] = []
     for _ in range(count):
         http = httpx.AsyncClient(
-            transport=LeanTransport(max_idle_per_host=4),
+            transport=PlainHTTPTransport(max_idle_per_host=4),
             timeout=httpx.Timeout(60.0),
             follow_redirects=False,
         )

@@ -262,7 +262,7 @@ class PolicyProxy:
         """The upstream client for the next call.
 
         Plain-``http://`` upstreams (vLLM, SGLang, Ollama, the scripted policy) go through one
-        client on :class:`~osmosis_cli.local_eval.lean_transport.LeanTransport`, a third of
+        client on :class:`~osmosis_ai.http_transport.PlainHTTPTransport`, a third of
         httpx's per-request CPU. TLS upstreams use httpx's transport, round-robin over small
         pools: httpcore scans its whole pool on every request, so one pool holding a
         connection per concurrent call would make each call cost O(concurrency). Clients are
@@ -276,13 +276,13 @@ class PolicyProxy:
         if client is None:
             timeout = httpx.Timeout(self._timeout, connect=30.0)
             if lean:
-                from osmosis_cli.local_eval.lean_transport import LeanTransport
+                from osmosis_ai.http_transport import PlainHTTPTransport
 
                 client = httpx.AsyncClient(
                     headers=self._client_headers,
                     timeout=timeout,
                     follow_redirects=False,
-                    transport=LeanTransport(max_idle_per_host=256),
+                    transport=PlainHTTPTransport(max_idle_per_host=256),
                 )
             else:
                 if self._ssl_context is None:

@@ -1,0 +1,365 @@
+"""A lean HTTP/1.1 transport for httpx, for plain-``http://`` hops on trusted networks.
+
+Why: the rollout server's 0.3.0 callbacks (two POSTs per rollout) and the local eval's
+controller and policy proxy (about three requests per work item) all talk plain HTTP, mostly
+on loopback. Through httpx's default transport (httpcore over anyio) each request costs about
+a millisecond of CPU, most of it connection-pool bookkeeping, tracing and anyio wrappers. This
+transport keeps the httpx *API* and exception types (so callers' retry logic still sees
+``httpx.TransportError`` subclasses) and speaks HTTP/1.1 directly on asyncio streams, at about
+a third of that cost: keep-alive connections per host, ``Content-Length``, chunked and
+read-to-close bodies, streamed responses (SSE passthrough), httpx's connect and read timeouts
+(the read timeout bounds each wait for bytes, as in httpx).
+
+:meth:`PlainHTTPTransport.post` is a faster path still for callers that need neither httpx
+request nor response objects (URL parsing and header models cost more than the exchange).
+
+It lives at the top of ``osmosis_ai`` because both the rollout server and the CLI (which
+installs osmosis-core without the server extra) use it; it needs only httpx, a core dependency.
+
+Scope: ``http://`` only (callers mount httpx's default transport for ``https://``), no proxies,
+no HTTP/2, no ``Expect: 100-continue``. A request on a *reused* connection that gets EOF or a
+reset before any byte of a response is retried once on a fresh connection: the peer closed the
+idle connection before reading the request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from urllib.parse import SplitResult, quote
+
+import httpx
+
+_Conn = tuple[asyncio.StreamReader, asyncio.StreamWriter]
+_Key = tuple[str, int]
+_MAX_HEAD = 64 * 1024
+# Characters kept as they are when a URL's path and query are put on the wire by ``post``
+# (reserved characters and existing %-escapes stay; anything else is %-encoded).
+_SAFE = "/:@!$&'()*+,;=-._~%?"
+
+
+class _Stale(Exception):
+    """EOF (or a reset) before the response started on a reused connection."""
+
+
+class PlainHTTPTransport(httpx.AsyncBaseTransport):
+    """Keep-alive HTTP/1.1 over asyncio streams (``http://`` only).
+
+    ``max_idle_per_host`` caps the idle connections kept per ``(host, port)``; the number of
+    connections in use is not capped (callers bound their concurrency themselves).
+    """
+
+    def __init__(self, *, max_idle_per_host: int = 32) -> None:
+        self._idle: dict[_Key, list[_Conn]] = {}
+        self._max_idle = max_idle_per_host
+        self._closed = False
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        if request.url.scheme != "http":
+            raise httpx.UnsupportedProtocol(
+                f"PlainHTTPTransport speaks plain http only, not {request.url.scheme}"
+            )
+        timeouts: dict[str, float | None] = request.extensions.get("timeout", {})
+        body = await request.aread()
+        status, headers, stream = await self._open(
+            (request.url.host, request.url.port or 80),
+            _request_head(request, body) + body,
+            request.method,
+            timeouts.get("connect"),
+            timeouts.get("read"),
+        )
+        return httpx.Response(
+            status, headers=headers, stream=stream, extensions={"http_version": b"HTTP/1.1"}
+        )
+
+    async def post(
+        self,
+        url: SplitResult,
+        headers: dict[str, str],
+        body: bytes,
+        timeout_sec: float | None,
+    ) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
+        """POST ``body`` and read the whole response: ``(status, headers, content)``, header
+        names lower-cased. ``url`` is an ``http`` URL from ``urlsplit``; ``timeout_sec`` is both
+        the connect and the read timeout. Raises the same httpx exceptions as the client path."""
+        host = url.hostname or ""
+        authority = f"[{host}]" if ":" in host else host
+        if url.port:
+            authority = f"{authority}:{url.port}"
+        target = quote(url.path or "/", safe=_SAFE) + (
+            "?" + quote(url.query, safe=_SAFE) if url.query else ""
+        )
+        lines = [f"POST {target} HTTP/1.1", f"host: {authority}"]
+        lines.extend(f"{name}: {value}" for name, value in headers.items())
+        lines.append(f"content-length: {len(body)}")
+        payload = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body
+        status, response_headers, stream = await self._open(
+            (host, url.port or 80), payload, "POST", timeout_sec, timeout_sec
+        )
+        return status, response_headers, await stream.read_all()
+
+    async def _open(
+        self,
+        key: _Key,
+        payload: bytes,
+        method: str,
+        connect_timeout: float | None,
+        read_timeout: float | None,
+    ) -> tuple[int, list[tuple[bytes, bytes]], _BodyStream]:
+        """Send ``payload`` (a complete request) and read the response head; the body is left
+        on the connection for the returned stream, which releases the connection when done."""
+        for attempt in (1, 2):
+            conn, reused = await self._connection(key, connect_timeout, fresh=attempt == 2)
+            try:
+                head = await _send(conn, payload, read_timeout, reused)
+            except _Stale:
+                _close(conn)
+                continue  # only a reused connection goes stale; the retry opens a fresh one
+            try:
+                status, headers, length, chunked, keep_alive = _parse_head(head, method)
+            except httpx.RemoteProtocolError:
+                _close(conn)
+                raise
+            stream = _BodyStream(self, conn, key, length, chunked, keep_alive, read_timeout)
+            if length == 0:
+                stream.finish()
+            return status, headers, stream
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _connection(
+        self, key: _Key, connect_timeout: float | None, *, fresh: bool
+    ) -> tuple[_Conn, bool]:
+        idle = None if fresh else self._idle.get(key)
+        while idle:
+            conn = idle.pop()
+            if not conn[0].at_eof() and not conn[1].is_closing():
+                return conn, True
+            _close(conn)
+        try:
+            async with asyncio.timeout(connect_timeout):
+                return await asyncio.open_connection(key[0], key[1], limit=_MAX_HEAD), False
+        except TimeoutError:
+            raise httpx.ConnectTimeout(f"connecting to {key[0]}:{key[1]} timed out") from None
+        except OSError as exc:
+            raise httpx.ConnectError(f"cannot connect to {key[0]}:{key[1]}: {exc}") from exc
+
+    def _release(self, key: _Key, conn: _Conn) -> None:
+        idle = self._idle.setdefault(key, [])
+        if self._closed or len(idle) >= self._max_idle:
+            _close(conn)
+        else:
+            idle.append(conn)
+
+    async def aclose(self) -> None:
+        self._closed = True
+        for conns in self._idle.values():
+            for conn in conns:
+                _close(conn)
+        self._idle.clear()
+
+
+async def _send(conn: _Conn, payload: bytes, read_timeout: float | None, reused: bool) -> bytes:
+    """Write the request and read the response head (status line and headers)."""
+    reader, writer = conn
+    try:
+        writer.write(payload)
+        async with asyncio.timeout(read_timeout):
+            await writer.drain()
+            return await reader.readuntil(b"\r\n\r\n")
+    except asyncio.IncompleteReadError as exc:
+        if reused and not exc.partial:
+            raise _Stale from None
+        _close(conn)
+        raise httpx.RemoteProtocolError(
+            "the server closed the connection without a complete response head"
+        ) from exc
+    except TimeoutError:
+        _close(conn)
+        raise httpx.ReadTimeout("timed out waiting for the response") from None
+    except OSError as exc:
+        if reused:
+            raise _Stale from None
+        _close(conn)
+        raise httpx.ReadError(f"connection failed: {exc}") from exc
+    except asyncio.LimitOverrunError as exc:
+        _close(conn)
+        raise httpx.RemoteProtocolError("response head too large") from exc
+    except BaseException:  # cancelled mid-exchange: the connection's state is unknown
+        _close(conn)
+        raise
+
+
+class _BodyStream(httpx.AsyncByteStream):
+    """The response body, read from the connection as the caller iterates."""
+
+    def __init__(
+        self,
+        transport: PlainHTTPTransport,
+        conn: _Conn,
+        key: _Key,
+        length: int | None,
+        chunked: bool,
+        keep_alive: bool,
+        timeout: float | None,
+    ) -> None:
+        self._transport = transport
+        self._conn: _Conn | None = conn
+        self._key = key
+        self._length = length
+        self._chunked = chunked
+        self._keep_alive = keep_alive
+        self._timeout = timeout
+
+    def finish(self) -> None:
+        """The body was read completely: the connection can serve the next request."""
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            if self._keep_alive:
+                self._transport._release(self._key, conn)
+            else:
+                _close(conn)
+
+    async def read_all(self) -> bytes:
+        """The whole body; the ``Content-Length`` case skips the generator (``post``'s path)."""
+        conn = self._conn
+        if conn is None:
+            return b""
+        if self._chunked or self._length is None:
+            return b"".join([piece async for piece in self])
+        try:
+            async with asyncio.timeout(self._timeout):
+                data = await conn[0].readexactly(self._length)
+        except BaseException as exc:
+            self.aclose_now()
+            error = _body_error(exc)
+            if error is None:
+                raise
+            raise error from exc
+        self.finish()
+        return data
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        if self._conn is None:
+            return
+        reader = self._conn[0]
+        timeout = self._timeout  # per read, as in httpx: the time allowed between bytes
+        try:
+            if self._chunked:
+                while True:
+                    async with asyncio.timeout(timeout):
+                        piece = await _next_chunk(reader)
+                    if piece is None:
+                        break
+                    yield piece
+            elif self._length is not None:
+                async with asyncio.timeout(timeout):
+                    data = await reader.readexactly(self._length)
+                yield data
+            else:  # body delimited by connection close
+                self._keep_alive = False
+                while True:
+                    async with asyncio.timeout(timeout):
+                        data = await reader.read(65536)
+                    if not data:
+                        break
+                    yield data
+        except BaseException as exc:  # the connection is in an unknown state
+            self.aclose_now()
+            error = _body_error(exc)
+            if error is None:
+                raise
+            raise error from exc
+        self.finish()
+
+    def aclose_now(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            _close(conn)
+
+    async def aclose(self) -> None:
+        # Closed before the body was fully read: the connection is in an unknown state.
+        self.aclose_now()
+
+
+def _body_error(exc: BaseException) -> httpx.TransportError | None:
+    """The httpx exception for a failure while reading a body, or ``None`` for those that
+    pass unchanged (cancellation, a closed generator, a malformed chunk's httpx error)."""
+    if isinstance(exc, asyncio.IncompleteReadError | asyncio.LimitOverrunError):
+        return httpx.RemoteProtocolError("connection closed in the middle of the body")
+    if isinstance(exc, TimeoutError):
+        return httpx.ReadTimeout("timed out reading the response body")
+    if isinstance(exc, OSError):
+        return httpx.ReadError(f"connection failed while reading the body: {exc}")
+    return None
+
+
+async def _next_chunk(reader: asyncio.StreamReader) -> bytes | None:
+    """One chunk of a chunked body, or ``None`` after the last one (trailers skipped)."""
+    size_line = await reader.readuntil(b"\r\n")
+    try:
+        size = int(size_line.split(b";", 1)[0].strip(), 16)
+    except ValueError:
+        raise httpx.RemoteProtocolError(f"malformed chunk size {size_line[:40]!r}") from None
+    if size == 0:
+        while (await reader.readuntil(b"\r\n")) != b"\r\n":
+            pass
+        return None
+    data = await reader.readexactly(size + 2)
+    return data[:-2]
+
+
+def _request_head(request: httpx.Request, body: bytes) -> bytes:
+    """The request line and headers; the body is always sent whole, with a Content-Length."""
+    lines = [request.method.encode() + b" " + request.url.raw_path + b" HTTP/1.1"]
+    has_length = False
+    for name, value in request.headers.raw:
+        lower = name.lower()
+        if lower == b"transfer-encoding":
+            continue
+        if lower == b"content-length":
+            has_length = True
+            value = str(len(body)).encode()
+        lines.append(name + b": " + value)
+    if not has_length and (body or request.method in ("POST", "PUT", "PATCH")):
+        lines.append(b"Content-Length: " + str(len(body)).encode())
+    return b"\r\n".join(lines) + b"\r\n\r\n"
+
+
+def _parse_head(
+    head: bytes, method: str
+) -> tuple[int, list[tuple[bytes, bytes]], int | None, bool, bool]:
+    """``(status, headers, body length or None, chunked, keep-alive)``; header names are
+    lower-cased, as httpx's default transport (h11) hands them over."""
+    lines = head[:-4].split(b"\r\n")
+    parts = lines[0].split(b" ", 2)
+    if len(parts) < 2 or not parts[0].startswith(b"HTTP/1.") or not parts[1].isdigit():
+        raise httpx.RemoteProtocolError(f"malformed status line {lines[0][:80]!r}")
+    status = int(parts[1])
+    headers: list[tuple[bytes, bytes]] = []
+    length: int | None = None
+    chunked = False
+    keep_alive = parts[0] == b"HTTP/1.1"
+    for line in lines[1:]:
+        name, _, value = line.partition(b":")
+        name, value = name.strip().lower(), value.strip()
+        headers.append((name, value))
+        if name == b"content-length":
+            if not value.isdigit():
+                raise httpx.RemoteProtocolError(f"malformed content-length {value[:40]!r}")
+            length = int(value)
+        elif name == b"transfer-encoding":
+            chunked = b"chunked" in value.lower()
+        elif name == b"connection":
+            token = value.lower()
+            keep_alive = b"close" not in token and (keep_alive or b"keep-alive" in token)
+    if status in (204, 304) or 100 <= status < 200 or method == "HEAD":
+        return status, headers, 0, False, keep_alive
+    if chunked:
+        length = None
+    return status, headers, length, chunked, keep_alive
+
+
+def _close(conn: _Conn) -> None:
+    with contextlib.suppress(Exception):
+        conn[1].close()
