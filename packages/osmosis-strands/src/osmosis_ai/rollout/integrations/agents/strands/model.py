@@ -41,6 +41,23 @@ _HOW_TO_RUN = (
 )
 
 
+def _share_tools_in_config_copies() -> None:
+    """Let LocalBackend share Strands ``@tool`` objects between rollouts' config copies.
+
+    They hold no per-rollout state (a function and its spec), and deep-copying them is most of
+    the cost of copying a template's config for every rollout. The model itself is not shared:
+    ``update_config`` mutates it, so each rollout keeps its own copy.
+    """
+    from strands.tools.decorator import DecoratedFunctionTool
+
+    from osmosis_ai.rollout.backend.local import share_in_config_copies
+
+    share_in_config_copies(DecoratedFunctionTool)
+
+
+_share_tools_in_config_copies()
+
+
 class NoActiveRolloutError(RuntimeError):
     """``OsmosisRolloutModel`` was called while no rollout (``RolloutContext``) is active."""
 
