@@ -18,8 +18,12 @@ def multiply(a: int, b: int) -> int:
 
 
 def test_tools_are_shared_and_the_model_is_copied() -> None:
-    config = AgentWorkflowConfig(
-        name="multiply", model=OsmosisRolloutModel(params={"temperature": 1.0}), tools=[multiply]
+    config = AgentWorkflowConfig.model_validate(
+        {
+            "name": "multiply",
+            "model": OsmosisRolloutModel(params={"temperature": 1.0}),
+            "tools": [multiply],
+        }
     )
     copied = ConfigCopier(config).copy()
     assert copied is not config
