@@ -9,39 +9,20 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import uvicorn
 from harbor.models.job.config import RetryConfig
 from harbor.trial.queue import TrialQueue
 
 from osmosis_ai.rollout.backend.harbor import HarborBackend, local_environment_config
 from osmosis_ai.rollout.server import create_rollout_server
+from osmosis_ai.testing import serve_app
 
 LEASE = "X-Osmosis-Rollout-Lease"
 
 
-class _Server(uvicorn.Server):
-    def __init__(self, config: uvicorn.Config) -> None:
-        super().__init__(config)
-        self.ready = asyncio.Event()
-
-    async def startup(self, sockets: Any = None) -> None:
-        await super().startup(sockets=sockets)
-        self.ready.set()
-
-
 @asynccontextmanager
 async def _serve(app: Any) -> AsyncIterator[httpx.AsyncClient]:
-    server = _Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning"))
-    task = asyncio.create_task(server.serve())
-    async with asyncio.timeout(10):
-        await server.ready.wait()
-    port = server.servers[0].sockets[0].getsockname()[1]
-    try:
-        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=30) as client:
-            yield client
-    finally:
-        server.should_exit = True
-        await task
+    async with serve_app(app) as url, httpx.AsyncClient(base_url=url, timeout=30) as client:
+        yield client
 
 
 def _rollout(rollout_id: str, task: str) -> dict[str, Any]:

@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-import uvicorn
 
 from osmosis_ai.rollout.integrations.agents.openai_agents.policy_client import (
     aclose_policy_client,
 )
-from osmosis_ai.testing import ScriptedPolicyServer
+from osmosis_ai.testing import ScriptedPolicyServer, serve_app
 
 
 @pytest.fixture(autouse=True)
@@ -33,25 +31,6 @@ async def multiply_policy() -> AsyncIterator[ScriptedPolicyServer]:
     async with ScriptedPolicyServer("multiply") as server:
         yield server
     await aclose_policy_client()
-
-
-@contextlib.asynccontextmanager
-async def serve_app(app: Any) -> AsyncIterator[str]:
-    """Run an ASGI app (the real rollout server) with uvicorn on a free 127.0.0.1 port."""
-    server = uvicorn.Server(
-        uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on")
-    )
-    task = asyncio.create_task(server.serve(sockets=None))
-    while not server.started:
-        if task.done():
-            task.result()  # surface a start-up failure
-        await asyncio.sleep(0.01)
-    port = server.servers[0].sockets[0].getsockname()[1]
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        await task
 
 
 @pytest.fixture

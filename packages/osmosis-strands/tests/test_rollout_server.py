@@ -12,13 +12,12 @@ from strands_multiply_rollout import (
     multiply_prompt,
     multiply_workflow_config,
 )
-from strands_serving import serve
 
 from osmosis_ai.rollout.backend.local import LocalBackend
 from osmosis_ai.rollout.client import RolloutClient
 from osmosis_ai.rollout.server import create_rollout_server
 from osmosis_ai.rollout.types import RolloutErrorCategory, RolloutStatus
-from osmosis_ai.testing import ScriptedPolicyServer, error_reply
+from osmosis_ai.testing import ScriptedPolicyServer, error_reply, serve_app
 
 
 def _server() -> object:
@@ -31,7 +30,7 @@ def _server() -> object:
 async def test_template_rollout_through_the_rollout_server_earns_reward_one() -> None:
     async with (
         ScriptedPolicyServer("multiply") as policy,
-        serve(_server()) as url,
+        serve_app(_server()) as url,
         RolloutClient(url=url) as client,
     ):
         result = await client.run_rollout(
@@ -54,7 +53,7 @@ async def test_template_rollout_through_the_rollout_server_earns_reward_one() ->
 async def test_policy_failure_through_the_rollout_server_is_an_http_error() -> None:
     async with (
         ScriptedPolicyServer([error_reply(503, "policy is reloading weights")]) as policy,
-        serve(_server()) as url,
+        serve_app(_server()) as url,
         RolloutClient(url=url) as client,
     ):
         result = await client.run_rollout(
@@ -71,7 +70,7 @@ async def test_server_writes_a_trajectory_with_per_call_usage(osmosis_home: Path
     pytest.importorskip("osmosis_ai.rollout.trajectory", reason="trajectory writer not landed")
     async with (
         ScriptedPolicyServer("multiply") as policy,
-        serve(_server()) as url,
+        serve_app(_server()) as url,
         RolloutClient(url=url) as client,
     ):
         result = await client.run_rollout(

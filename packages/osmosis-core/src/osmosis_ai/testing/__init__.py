@@ -1,6 +1,6 @@
 """``osmosis_ai.testing``: test rollouts offline against a scripted policy (extra ``server``).
 
-Two tools:
+Three tools:
 
 * :class:`ScriptedPolicyServer` (:mod:`osmosis_ai.testing.policy_server`) — a real
   OpenAI-compatible chat-completions server on ``127.0.0.1``: scripted turns (text, tool calls,
@@ -10,6 +10,8 @@ Two tools:
 * :func:`run_rollout` (:mod:`osmosis_ai.testing.run`) — runs one workflow (and grader) end to
   end through :class:`~osmosis_ai.rollout.LocalBackend` against that server and returns a
   :class:`RolloutRunResult` (status, sample, reward, error category and message).
+* :func:`serve_app` (:mod:`osmosis_ai.testing.serving`) — serves an ASGI app, such as your
+  ``create_rollout_server(...)``, under real uvicorn on ``127.0.0.1`` and yields its base URL.
 
 A complete offline test::
 
@@ -64,6 +66,7 @@ _EXPORTS = {
     "run_rollout": f"{_P}.run",
     "run_rollout_sync": f"{_P}.run",
     "RolloutRunResult": f"{_P}.run",
+    "serve_app": f"{_P}.serving",
 }
 __all__ = [
     "ErrorReply",
@@ -81,6 +84,7 @@ __all__ = [
     "rollout_scope",
     "run_rollout",
     "run_rollout_sync",
+    "serve_app",
     "text_reply",
     "tool_call_reply",
 ]
@@ -103,3 +107,4 @@ if TYPE_CHECKING:
     )
     from osmosis_ai.testing.responders import echo, instant, instant_text, multiply_solver
     from osmosis_ai.testing.run import RolloutRunResult, run_rollout, run_rollout_sync
+    from osmosis_ai.testing.serving import serve_app

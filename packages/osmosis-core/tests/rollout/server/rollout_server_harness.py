@@ -1,7 +1,8 @@
 """Test harness: real servers on 127.0.0.1 and a programmable backend.
 
-* :func:`serve_app` runs an ASGI app under uvicorn on a free loopback port inside the test's
-  event loop, lifespan included, and shuts it down (draining) on exit.
+* :func:`serve_app` (re-exported from :mod:`osmosis_ai.testing`) runs an ASGI app under
+  uvicorn on a free loopback port inside the test's event loop, lifespan included, and shuts
+  it down (draining) on exit.
 * :class:`FakeBackend` behaves per rollout according to ``metadata["mode"]``: succeed, block
   until released, raise, fail in the workflow or the grader, time out, produce odd samples...
 * :class:`CallbackListener` is a real 0.3.0 controller endpoint that records callbacks and
@@ -20,7 +21,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
-import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -38,18 +38,9 @@ from osmosis_ai.rollout.types import (
     RolloutSample,
     RolloutStatus,
 )
+from osmosis_ai.testing import serve_app
 
 LEASE = "X-Osmosis-Rollout-Lease"
-
-
-class _Server(uvicorn.Server):
-    def __init__(self, config: uvicorn.Config) -> None:
-        super().__init__(config)
-        self.ready = asyncio.Event()
-
-    async def startup(self, sockets: Any = None) -> None:
-        await super().startup(sockets=sockets)
-        self.ready.set()
 
 
 @asynccontextmanager
@@ -63,48 +54,25 @@ async def running(
         yield client, app.state.rollout_service
 
 
-@asynccontextmanager
-async def serve_app(app: Any, *, port: int = 0) -> AsyncIterator[str]:
-    """Serve ``app`` on ``127.0.0.1``; yield its base URL."""
-    server = _Server(
-        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
-    )
-    task = asyncio.create_task(server.serve())
-    ready = asyncio.create_task(server.ready.wait())
-    done, _ = await asyncio.wait({task, ready}, timeout=5, return_when=asyncio.FIRST_COMPLETED)
-    if ready not in done:
-        ready.cancel()
-        server.should_exit = True
-        await task
-        raise RuntimeError("uvicorn did not start")
-    bound = server.servers[0].sockets[0].getsockname()[1]
-    try:
-        yield f"http://127.0.0.1:{bound}"
-    finally:
-        server.should_exit = True
-        await task
-
-
 class ThreadedServer:
     """``app`` under uvicorn in a background thread (for synchronous callers such as
     hypothesis tests); ``url`` is its base URL."""
 
     def __init__(self, app: Any) -> None:
-        self._server = _Server(
-            uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on")
-        )
+        self._app = app
         self._started = threading.Event()
         self._thread = threading.Thread(target=self._main, daemon=True)
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stop: asyncio.Event | None = None
         self.url = ""
 
     def _main(self) -> None:
         async def main() -> None:
-            task = asyncio.create_task(self._server.serve())
-            await self._server.ready.wait()
-            port = self._server.servers[0].sockets[0].getsockname()[1]
-            self.url = f"http://127.0.0.1:{port}"
-            self._started.set()
-            await task
+            self._loop, self._stop = asyncio.get_running_loop(), asyncio.Event()
+            async with serve_app(self._app) as url:
+                self.url = url
+                self._started.set()
+                await self._stop.wait()
 
         asyncio.run(main())
 
@@ -115,7 +83,8 @@ class ThreadedServer:
         return self
 
     def __exit__(self, *exc_info: object) -> None:
-        self._server.should_exit = True
+        if self._loop is not None and self._stop is not None:
+            self._loop.call_soon_threadsafe(self._stop.set)
         self._thread.join(15)
 
 

@@ -1,0 +1,67 @@
+"""``serve_app``: run an ASGI app (such as your rollout server) under real uvicorn in a test.
+
+::
+
+    from osmosis_ai.rollout.server import create_rollout_server
+    from osmosis_ai.testing import serve_app
+
+    async with serve_app(create_rollout_server(backend=backend)) as base_url:
+        async with httpx.AsyncClient(base_url=base_url) as client:
+            ...
+
+The app is served on ``127.0.0.1`` (a free port unless ``port=`` is given) inside the caller's
+event loop, with its lifespan run, so a test exercises the same HTTP stack a controller talks
+to. On exit the server is asked to stop and its lifespan shutdown (drain, outbox) completes
+before the context manager returns.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any, Literal
+
+import uvicorn
+
+
+class _LoopbackServer(uvicorn.Server):
+    """A ``uvicorn.Server`` that reports when it is listening."""
+
+    def __init__(self, config: uvicorn.Config) -> None:
+        super().__init__(config)
+        self.ready = asyncio.Event()
+
+    async def startup(self, sockets: Any = None) -> None:
+        await super().startup(sockets=sockets)
+        self.ready.set()
+
+
+@asynccontextmanager
+async def serve_app(
+    app: Any,
+    *,
+    port: int = 0,
+    lifespan: Literal["auto", "on", "off"] = "on",
+    start_timeout_sec: float = 10.0,
+) -> AsyncIterator[str]:
+    """Serve ``app`` on ``127.0.0.1``; yield its base URL (``http://127.0.0.1:PORT``)."""
+    server = _LoopbackServer(
+        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan=lifespan)
+    )
+    task = asyncio.create_task(server.serve())
+    ready = asyncio.create_task(server.ready.wait())
+    done, _ = await asyncio.wait(
+        {task, ready}, timeout=start_timeout_sec, return_when=asyncio.FIRST_COMPLETED
+    )
+    if ready not in done:
+        ready.cancel()
+        server.should_exit = True
+        await task  # surfaces a start-up failure
+        raise RuntimeError(f"uvicorn did not start within {start_timeout_sec} s")
+    bound = server.servers[0].sockets[0].getsockname()[1]
+    try:
+        yield f"http://127.0.0.1:{bound}"
+    finally:
+        server.should_exit = True
+        await task
