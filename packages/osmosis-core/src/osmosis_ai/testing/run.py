@@ -50,8 +50,8 @@ DEFAULT_TEST_API_KEY = "osmosis-test-key"
 class RolloutRunResult:
     """What the controller would receive, plus the full two-phase outcome.
 
-    ``reward`` is the sample's reward only for a ``success`` that is not ``remove_sample``
-    (the wire rule); ``outcome.workflow`` / ``outcome.grader`` hold each phase.
+    ``reward`` is ``outcome.wire_reward``: the sample's reward only for a ``success`` that is
+    not ``remove_sample``; ``outcome.workflow`` / ``outcome.grader`` hold each phase.
     """
 
     status: RolloutStatus
@@ -135,14 +135,10 @@ async def run_rollout(
             diagnostics=saved.extra_fields,
         )
     result = outcome.result
-    sample = result.sample
-    reward = None
-    if result.status == RolloutStatus.SUCCESS and sample is not None and not sample.remove_sample:
-        reward = sample.reward
     return RolloutRunResult(
         status=result.status,
-        sample=sample,
-        reward=reward,
+        sample=result.sample,
+        reward=result.wire_reward,
         err_category=result.err_category,
         err_message=result.err_message,
         outcome=outcome,

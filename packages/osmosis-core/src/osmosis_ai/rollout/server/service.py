@@ -424,13 +424,7 @@ class RolloutService:
         entry.result = wire.result_json(entry.rollout_id, result)
         entry.status = status
         entry.err_message = result.err_message
-        entry.reward = (
-            result.sample.reward
-            if result.sample is not None
-            and status == RolloutStatus.SUCCESS
-            and not result.sample.remove_sample
-            else None
-        )
+        entry.reward = result.wire_reward
         entry.finished = True
         entry.finished_at = loop.time()
         request = entry.request

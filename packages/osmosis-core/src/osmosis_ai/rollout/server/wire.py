@@ -41,12 +41,16 @@ def clean_text(text: str | None) -> str | None:
     return text
 
 
-def sample_json(sample: RolloutSample, *, keep_reward: bool) -> str:
-    """The sample as a JSON object string, following the wire sample rules."""
+def sample_json(sample: RolloutSample, *, reward: float | None) -> str:
+    """The sample as a JSON object string, following the wire sample rules.
+
+    ``reward`` is the result's :attr:`~osmosis_ai.rollout.types.execution.ExecutionResult.
+    wire_reward` (the one place that decides it); it replaces the sample's own.
+    """
     try:
         safe = sample.json_safe_copy()
-        if not keep_reward or safe.remove_sample:
-            safe = safe.model_copy(update={"reward": None})
+        if safe.reward != reward:
+            safe = safe.model_copy(update={"reward": reward})
         encoded = safe.model_dump_json(exclude=_EXCLUDE_TRAJECTORY)
         # model_dump_json turns non-finite floats inside messages into null; a value it cannot
         # serialize at all raises and falls through to the reward-only sample.
@@ -56,7 +60,6 @@ def sample_json(sample: RolloutSample, *, keep_reward: bool) -> str:
             "rollout sample could not be encoded as JSON (%s); sending a reward-only sample",
             type(exc).__name__,
         )
-    reward = sample.reward if keep_reward and not sample.remove_sample else None
     return _dumps(
         {
             "messages": [],
@@ -73,7 +76,7 @@ def result_json(rollout_id: str, result: ExecutionResult) -> bytes:
     """``RolloutResultResponse`` bytes for a terminal result."""
     status = RolloutStatus(result.status)
     sample = (
-        sample_json(result.sample, keep_reward=status == RolloutStatus.SUCCESS)
+        sample_json(result.sample, reward=result.wire_reward)
         if result.sample is not None
         else "null"
     )
@@ -100,7 +103,9 @@ def grader_json(rollout_id: str, result: ExecutionResult | None) -> bytes:
         return _assemble(rollout_id, "failure", "null", None, None)
     success = result.status == RolloutStatus.SUCCESS
     sample = (
-        sample_json(result.sample, keep_reward=success) if result.sample is not None else "null"
+        sample_json(result.sample, reward=result.wire_reward)
+        if result.sample is not None
+        else "null"
     )
     status = "success" if success else "failure"
     return _assemble(rollout_id, status, sample, result.err_message, result.err_category)

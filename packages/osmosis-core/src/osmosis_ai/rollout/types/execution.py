@@ -14,6 +14,8 @@ from osmosis_ai.rollout.identifiers import validate_rollout_id
 from osmosis_ai.rollout.types.enums import RolloutErrorCategory, RolloutStatus
 from osmosis_ai.rollout.types.sample import RolloutSample
 
+_SUCCESS = RolloutStatus.SUCCESS
+
 
 def _check_timeout(name: str, value: float | None) -> None:
     if value is not None and not math.isfinite(value):
@@ -57,6 +59,15 @@ class ExecutionResult:
     err_category: RolloutErrorCategory | None = None
     extra_fields: dict[str, Any] | None = field(default=None)
 
+    @property
+    def wire_reward(self) -> float | None:
+        """The reward the controller sees for this result: the sample's reward for a
+        ``success`` whose sample is kept, otherwise ``None`` (failures never carry one)."""
+        sample = self.sample
+        if self.status != _SUCCESS or sample is None or sample.remove_sample:
+            return None
+        return sample.reward
+
 
 @dataclass(slots=True)
 class ExecutionOutcome:
@@ -78,6 +89,11 @@ class ExecutionOutcome:
                 )
             return self.workflow
         return self.grader if self.grader is not None else self.workflow
+
+    @property
+    def wire_reward(self) -> float | None:
+        """The reward the controller receives (``result.wire_reward``), defined once here."""
+        return self.result.wire_reward
 
     @property
     def result_to_save(self) -> ExecutionResult:

@@ -50,12 +50,20 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import inspect
 import math
 from pathlib import Path
 from typing import Any
 
-from osmosis_ai.rollout.agent_workflow import AgentWorkflow, coerce_output
+from osmosis_ai.rollout._execution import (
+    failure as _failure,
+)
+from osmosis_ai.rollout._execution import (
+    run_grader_phase,
+    run_workflow_phase,
+    seconds,
+    should_grade,
+)
+from osmosis_ai.rollout.agent_workflow import AgentWorkflow
 from osmosis_ai.rollout.backend.base import (
     CANCELLED_QUEUED,
     CANCELLED_RUNNING,
@@ -70,13 +78,8 @@ from osmosis_ai.rollout.backend.local.registry import (
     RolloutRecord,
     RolloutRegistry,
 )
-from osmosis_ai.rollout.context import (
-    AgentWorkflowContext,
-    GraderContext,
-    RolloutContext,
-    get_rollout_context,
-)
-from osmosis_ai.rollout.errors import categorize_exception, describe_exception
+from osmosis_ai.rollout.context import RolloutContext, get_rollout_context
+from osmosis_ai.rollout.errors import describe_exception
 from osmosis_ai.rollout.grader import Grader
 from osmosis_ai.rollout.home import osmosis_home
 from osmosis_ai.rollout.types.config import BaseConfig
@@ -89,36 +92,6 @@ _FAILURE = RolloutStatus.FAILURE
 _CANCELLED = RolloutStatus.CANCELLED
 _TIMEOUT = RolloutErrorCategory.TIMEOUT
 _VALIDATION = RolloutErrorCategory.VALIDATION_ERROR
-
-
-def _seconds(value: float) -> str:
-    return f"{value:g}"
-
-
-def _failure(
-    category: RolloutErrorCategory,
-    message: str,
-    sample: RolloutSample | None = None,
-    extra: dict[str, Any] | None = None,
-) -> ExecutionResult:
-    return ExecutionResult(
-        status=_FAILURE,
-        sample=sample,
-        err_message=message,
-        err_category=category,
-        extra_fields=extra,
-    )
-
-
-def _exception_failure(
-    exc: BaseException, phase: str, sample: RolloutSample | None = None
-) -> ExecutionResult:
-    return _failure(
-        categorize_exception(exc),
-        describe_exception(exc),
-        sample,
-        {"failed_phase": phase, "exception_type": type(exc).__name__},
-    )
 
 
 class _Cancelled(Exception):
@@ -284,14 +257,7 @@ class LocalBackend(ExecutionBackend):
             if own_ctx is not None:
                 own_ctx.__exit__(None, None, None)
         result = outcome.result
-        reward = None
-        if (
-            result.status is _SUCCESS
-            and result.sample is not None
-            and not result.sample.remove_sample
-        ):
-            reward = result.sample.reward
-        self._finish(rollout_id, record, result.status, reward, result.err_message)
+        self._finish(rollout_id, record, result.status, result.wire_reward, result.err_message)
         return outcome
 
     def _finish(
@@ -325,10 +291,10 @@ class LocalBackend(ExecutionBackend):
             workflow_result = await self._run_workflow(
                 request, record, ctx, admitted_at, semaphore, artifacts
             )
-            if (
-                not request.grade
-                or self.grader_cls is None
-                or workflow_result.status is not _SUCCESS
+            if not should_grade(
+                grade=request.grade,
+                has_grader=self.grader_cls is not None,
+                workflow=workflow_result,
             ):
                 return ExecutionOutcome(workflow_result)
             self._registry.grading += 1
@@ -360,71 +326,47 @@ class LocalBackend(ExecutionBackend):
         timeout = request.agent_timeout_sec
         deadline = None if timeout is None else admitted_at + timeout
         started_at: float | None = admitted_at if semaphore is None else None
-        sample: RolloutSample | None = None
-        output = None
         if deadline is not None and loop.time() >= deadline:
             # Already expired on arrival (zero or negative budget): do not start the workflow.
             self._registry.queued -= 1
             record.status = RolloutStatus.RUNNING
             return _failure(_TIMEOUT, self._deadline_message(timeout, admitted_at, started_at))
-        scope = asyncio.timeout_at(deadline)
-        try:
-            async with scope:
-                if semaphore is not None:
+        if semaphore is not None:
+            try:
+                async with asyncio.timeout_at(deadline):
                     await semaphore.acquire()
-                    record.holds_slot = True
-                    started_at = loop.time()
-                self._registry.queued -= 1
-                record.status = RolloutStatus.RUNNING
-                await ctx.set_status(RolloutStatus.RUNNING)
+            except TimeoutError:
                 if record.cancel_requested:
-                    raise _Cancelled
-                workflow = self.workflow_cls(self._config_copier.copy())
-                workflow_ctx: AgentWorkflowContext[Any] = AgentWorkflowContext(
-                    prompt=request.prompt,
-                    config=workflow.config,
-                    metadata=request.metadata,
-                    artifacts_dir=artifacts,
-                )
-                returned = workflow.run(workflow_ctx)
-                if inspect.isawaitable(returned):
-                    returned = await returned
-                output = coerce_output(returned)
-                if output is None:
-                    sample = await ctx.get_sample()
-                    if sample is not None and sample.label is None and request.label is not None:
-                        sample.label = request.label
-                elif output.messages is not None:
-                    sample = RolloutSample(
-                        messages=output.messages, label=request.label, metrics=output.metrics
-                    )
-        except TimeoutError as exc:
-            if record.cancel_requested:
-                raise _Cancelled from exc
-            if deadline is not None and scope.expired():
-                return _failure(_TIMEOUT, self._deadline_message(timeout, admitted_at, started_at))
-            return _exception_failure(exc, "workflow")
-        except asyncio.CancelledError:
-            raise
-        except _Cancelled:
-            raise
-        except Exception as exc:
-            if record.cancel_requested:
-                raise _Cancelled from exc
-            return _exception_failure(exc, "workflow")
-        if deadline is not None and loop.time() >= deadline:
-            # The workflow swallowed the cancellation or blocked the loop past its deadline.
-            return _failure(
-                _TIMEOUT, self._deadline_message(timeout, admitted_at, started_at), sample
-            )
-        extra = {"workflow_info": output.info} if output is not None and output.info else None
-        return ExecutionResult(status=_SUCCESS, sample=sample, extra_fields=extra)
+                    raise _Cancelled from None
+                return _failure(_TIMEOUT, self._deadline_message(timeout, admitted_at, None))
+            record.holds_slot = True
+            started_at = loop.time()
+        self._registry.queued -= 1
+        record.status = RolloutStatus.RUNNING
+        await ctx.set_status(RolloutStatus.RUNNING)
+        if record.cancel_requested:
+            raise _Cancelled
+        result = await run_workflow_phase(
+            lambda: self.workflow_cls(self._config_copier.copy()),
+            prompt=request.prompt,
+            metadata=request.metadata,
+            label=request.label,
+            artifacts_dir=artifacts,
+            rollout=ctx,
+            deadline=deadline,
+            deadline_message=(
+                "" if timeout is None else self._deadline_message(timeout, admitted_at, started_at)
+            ),
+        )
+        if record.cancel_requested:
+            raise _Cancelled
+        return result
 
     @staticmethod
     def _deadline_message(
         timeout: float | None, admitted_at: float, started_at: float | None
     ) -> str:
-        message = f"workflow exceeded its {_seconds(timeout or 0.0)}s deadline"
+        message = f"workflow exceeded its {seconds(timeout or 0.0)}s deadline"
         if started_at is None:  # never left the queue
             started_at = asyncio.get_running_loop().time()
         queued = started_at - admitted_at
@@ -438,53 +380,16 @@ class LocalBackend(ExecutionBackend):
         workflow_sample: RolloutSample | None,
         artifacts: ArtifactsDir,
     ) -> ExecutionResult:
-        assert self.grader_cls is not None
-        # The grader works on its own copy, so the workflow's result stays ungraded.
-        sample = workflow_sample.model_copy() if workflow_sample is not None else None
-        timeout = request.grader_timeout_sec
-        scope = asyncio.timeout(timeout)
-        try:
-            async with scope:
-                grader = self.grader_cls(self.grader_config)  # type: ignore[arg-type]
-                grader_ctx = GraderContext(
-                    label=request.label,
-                    sample=sample,
-                    metadata=request.metadata,
-                    artifacts_dir=artifacts,
-                )
-                returned = grader.grade(grader_ctx)
-                if inspect.isawaitable(returned):
-                    await returned
-        except TimeoutError as exc:
-            if sample is not None:
-                sample.reward = None
-            if timeout is not None and scope.expired():
-                return _failure(
-                    _TIMEOUT, f"grader exceeded its {_seconds(timeout)}s deadline", sample
-                )
-            return _exception_failure(exc, "grader", sample)
-        except Exception as exc:
-            if sample is not None:
-                sample.reward = None
-            return _exception_failure(exc, "grader", sample)
-        if sample is None:
-            return _failure(
-                _VALIDATION,
-                "No sample to grade: the workflow returned no messages and registered no sample "
-                "source; return an AgentWorkflowOutput or a message list from run()",
-            )
-        if sample.reward is None and not sample.remove_sample:
-            return _failure(
-                _VALIDATION,
-                "Sample has no reward after grading: the grader must call ctx.set_reward(x) "
-                "with a finite number (or set ctx.sample.remove_sample = True)",
-                sample,
-            )
-        if sample.reward is not None and not math.isfinite(sample.reward):
-            bad = sample.reward
-            object.__setattr__(sample, "reward", None)
-            return _failure(_VALIDATION, f"grader produced a non-finite reward ({bad})", sample)
-        return ExecutionResult(status=_SUCCESS, sample=sample)
+        grader_cls = self.grader_cls
+        assert grader_cls is not None
+        return await run_grader_phase(
+            lambda: grader_cls(self.grader_config),  # type: ignore[arg-type]
+            workflow_sample=workflow_sample,
+            label=request.label,
+            metadata=request.metadata,
+            artifacts_dir=artifacts,
+            timeout=request.grader_timeout_sec,
+        )
 
     def has_capacity(self) -> bool:
         return self.max_queue_depth is None or self._registry.queued < self.max_queue_depth
