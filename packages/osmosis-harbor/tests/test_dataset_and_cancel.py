@@ -7,10 +7,12 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import pytest
 from harbor.models.job.config import RetryConfig
 from harbor.trial.queue import TrialQueue
 
 from osmosis_ai.rollout.backend.harbor import HarborBackend, TaskMode, local_environment_config
+from osmosis_ai.rollout.backend.harbor.backend import trial_name_for
 from osmosis_ai.rollout.context import RolloutContext
 from osmosis_ai.rollout.types.enums import RolloutErrorCategory, RolloutStatus
 from osmosis_ai.rollout.types.execution import ExecutionOutcome, ExecutionRequest
@@ -57,7 +59,12 @@ async def test_dataset_mode_runs_the_task_each_rollout_names(
     await backend.shutdown()
 
 
-async def test_cancel_a_queued_and_a_running_trial(dataset_dir: Path, trials: Any) -> None:
+async def test_cancelling_execute_withdraws_a_queued_trial_and_stops_a_running_one(
+    dataset_dir: Path, trials: Any
+) -> None:
+    """The rollout server cancels a rollout by cancelling its ``execute`` task: a queued
+    trial never starts, a running one is stopped and its sandbox torn down before the
+    cancellation returns."""
     queue = TrialQueue(n_concurrent=1, retry_config=RetryConfig(max_retries=0))
     backend = HarborBackend(
         orchestrator=queue,
@@ -71,26 +78,22 @@ async def test_cancel_a_queued_and_a_running_trial(dataset_dir: Path, trials: An
     running = asyncio.create_task(_execute(backend, "c-running", harbor_task_id="blocking"))
     await agent_started("c-running")
     queued = asyncio.create_task(_execute(backend, "c-queued", harbor_task_id="hello"))
-    await asyncio.sleep(0)  # execute() registers the rollout before its first await
-    assert backend.health()["queued"] == 1
-    assert backend.rollout_status("c-running") == {"status": "running"}
-    assert backend.rollout_status("c-queued") == {"status": "queued"}
+    await trials.wait_until(lambda: backend.health()["queued"] == 1)
+    assert backend.health()["running"] == 1
 
-    assert backend.cancel_rollouts(ids=["c-queued", "nope"]) == {
-        "c-queued": "cancelled_queued",
-        "nope": "not_found",
-    }
-    assert (await queued).result.status == RolloutStatus.CANCELLED
-    assert backend.cancel_rollouts(prefix="c-") == {"c-running": "cancelled_running"}
-    outcome = await running
-    assert outcome.result.status == RolloutStatus.CANCELLED
-    assert backend.rollout_status("c-running") == {
-        "status": "cancelled",
-        "err_message": "cancelled",
-    }
+    queued.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await queued
+    assert backend.health()["in_flight"] == 1
+    running.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await running
     assert backend.health()["in_flight"] == 0
+    assert backend.has_capacity()
     # The running trial's sandbox was torn down (Harbor stops the environment on cancel).
     assert _sandboxes() == before
+    # The cancelled trial's directory is kept for diagnosis; the queued one never started.
+    assert [p.name for p in backend.trials_dir.iterdir()] == [trial_name_for("c-running")]
     await backend.shutdown()
 
 

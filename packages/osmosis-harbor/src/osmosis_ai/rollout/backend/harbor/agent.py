@@ -21,14 +21,18 @@ from typing import Any
 from harbor.agents.base import BaseAgent
 from harbor.environments.base import BaseEnvironment
 from harbor.models.agent.context import AgentContext
+from osmosis_ai.rollout.backend.harbor._sandbox_paths import (
+    AGENT_INPUT,
+    AGENT_RESULT,
+    PYTHON_MARKER,
+    RUNNER_LOG,
+    SANDBOX_BUNDLE_DIR,
+    SANDBOX_VENV_PYTHON,
+)
 from osmosis_ai.rollout.backend.harbor.environments import BUNDLE_NO_DEPS_ENV, SANDBOX_PYTHON_ENV
-from osmosis_ai.rollout.backend.harbor.runner import AGENT_INPUT, AGENT_RESULT
 
 WORKFLOW_AGENT_IMPORT_PATH = "osmosis_ai.rollout.backend.harbor.agent:OsmosisWorkflowAgent"
 RESULT_METADATA_KEY = "osmosis_result"
-SANDBOX_BUNDLE_DIR = "/opt/osmosis/bundles"
-PYTHON_MARKER = "/opt/osmosis/python"
-RUNNER_LOG = "/logs/agent/osmosis-runner.log"
 _OUTPUT_TAIL = 2000
 
 
@@ -51,7 +55,7 @@ def install_script(wheel_path: str) -> str:
     return f"""set -e
 PY="${{{SANDBOX_PYTHON_ENV}:-}}"
 if [ -z "$PY" ]; then
-  if [ -x /opt/osmosis/venv/bin/python ]; then PY=/opt/osmosis/venv/bin/python; else PY="$(command -v python3)"; fi
+  if [ -x {SANDBOX_VENV_PYTHON} ]; then PY={SANDBOX_VENV_PYTHON}; else PY="$(command -v python3)"; fi
 fi
 if [ -z "$PY" ]; then echo "no python3 in the sandbox image: install Python 3.12+ in the task image" >&2; exit 3; fi
 DEPS=""
@@ -61,7 +65,7 @@ if command -v uv >/dev/null 2>&1; then
 else
   "$PY" -m pip install --quiet --break-system-packages $DEPS {wheel}
 fi
-mkdir -p /opt/osmosis
+mkdir -p "$(dirname {PYTHON_MARKER})"
 printf '%s' "$PY" > {PYTHON_MARKER}
 """
 

@@ -5,7 +5,8 @@ The wheel holds one package, ``osmosis_bundle_<digest>``:
 - ``project/``: the rollout project's files (its modules import exactly as on the host, because
   the runner puts this directory first on ``sys.path``);
 - ``spec.json``: import paths of the workflow and grader and how to rebuild their configs;
-- ``runner.py`` (a copy of :mod:`.runner`) and ``__main__.py``: ``python -m <package> agent|grade``.
+- ``runner.py`` and ``_sandbox_paths.py`` (copies of :mod:`.runner` and of the file
+  contract it imports) and ``__main__.py``: ``python -m <package> agent|grade``.
 
 Its requirements are the project's ``[project].dependencies``. The digest covers the files, the
 spec and the runner, so an unchanged project is never rebuilt; the cache
@@ -28,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from osmosis_ai.rollout.backend.harbor import _sandbox_paths
 from osmosis_ai.rollout.backend.harbor import runner as runner_module
 
 logger = logging.getLogger(__name__)
@@ -116,11 +118,17 @@ def bundle_digest(code_dir: Path, files: list[Path], spec: dict[str, Any]) -> st
     h = hashlib.sha256()
     h.update(f"osmosis-bundle-{BUNDLE_FORMAT}\0".encode())
     h.update(json.dumps(spec, sort_keys=True).encode())
-    h.update(Path(runner_module.__file__).read_bytes())
+    for source in _runner_files():
+        h.update(source.read_bytes())
     for path in files:
         h.update(b"\0" + path.relative_to(code_dir).as_posix().encode() + b"\0")
         h.update(path.read_bytes())
     return h.hexdigest()
+
+
+def _runner_files() -> tuple[Path, ...]:
+    """The runner and the sandbox-path module it imports, copied into every bundle."""
+    return (Path(runner_module.__file__), Path(_sandbox_paths.__file__))
 
 
 def osmosis_cache_dir() -> Path:
@@ -175,7 +183,8 @@ def build_bundle(
             shutil.copy2(path, target)
         pkg_dir.mkdir(parents=True, exist_ok=True)
         (pkg_dir / "__init__.py").write_text('"""A rollout project bundled by osmosis-harbor."""\n')
-        shutil.copy2(runner_module.__file__, pkg_dir / "runner.py")
+        for source in _runner_files():
+            shutil.copy2(source, pkg_dir / source.name)
         (pkg_dir / "__main__.py").write_text(
             "import sys\n\nfrom .runner import main\n\nsys.exit(main())\n"
         )

@@ -1,23 +1,27 @@
 """The in-sandbox runner: runs the rollout's ``AgentWorkflow`` (``agent``) or SDK ``Grader``
-(``grade``) inside the task environment.
+(``grade``) inside the task environment, through core's one execution engine
+(:mod:`osmosis_ai.rollout._execution`), so a workflow and grader give the same outcome here as
+in ``LocalBackend``.
 
-This file is copied verbatim into every bundle wheel (as ``<bundle package>/runner.py``) and is
-started as ``python -m <bundle package> agent|grade``. It therefore imports nothing but the
-standard library at module level and ``osmosis_ai`` core inside functions: the sandbox needs
-``osmosis-core`` and the rollout's own dependencies, never Harbor.
+This file is copied verbatim into every bundle wheel (as ``<bundle package>/runner.py``, next to
+``_sandbox_paths.py``) and is started as ``python -m <bundle package> agent|grade``. It
+therefore imports nothing but the standard library and its sibling ``_sandbox_paths`` at module
+level, and ``osmosis_ai`` core inside functions: the sandbox needs ``osmosis-core`` and the
+rollout's own dependencies, never Harbor.
 
-File contract (sandbox paths):
+File contract (paths in :mod:`._sandbox_paths`):
 
-- ``/logs/agent/osmosis_input.json``: ``{rollout_id, prompt, metadata}``, written by the harness
-  agent. No label (the agent must not see the ground truth) and no key.
+- ``AGENT_INPUT``: ``{rollout_id, prompt, metadata}``, written by the harness agent. No label
+  (the agent must not see the ground truth) and no key.
 - ``OSMOSIS_CHAT_COMPLETIONS_URL``, ``OSMOSIS_API_KEY``, ``OSMOSIS_ROLLOUT_ID``: the policy
   endpoint, read by ``RolloutContext`` (environment variables, never files, so the key is not
   written anywhere).
-- ``/logs/agent/osmosis_result.json``: ``{status, sample?, err_message?, err_category?}``.
-- ``/tests/osmosis/grader_input.json``: ``{rollout_id, prompt, label, metadata}``, uploaded by
-  Harbor with the tests only after the agent has finished.
-- ``/logs/verifier/reward.json``: ``{"reward": x}`` (Harbor's reward contract), or
-  ``/logs/verifier/osmosis_grader_error.json`` when the grader fails.
+- ``AGENT_RESULT``: the workflow phase, ``{status, sample?, err_message?, err_category?}``.
+- ``GRADER_INPUT``: ``{rollout_id, prompt, label, metadata}``, uploaded by Harbor with the
+  tests only after the agent has finished.
+- ``GRADER_RESULT``: the grader phase in the same shape, and on success ``REWARD_JSON``
+  (``{"reward": x}``, Harbor's reward contract; ``0.0`` stands in for a removed sample's
+  missing reward, the backend reads the grader result, not this file).
 - ``ctx.artifacts_dir`` is ``/logs/artifacts`` (collected by Harbor into the trial dir).
 """
 
@@ -31,13 +35,16 @@ import sys
 from pathlib import Path
 from typing import Any
 
-AGENT_INPUT = "/logs/agent/osmosis_input.json"
-AGENT_RESULT = "/logs/agent/osmosis_result.json"
-AGENT_TRAJECTORY = "/logs/agent/trajectory.json"
-GRADER_INPUT = "/tests/osmosis/grader_input.json"
-REWARD_FILE = "/logs/verifier/reward.json"
-GRADER_ERROR = "/logs/verifier/osmosis_grader_error.json"
-ARTIFACTS_DIR = "/logs/artifacts"
+from ._sandbox_paths import (
+    AGENT_INPUT,
+    AGENT_RESULT,
+    AGENT_TRAJECTORY,
+    ARTIFACTS_DIR,
+    GRADER_INPUT,
+    GRADER_RESULT,
+    REWARD_JSON,
+)
+
 SPEC_FILE = "spec.json"
 
 
@@ -70,50 +77,51 @@ def _write_json(path: Path, payload: dict[str, Any]) -> None:
     tmp.replace(path)
 
 
-def _sample_payload(sample: Any) -> dict[str, Any]:
-    safe = sample.json_safe_copy() if hasattr(sample, "json_safe_copy") else sample
-    return safe.model_dump(mode="json")
+def _result_payload(result: Any) -> dict[str, Any]:
+    """An ``ExecutionResult`` as the JSON the backend reads back (``_outcome``)."""
+    payload: dict[str, Any] = {"status": str(result.status), "sample": None}
+    if result.sample is not None:
+        payload["sample"] = result.sample.json_safe_copy().model_dump(mode="json")
+    if result.err_message is not None:
+        payload["err_message"] = result.err_message
+    if result.err_category is not None:
+        payload["err_category"] = str(result.err_category)
+    return payload
+
+
+def _artifacts_dir() -> Path | None:
+    artifacts = _path("OSMOSIS_ARTIFACTS_DIR", ARTIFACTS_DIR)
+    return artifacts if artifacts.is_dir() else None
+
+
+def _builder(spec: dict[str, Any], role: str) -> Any:
+    """A zero-argument factory; import errors surface inside the engine's guard."""
+
+    def build() -> Any:
+        return _import(spec[role])(_load_config(spec.get(f"{role}_config")))
+
+    return build
 
 
 async def run_agent(spec: dict[str, Any]) -> int:
-    from osmosis_ai.rollout.agent_workflow import coerce_output
-    from osmosis_ai.rollout.context import AgentWorkflowContext, RolloutContext
-    from osmosis_ai.rollout.errors import categorize_exception, describe_exception
-    from osmosis_ai.rollout.types.sample import RolloutSample
+    from osmosis_ai.rollout._execution import run_workflow_phase
+    from osmosis_ai.rollout.context import RolloutContext
 
-    result_path = _path("OSMOSIS_AGENT_RESULT", AGENT_RESULT)
     payload = json.loads(_path("OSMOSIS_AGENT_INPUT", AGENT_INPUT).read_text())
-    artifacts = _path("OSMOSIS_ARTIFACTS_DIR", ARTIFACTS_DIR)
-    try:
-        workflow_cls = _import(spec["workflow"])
-        config = _load_config(spec.get("workflow_config"))
-        workflow = workflow_cls(config)
-        with RolloutContext(rollout_id=payload.get("rollout_id") or "") as rollout:
-            ctx = AgentWorkflowContext(
-                prompt=payload["prompt"],
-                config=config,
-                metadata=payload.get("metadata"),
-                artifacts_dir=artifacts if artifacts.is_dir() else None,
-            )
-            output = coerce_output(await workflow.run(ctx))
-            if output is not None and output.messages is not None:
-                sample: Any = RolloutSample(messages=output.messages, metrics=output.metrics)
-            else:
-                sample = await rollout.get_sample()
-        result: dict[str, Any] = {"status": "success", "sample": None}
-        if sample is not None:
-            result["sample"] = _sample_payload(sample)
-    except Exception as exc:
-        result = {
-            "status": "failure",
-            "err_category": str(categorize_exception(exc)),
-            "err_message": describe_exception(exc),
-        }
-    _write_json(result_path, result)
+    with RolloutContext(rollout_id=payload.get("rollout_id") or "") as rollout:
+        result = await run_workflow_phase(
+            _builder(spec, "workflow"),
+            prompt=payload["prompt"],
+            metadata=payload.get("metadata"),
+            label=None,  # the label reaches the sandbox only with the tests
+            artifacts_dir=_artifacts_dir(),
+            rollout=rollout,
+        )
+    _write_json(_path("OSMOSIS_AGENT_RESULT", AGENT_RESULT), _result_payload(result))
     return 0
 
 
-def _sample_from_atif(path: Path, prompt: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
+def sample_from_atif(path: Path, prompt: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
     """Chat messages from a native agent's ATIF trajectory (best effort)."""
     try:
         doc = json.loads(path.read_text())
@@ -130,57 +138,48 @@ def _sample_from_atif(path: Path, prompt: list[dict[str, Any]]) -> list[dict[str
     return messages
 
 
-async def run_grader(spec: dict[str, Any]) -> int:
-    from osmosis_ai.rollout.context import GraderContext
-    from osmosis_ai.rollout.errors import categorize_exception, describe_exception
+def _workflow_sample(prompt: list[dict[str, Any]]) -> tuple[bool, Any]:
+    """``(workflow succeeded, its sample)``: the runner's result, or a native agent's ATIF."""
     from osmosis_ai.rollout.types.sample import RolloutSample
 
-    payload = json.loads(_path("OSMOSIS_GRADER_INPUT", GRADER_INPUT).read_text())
     result_path = _path("OSMOSIS_AGENT_RESULT", AGENT_RESULT)
-    reward_path = _path("OSMOSIS_REWARD_FILE", REWARD_FILE)
-    error_path = _path("OSMOSIS_GRADER_ERROR", GRADER_ERROR)
-    artifacts = _path("OSMOSIS_ARTIFACTS_DIR", ARTIFACTS_DIR)
-    label = payload.get("label")
-    sample: Any = None
     if result_path.is_file():
         agent_result = json.loads(result_path.read_text())
-        if agent_result.get("sample") is not None:
-            sample = RolloutSample.model_validate(agent_result["sample"])
+        sample = agent_result.get("sample")
+        ok = agent_result.get("status") == "success"
+        return ok, RolloutSample.model_validate(sample) if sample is not None else None
+    messages = sample_from_atif(_path("OSMOSIS_AGENT_TRAJECTORY", AGENT_TRAJECTORY), prompt)
+    return True, RolloutSample(messages=messages if messages is not None else prompt)
+
+
+async def run_grader(spec: dict[str, Any]) -> int:
+    from osmosis_ai.rollout._execution import failure, run_grader_phase
+    from osmosis_ai.rollout.types.enums import RolloutErrorCategory, RolloutStatus
+
+    payload = json.loads(_path("OSMOSIS_GRADER_INPUT", GRADER_INPUT).read_text())
+    label = payload.get("label")
+    ok, sample = _workflow_sample(payload.get("prompt") or [])
+    if not ok:
+        result = failure(RolloutErrorCategory.AGENT_ERROR, "the workflow failed; not graded")
     else:
-        messages = _sample_from_atif(
-            _path("OSMOSIS_AGENT_TRAJECTORY", AGENT_TRAJECTORY), payload.get("prompt") or []
-        )
-        sample = RolloutSample(
-            messages=messages if messages is not None else payload.get("prompt") or []
-        )
-    if sample is None:
-        # Nothing to grade: the rollout produced no sample. Reward 0 is the documented outcome.
-        _write_json(reward_path, {"reward": 0.0})
-        return 0
-    sample.label = label
-    try:
-        grader_cls = _import(spec["grader"])
-        config = _load_config(spec.get("grader_config"))
-        ctx = GraderContext(
+        if sample is not None:
+            sample.label = label
+        result = await run_grader_phase(
+            _builder(spec, "grader"),
+            workflow_sample=sample,
             label=label,
-            sample=sample,
             metadata=payload.get("metadata"),
-            artifacts_dir=artifacts if artifacts.is_dir() else None,
+            artifacts_dir=_artifacts_dir(),
         )
-        await grader_cls(config).grade(ctx)
-        if sample.reward is None:
-            raise ValueError("the grader returned without calling ctx.set_reward(reward)")
-        _write_json(reward_path, {"reward": float(sample.reward)})
-        return 0
-    except Exception as exc:
-        _write_json(
-            error_path,
-            {
-                "err_category": str(categorize_exception(exc)),
-                "err_message": describe_exception(exc),
-            },
-        )
-        return 1
+    _write_json(_path("OSMOSIS_GRADER_RESULT", GRADER_RESULT), _result_payload(result))
+    if result.status != RolloutStatus.SUCCESS:
+        return 1  # no reward file: Harbor records a verifier failure, never a reward
+    reward = result.sample.reward if result.sample is not None else None
+    _write_json(
+        _path("OSMOSIS_REWARD_FILE", REWARD_JSON),
+        {"reward": float(reward) if reward is not None else 0.0},
+    )
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
