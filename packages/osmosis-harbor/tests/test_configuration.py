@@ -48,6 +48,40 @@ def test_legacy_keyword_arguments_name_their_replacement(
     assert repr(legacy) in str(info.value)
 
 
+def test_a_pre_0_3_constructor_call_names_every_replacement(tmp_path: Path) -> None:
+    """The 0.2-style call, without the 0.3 required arguments, still gets the migration
+    message (not Python's generic missing-argument TypeError)."""
+    with pytest.raises(TypeError) as info:
+        HarborBackend(task_dir=tmp_path, user_code_dir=tmp_path, workflow="m:W")  # type: ignore[call-arg]
+    message = str(info.value)
+    for old, new in (
+        ("task_dir", "tasks_dir="),
+        ("user_code_dir", "code_dir="),
+        ("workflow", "agent="),
+    ):
+        assert f"{old!r} was removed in osmosis 0.3; use {new}" in message
+    assert "migration-guides/v0-3" in message
+    with pytest.raises(TypeError, match="needs orchestrator=: a harbor TrialQueue"):
+        HarborBackend(tasks_dir=tmp_path, agent="nop")
+    with pytest.raises(TypeError, match="needs tasks_dir="):
+        HarborBackend(orchestrator=TrialQueue(n_concurrent=1), agent="nop")
+
+
+def test_reward_rule_arguments(queue: TrialQueue, hello_task: Path) -> None:
+    with pytest.raises(ValueError, match="reward_key= or reward_weights=, not both"):
+        HarborBackend(
+            orchestrator=queue,
+            tasks_dir=hello_task,
+            agent="nop",
+            reward_key="a",
+            reward_weights={"a": 1.0},
+        )
+    with pytest.raises(ValueError, match="reward_weights must map reward names to numbers"):
+        HarborBackend(
+            orchestrator=queue, tasks_dir=hello_task, agent="nop", reward_weights={"a": "x"}
+        )  # type: ignore[dict-item]
+
+
 def test_constructor_rejects_unsafe_or_inconsistent_settings(
     queue: TrialQueue, hello_task: Path, multiply_project: ModuleType
 ) -> None:

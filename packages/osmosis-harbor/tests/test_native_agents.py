@@ -47,7 +47,7 @@ async def test_oracle_scores_one_and_nop_scores_zero(queue: TrialQueue, hello_ta
     assert idle.result.sample.reward == 0.0
     timings = solved.workflow.extra_fields["harbor_timings"]  # type: ignore[index]
     assert set(timings) == {"environment_setup", "agent_setup", "agent_execution", "verifier"}
-    assert solved.result.sample.reward == 1.0
+    assert solved.wire_reward == 1.0
     # Successful trials are cleaned up; the host never sees the sandbox's /app.
     assert not any(oracle.trials_dir.glob("*oracle-1*"))
     assert not await asyncio.to_thread(os.path.exists, "/app/hello.txt")

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from osmosis_ai.rollout._execution import validate_reward
 from osmosis_ai.rollout.types.enums import RolloutErrorCategory, RolloutStatus
 from osmosis_ai.rollout.types.execution import ExecutionOutcome, ExecutionResult
 from osmosis_ai.rollout.types.sample import RolloutSample
@@ -245,14 +246,12 @@ def _grader_result(
             extra=extra,
         )
     extra["harbor_rewards"] = rewards
-    sample = (
-        workflow.sample.model_copy(deep=True)
-        if workflow.sample is not None
-        else RolloutSample(messages=[], label=facts.request.label)
-    )
+    if workflow.sample is None:
+        return validate_reward(None, extra)  # the one rule: no sample is never a reward
+    sample = workflow.sample.model_copy(deep=True)
     sample.metrics = {
         **sample.metrics,
         **{f"{REWARD_METRIC_PREFIX}{k}": v for k, v in rewards.items()},
     }
     sample.reward = reward
-    return ExecutionResult(status=RolloutStatus.SUCCESS, sample=sample, extra_fields=extra)
+    return validate_reward(sample, extra)
