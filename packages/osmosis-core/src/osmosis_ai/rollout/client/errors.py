@@ -1,18 +1,16 @@
-"""Errors raised by :class:`~osmosis_ai.rollout.client.RolloutClient`."""
+"""Errors raised by :class:`~osmosis_ai.rollout.client.RolloutClient`.
+
+They are defined once, in :mod:`osmosis_ai.errors` (under ``RolloutClientError`` and
+``OsmosisError``), and re-exported here, where osmosis-ai 0.3.8 code imports them from:
+
+* ``RolloutProtocolError(RuntimeError)``: the server answered outside the protocol (a status
+  code or body it must not send); ``.status_code`` is the HTTP status, or 0 when there was none.
+* ``RolloutAdmissionTimeoutError(TimeoutError)``: admission did not succeed within
+  ``admission_timeout_sec``; ``__cause__`` is the ``TimeoutError`` of the expired deadline.
+"""
 
 from __future__ import annotations
 
+from osmosis_ai.errors import RolloutAdmissionTimeoutError, RolloutProtocolError
 
-class RolloutProtocolError(RuntimeError):
-    """The rollout server answered outside the protocol (a status code or body it must not send).
-
-    ``status_code`` is the HTTP status when there was one, else 0.
-    """
-
-    def __init__(self, message: str, *, status_code: int = 0) -> None:
-        super().__init__(message)
-        self.status_code = status_code
-
-
-class RolloutAdmissionTimeoutError(TimeoutError):
-    """The server kept answering 429 (queue full) until ``admission_timeout_sec`` ran out."""
+__all__ = ["RolloutAdmissionTimeoutError", "RolloutProtocolError"]

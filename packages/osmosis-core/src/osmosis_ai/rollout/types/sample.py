@@ -50,63 +50,100 @@ class RolloutSample(BaseModel):
         return data
 
     def json_safe_copy(self) -> RolloutSample:
-        """Return a copy whose ``metrics`` and ``extra_fields`` survive ``json.dumps``.
+        """This sample with ``metrics`` and ``extra_fields`` made strict-JSON encodable.
 
-        numpy-like scalars become ``int``/``float``; non-finite numbers, values that cannot be
-        encoded and non-string keys are dropped with one warning naming them.
+        Returns the sample itself when nothing needs changing (the common case). Otherwise a
+        copy in which, at any depth: non-string keys become strings (as ``json.dumps`` spells
+        them), numpy-like scalars and arrays become ``int``/``float``/lists, and only the
+        values that cannot be encoded (NaN, infinities, arbitrary objects, structures nested
+        deeper than 100 levels or circular) are dropped, each named in one warning. The rest
+        of a nested structure is kept: ``{"nested": {"ok": 1.0, "bad": nan}}`` becomes
+        ``{"nested": {"ok": 1.0}}``.
         """
         dropped: list[str] = []
-        metrics = _json_safe_mapping(self.metrics, "metrics", dropped)
-        extra = _json_safe_mapping(self.extra_fields, "extra_fields", dropped)
+        metrics = _clean(self.metrics, "metrics", dropped, 0)
+        extra = _clean(self.extra_fields, "extra_fields", dropped, 0)
         if dropped:
             logger.warning(
                 "dropped values that are not JSON-safe from the sample: %s", ", ".join(dropped)
             )
+        if metrics is self.metrics and extra is self.extra_fields:
+            return self
         return self.model_copy(update={"metrics": metrics, "extra_fields": extra})
 
 
-def _json_safe_mapping(values: Mapping[Any, Any], where: str, dropped: list[str]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in values.items():
-        if not isinstance(key, str):
-            dropped.append(f"{where}[{key!r}]")
-            continue
-        ok, safe = _json_safe_value(value)
-        if ok:
-            out[key] = safe
-        else:
-            dropped.append(f"{where}.{key}")
-    return out
+_DROP: Any = object()
+_MAX_DEPTH = 100
 
 
-def _json_safe_value(value: Any) -> tuple[bool, Any]:
-    if value is None or isinstance(value, (str, bool)):
-        return True, value
+def _clean(value: Any, path: str, dropped: list[str], depth: int) -> Any:
+    """``value`` itself when it is strict-JSON safe, else a safe copy, else ``_DROP``."""
+    kind = type(value)
+    if kind is str or kind is int or kind is bool or value is None:
+        return value
+    if kind is float:
+        if math.isfinite(value):
+            return value
+    elif depth >= _MAX_DEPTH:
+        pass
+    elif kind is dict or isinstance(value, Mapping):
+        return _clean_mapping(value, path, dropped, depth + 1)
+    elif kind is list or kind is tuple or isinstance(value, (list, tuple)):
+        return _clean_sequence(value, path, dropped, depth + 1)
+    else:
+        converted = _convert(value)
+        if converted is not _DROP:
+            cleaned = _clean(converted, path, dropped, depth + 1)
+            return converted if cleaned is converted else cleaned
+    dropped.append(path)
+    return _DROP
+
+
+def _clean_mapping(value: Mapping[Any, Any], path: str, dropped: list[str], depth: int) -> Any:
+    out: dict[str, Any] | None = None if type(value) is dict else {}
+    for index, (key, item) in enumerate(value.items()):
+        text = key if type(key) is str else _key_text(key)
+        cleaned = _clean(item, f"{path}.{text}", dropped, depth)
+        if out is None and (cleaned is not item or text is not key):
+            out = dict(list(value.items())[:index])  # the unchanged prefix (its keys are str)
+        if out is not None and cleaned is not _DROP:
+            out[text] = cleaned
+    return value if out is None else out
+
+
+def _clean_sequence(value: Sequence[Any], path: str, dropped: list[str], depth: int) -> Any:
+    out: list[Any] | None = None if type(value) in (list, tuple) else []
+    for index, item in enumerate(value):
+        cleaned = _clean(item, f"{path}[{index}]", dropped, depth)
+        if out is None and cleaned is not item:
+            out = list(value[:index])
+        if out is not None and cleaned is not _DROP:
+            out.append(cleaned)
+    return value if out is None else out
+
+
+def _key_text(key: Any) -> str:
+    """A non-string key as ``json.dumps`` writes it (``1`` -> ``"1"``, ``True`` -> ``"true"``)."""
+    if key is None or isinstance(key, (bool, int, float)):
+        return json.dumps(key)
+    return str(key)
+
+
+def _convert(value: Any) -> Any:
+    """The builtin equivalent of a numpy-like scalar or array or of an int/float/str subclass
+    (such as an enum member); ``_DROP`` for anything else (JSON has no encoding for it)."""
+    if isinstance(value, bool):
+        return bool(value)
     if isinstance(value, numbers.Integral):
-        return True, int(value)
+        return int(value)
     if isinstance(value, numbers.Real):
-        f = float(value)
-        return (True, f) if math.isfinite(f) else (False, None)
-    if isinstance(value, Mapping):
-        inner: dict[str, Any] = {}
-        for k, v in value.items():
-            if not isinstance(k, str):
-                return False, None
-            ok, safe = _json_safe_value(v)
-            if not ok:
-                return False, None
-            inner[k] = safe
-        return True, inner
-    if isinstance(value, (list, tuple)):
-        items = []
-        for v in value:
-            ok, safe = _json_safe_value(v)
-            if not ok:
-                return False, None
-            items.append(safe)
-        return True, items
-    try:
-        json.dumps(value, allow_nan=False)
-    except (TypeError, ValueError):
-        return False, None
-    return True, value
+        return float(value)
+    if isinstance(value, str):
+        return str(value)
+    tolist = getattr(value, "tolist", None)  # numpy arrays and scalars
+    if callable(tolist):
+        try:
+            return tolist()
+        except Exception:
+            return _DROP
+    return _DROP

@@ -1,0 +1,87 @@
+"""``RolloutSample.json_safe_copy``: sanitise in place of dropping, stringify keys, no copy if clean."""
+
+from __future__ import annotations
+
+import enum
+import json
+import logging
+import math
+from typing import Any
+
+import pytest
+
+from osmosis_ai.rollout.types import RolloutSample
+
+
+def test_nested_values_are_sanitised_instead_of_dropping_the_whole_key(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    sample = RolloutSample(
+        messages=[{"role": "user", "content": "q"}],
+        reward=1.0,
+        metrics={"nested": {"ok": 1.0, "bad": math.nan}, "series": [1.0, math.inf, 2.0]},
+        extra_fields={"deep": {"a": {"b": [{"keep": "x", "drop": object()}]}}},
+    )
+    with caplog.at_level(logging.WARNING):
+        safe = sample.json_safe_copy()
+    assert safe is not sample
+    assert safe.metrics == {"nested": {"ok": 1.0}, "series": [1.0, 2.0]}
+    assert safe.extra_fields == {"deep": {"a": {"b": [{"keep": "x"}]}}}
+    # One warning names every dropped value by its path.
+    [record] = [r for r in caplog.records if "not JSON-safe" in r.getMessage()]
+    message = record.getMessage()
+    for path in ("metrics.nested.bad", "metrics.series[1]", "extra_fields.deep.a.b[0].drop"):
+        assert path in message
+    # The original is untouched and the copy is strict JSON.
+    assert math.isnan(sample.metrics["nested"]["bad"])
+    json.dumps(safe.model_dump(mode="json"), allow_nan=False)
+
+
+def test_non_string_keys_are_stringified_as_json_writes_them() -> None:
+    sample = RolloutSample(metrics={"by_turn": {1: 0.5, 2: 1.0}})
+    sample.extra_fields[7] = {True: "yes", None: "none", 1.5: "x"}  # type: ignore[index]
+    safe = sample.json_safe_copy()
+    assert safe.metrics == {"by_turn": {"1": 0.5, "2": 1.0}}
+    assert safe.extra_fields == {"7": {"true": "yes", "null": "none", "1.5": "x"}}
+
+
+def test_returns_the_sample_itself_when_nothing_needs_changing() -> None:
+    class Colour(enum.StrEnum):
+        RED = "red"
+
+    clean = RolloutSample(
+        messages=[{"role": "user", "content": "q"}],
+        metrics={"a": 1, "b": 2.5, "c": True, "d": None, "e": [1, (2, 3)], "f": {"g": "h"}},
+        extra_fields={"model": "m"},
+    )
+    assert clean.json_safe_copy() is clean
+    empty = RolloutSample()
+    assert empty.json_safe_copy() is empty
+    # A value that only needs converting (a str enum member here) is converted, not dropped.
+    converted = RolloutSample(metrics={"ok": 1.0})
+    converted.metrics["colour"] = Colour.RED
+    safe = converted.json_safe_copy()
+    assert safe is not converted
+    assert safe.metrics == {"ok": 1.0, "colour": "red"}
+    assert type(safe.metrics["colour"]) is str
+
+
+def test_numpy_like_values_are_converted_and_cycles_are_dropped() -> None:
+    class Scalar(float):
+        """A float subclass, like ``numpy.float64``."""
+
+    class Array:
+        """Anything with ``tolist()``, like a numpy array."""
+
+        def tolist(self) -> list[Any]:
+            return [1, 2.0, math.nan]
+
+    circular: dict[str, Any] = {"ok": 1}
+    circular["self"] = circular
+    sample = RolloutSample(metrics={"s": Scalar(0.5), "bad": Scalar("nan"), "arr": Array()})
+    sample.extra_fields["loop"] = circular
+    safe = sample.json_safe_copy()
+    assert safe.metrics == {"s": 0.5, "arr": [1, 2.0]}
+    assert type(safe.metrics["s"]) is float
+    json.dumps(safe.model_dump(mode="json"), allow_nan=False)
+    assert safe.extra_fields["loop"]["ok"] == 1
