@@ -21,6 +21,7 @@ from typing import Any
 from harbor.agents.base import BaseAgent
 from harbor.environments.base import BaseEnvironment
 from harbor.models.agent.context import AgentContext
+from osmosis_ai.errors import BackendError
 from osmosis_ai.rollout.backend.harbor._sandbox_paths import (
     AGENT_INPUT,
     AGENT_RESULT,
@@ -36,11 +37,11 @@ RESULT_METADATA_KEY = "osmosis_result"
 _OUTPUT_TAIL = 2000
 
 
-class WorkflowSetupError(RuntimeError):
+class WorkflowSetupError(BackendError):
     """The bundle could not be installed in the sandbox."""
 
 
-class WorkflowRunnerError(RuntimeError):
+class WorkflowRunnerError(BackendError):
     """The in-sandbox runner crashed before writing its result file."""
 
 

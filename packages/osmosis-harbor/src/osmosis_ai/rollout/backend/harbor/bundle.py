@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from osmosis_ai.errors import BackendError
 from osmosis_ai.rollout.backend.harbor import _sandbox_paths
 from osmosis_ai.rollout.backend.harbor import runner as runner_module
 
@@ -59,7 +60,7 @@ _EXCLUDED_DIRS = frozenset(
 _EXCLUDED_SUFFIXES = (".pyc", ".pyo", ".egg-info", ".whl")
 
 
-class BundleError(RuntimeError):
+class BundleError(BackendError):
     """The rollout project could not be packaged; the message says why and what to do."""
 
 

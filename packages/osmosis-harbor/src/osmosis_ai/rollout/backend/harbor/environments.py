@@ -26,6 +26,8 @@ import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Final
 
+from osmosis_ai.errors import ConfigurationError
+
 if TYPE_CHECKING:
     from harbor.models.trial.config import EnvironmentConfig
 
@@ -45,7 +47,7 @@ _SKYPILOT_SETTINGS: Final = {
 }
 
 
-class EnvironmentSelectionError(ValueError):
+class EnvironmentSelectionError(ConfigurationError):
     """``OSMOSIS_HARBOR_ENV`` is missing or names an unknown environment."""
 
 

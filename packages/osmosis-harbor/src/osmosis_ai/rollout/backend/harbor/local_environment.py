@@ -5,8 +5,13 @@ overlay of the host's root filesystem.
 ``Verifier``) run on machines without Docker, such as CI runners, in about 20 ms per
 environment. It is not a security boundary:
 
-- the "image" is the host's own userland; the task's ``Dockerfile`` and ``docker_image`` are
-  ignored (whatever the host has installed is what the sandbox has);
+- the "image" is the host's own userland: ``FROM`` and ``docker_image`` are not pulled. What can
+  be honoured of the task's ``environment/Dockerfile`` without a container runtime is replayed
+  at start (``WORKDIR``, ``ENV``, ``COPY``/``ADD`` of task files, ``RUN`` steps that need no
+  network; ``[environment] workdir`` in ``task.toml`` wins over ``WORKDIR``); a task needing more
+  (a ``RUN`` that installs or downloads, an ``ENTRYPOINT`` service, ``docker-compose.yaml``)
+  fails at start with :class:`~._dockerfile.UnsupportedEnvironmentError` naming each such step
+  (see :mod:`._dockerfile`);
 - there is no network namespace: sandboxed code shares the host's network, which is also why it
   can reach a policy server on ``127.0.0.1`` directly (no ``host.docker.internal`` rewriting);
 - there are no cgroup limits and the ``user`` of an ``exec`` is ignored (everything runs as the
@@ -40,6 +45,9 @@ from typing import Any
 
 from harbor.environments.base import BaseEnvironment, ExecResult
 from harbor.environments.capabilities import EnvironmentCapabilities
+from osmosis_ai.errors import BackendError
+from osmosis_ai.rollout.backend.harbor._dockerfile import ImagePlan, Step, is_archive, plan_image
+from osmosis_ai.rollout.backend.harbor._sandbox_paths import LOG_DIRS
 
 LOCAL_ENVIRONMENT_IMPORT_PATH = (
     "osmosis_ai.rollout.backend.harbor.local_environment:LocalNamespaceEnvironment"
@@ -51,7 +59,7 @@ _READY = b"OSMOSIS-SANDBOX-READY"
 _START_TIMEOUT_SEC = 30.0
 
 
-class LocalSandboxError(RuntimeError):
+class LocalSandboxError(BackendError):
     """The namespace sandbox could not be created or used (see the message for the cause)."""
 
 
@@ -216,6 +224,7 @@ class LocalNamespaceEnvironment(BaseEnvironment):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._sandbox = NamespaceSandbox()
+        self._image_env: dict[str, str] = {}
 
     @staticmethod
     def type() -> str:
@@ -228,7 +237,8 @@ class LocalNamespaceEnvironment(BaseEnvironment):
         return EnvironmentCapabilities(mounted=True)
 
     def _validate_definition(self) -> None:
-        """Nothing to validate: the Dockerfile is deliberately ignored (see module docs)."""
+        """Nothing to validate up front: :meth:`start` plans the Dockerfile and fails there,
+        so Harbor records the reason in the trial result."""
 
     def _trial_mounts(self) -> list[dict[str, Any]]:
         # Harbor 0.26 keeps the mounts it wants bound on the host in _host_mounts; 0.20 in _mounts.
@@ -237,20 +247,27 @@ class LocalNamespaceEnvironment(BaseEnvironment):
             mounts = getattr(self, "_mounts", None) or []
         return [dict(m) for m in mounts if m.get("type", "bind") == "bind"]
 
-    def _workdir(self) -> str | None:
+    def _task_workdir(self) -> str | None:
         config = getattr(self, "task_env_config", None)
         return getattr(config, "workdir", None) if config is not None else None
 
     async def start(self, force_build: bool) -> None:
+        base_env = {k: os.environ[k] for k in _PASSTHROUGH_ENV if k in os.environ}
+        plan = await asyncio.to_thread(plan_image, Path(self.environment_dir), base_env)
+        plan.check()
+        self._image_env = dict(plan.env)
         binds = [
             (str(m["source"]), str(m["target"]), bool(m.get("read_only")))
             for m in self._trial_mounts()
         ]
         await self._sandbox.start(
-            binds=binds,
-            dirs=["/logs/agent", "/logs/verifier", "/logs/artifacts"],
-            workdir=self._workdir(),
+            binds=binds, dirs=list(LOG_DIRS), workdir=self._task_workdir() or plan.workdir
         )
+        await _replay(plan, self._sandbox)
+        # Harbor >= 0.25 uploads environment/ into the workdir for prebuilt-image tasks.
+        upload = getattr(self, "_upload_environment_dir_after_start", None)
+        if upload is not None:
+            await upload()
 
     async def stop(self, delete: bool) -> None:
         await self._sandbox.stop()
@@ -263,8 +280,9 @@ class LocalNamespaceEnvironment(BaseEnvironment):
         timeout_sec: int | None = None,
         user: str | int | None = None,
     ) -> ExecResult:
+        merged = {**self._image_env, **(self._merge_env(env) or {})}
         code, stdout, stderr = await self._sandbox.run(
-            ["bash", "-c", command], cwd=cwd, env=self._merge_env(env), timeout_sec=timeout_sec
+            ["bash", "-c", command], cwd=cwd, env=merged, timeout_sec=timeout_sec
         )
         return ExecResult(
             stdout=stdout.decode(errors="replace"),
@@ -283,6 +301,40 @@ class LocalNamespaceEnvironment(BaseEnvironment):
 
     async def download_dir(self, source_dir: str, target_dir: Path | str) -> None:
         await asyncio.to_thread(_copy_tree, self._sandbox.inside(source_dir), Path(target_dir))
+
+
+async def _replay(plan: ImagePlan, sandbox: NamespaceSandbox) -> None:
+    """Apply the Dockerfile steps the sandbox can honour, in order."""
+    for step in plan.steps:
+        if step.kind == "workdir":
+            await asyncio.to_thread(_make_dirs, [str(sandbox.inside(step.target))])
+        elif step.kind in ("copy", "add"):
+            await asyncio.to_thread(_copy_sources, step, sandbox.inside(step.target))
+        else:
+            code, stdout, stderr = await sandbox.run(
+                ["sh", "-c", step.command], cwd=step.cwd, env=step.env
+            )
+            if code != 0:
+                output = (stderr or stdout).decode(errors="replace").strip()[-1000:]
+                raise LocalSandboxError(
+                    f"Dockerfile line {step.line} failed in the local sandbox (exit {code}): "
+                    f"{step.text}: {output}"
+                )
+
+
+def _copy_sources(step: Step, target: Path) -> None:
+    """``COPY``/``ADD`` semantics: a directory's contents, or files into a directory."""
+    into_dir = step.target.endswith("/") or target.is_dir()
+    for source in step.sources:
+        if source.is_dir():
+            shutil.copytree(source, target, dirs_exist_ok=True, symlinks=True)
+        elif step.kind == "add" and is_archive(source):
+            target.mkdir(parents=True, exist_ok=True)
+            shutil.unpack_archive(source, target)
+        else:
+            destination = target / source.name if into_dir else target
+            destination.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, destination)
 
 
 def _make_dirs(paths: list[str]) -> None:

@@ -28,6 +28,8 @@ from enum import StrEnum
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from osmosis_ai.errors import ConfigurationError
+
 logger = logging.getLogger(__name__)
 
 _PACKAGE_REF = re.compile(
@@ -42,7 +44,7 @@ class TaskMode(StrEnum):
     DATASET = "dataset"
 
 
-class TaskSelectionError(ValueError):
+class TaskSelectionError(ConfigurationError):
     """The request does not name a usable task; the message says what to fix."""
 
 

@@ -1,0 +1,132 @@
+"""Tasks written in Harbor's published layout (task.toml, instruction.md, environment/Dockerfile,
+solution/solve.sh, tests/test.sh), run as they are on the local sandbox: what the Dockerfile
+asks is honoured (WORKDIR, ENV, COPY) or the trial fails naming the step it cannot honour; a
+verifier writing several rewards is reduced by the backend's reward rule."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+from harbor.trial.queue import TrialQueue
+
+from osmosis_ai.rollout.backend.harbor import HarborBackend, local_environment_config
+from osmosis_ai.rollout.backend.harbor._dockerfile import needs_network, plan_image
+from osmosis_ai.rollout.context import RolloutContext
+from osmosis_ai.rollout.types.enums import RolloutErrorCategory, RolloutStatus
+from osmosis_ai.rollout.types.execution import ExecutionOutcome, ExecutionRequest
+
+TASKS = Path(__file__).parent / "fixtures" / "harbor_tasks"
+
+
+def _backend(queue: TrialQueue, agent: str, **kwargs: object) -> HarborBackend:
+    return HarborBackend(
+        orchestrator=queue,
+        tasks_dir=TASKS,
+        task_mode="dataset",
+        agent=agent,
+        environment_config=local_environment_config(),
+        **kwargs,  # type: ignore[arg-type]
+    )
+
+
+async def _run(backend: HarborBackend, rollout_id: str, task: str) -> ExecutionOutcome:
+    with RolloutContext(chat_completions_url="http://127.0.0.1:9/v1", rollout_id=rollout_id):
+        return await backend.execute(
+            ExecutionRequest(id=rollout_id, prompt=[], metadata={"harbor_task_id": task})
+        )
+
+
+async def test_oracle_solves_faithful_tasks_and_an_unsupported_one_says_why(
+    queue: TrialQueue,
+) -> None:
+    oracle = _backend(queue, "oracle")
+    hello, fib, network = await asyncio.gather(
+        _run(oracle, "o-hello", "hello-workdir"),
+        _run(oracle, "o-fib", "fib-multi-reward"),
+        _run(oracle, "o-jq", "jq-needs-network"),
+    )
+    # WORKDIR /app + COPY + ENV from the Dockerfile (task.toml names no workdir).
+    assert hello.result.status == RolloutStatus.SUCCESS, hello.result.err_message
+    assert hello.wire_reward == 1.0
+    # {"correctness": 1, "performance": 1}, no "reward" key: the mean, every key a metric.
+    assert fib.result.status == RolloutStatus.SUCCESS, fib.result.err_message
+    assert fib.wire_reward == 1.0
+    assert fib.result.sample is not None
+    assert fib.result.sample.metrics == {"reward/correctness": 1, "reward/performance": 1}
+    # The image installs jq from the network: the trial fails before the agent, naming it.
+    assert network.result.status == RolloutStatus.FAILURE
+    assert network.result.err_category == RolloutErrorCategory.INTERNAL_ERROR
+    message = network.result.err_message or ""
+    assert "UnsupportedEnvironmentError" in message
+    assert "line 3: RUN apt-get update && apt-get install" in message
+    assert "RUN needs the network: apt-get" in message
+    assert network.wire_reward is None
+    await oracle.shutdown()
+
+
+async def test_nop_scores_zero_and_the_reward_rule_is_configurable(queue: TrialQueue) -> None:
+    nop = _backend(queue, "nop")
+    weighted = _backend(queue, "oracle", reward_weights={"correctness": 0.25, "performance": 0.5})
+    hello, fib, fib_weighted = await asyncio.gather(
+        _run(nop, "n-hello", "hello-workdir"),
+        _run(nop, "n-fib", "fib-multi-reward"),
+        _run(weighted, "w-fib", "fib-multi-reward"),
+    )
+    assert (hello.result.status, hello.wire_reward) == (RolloutStatus.SUCCESS, 0.0)
+    assert (fib.result.status, fib.wire_reward) == (RolloutStatus.SUCCESS, 0.0)
+    assert fib_weighted.wire_reward == 0.75
+    await nop.shutdown()
+    await weighted.shutdown()
+
+
+def test_the_dockerfile_plan(tmp_path: Path) -> None:
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "main.py").write_text("print(1)\n")
+    (tmp_path / "Dockerfile").write_text(
+        "FROM golang:1.22 AS build\n"
+        "RUN go build ./...\n"
+        "FROM python:3.12-slim\n"
+        "ARG APP=/srv/app\n"
+        "ENV PATH=/opt/tools/bin:$PATH MODE=test\n"
+        "WORKDIR $APP\n"
+        "COPY --chown=1000:1000 src/ ./src/\n"
+        "RUN mkdir -p data && echo ready > data/state\n"
+        "COPY --from=build /out/tool /usr/local/bin/tool\n"
+        'ENTRYPOINT ["/usr/local/bin/start-db"]\n'
+        'CMD ["sleep", "infinity"]\n'
+    )
+    plan = plan_image(tmp_path, {"PATH": "/usr/bin"})
+    assert plan.workdir == "/srv/app"
+    assert plan.env == {"PATH": "/opt/tools/bin:/usr/bin", "MODE": "test"}
+    assert [(s.kind, s.target or s.command) for s in plan.steps] == [
+        ("workdir", "/srv/app"),
+        ("copy", "/srv/app/src/"),
+        ("run", "mkdir -p data && echo ready > data/state"),
+    ]
+    # Only the last build stage counts; what it cannot honour is named line by line.
+    assert plan.unsupported == [
+        "line 9: COPY --from=build /out/tool /usr/local/bin/tool "
+        "(COPY --from needs another build stage)",
+        'line 10: ENTRYPOINT ["/usr/local/bin/start-db"] '
+        "(ENTRYPOINT starts a service at container start)",
+    ]
+    with pytest.raises(Exception, match=r"line 10: ENTRYPOINT"):
+        plan.check()
+
+
+@pytest.mark.parametrize(
+    ("command", "tool"),
+    [
+        ("apt-get update && apt-get install -y jq", "apt-get"),
+        ("DEBIAN_FRONTEND=noninteractive apt install -y git", "apt"),
+        ("python3 -m pip install pytest==8.4.1", "python -m pip"),
+        ("cd /src && git clone https://example.com/r.git", "git clone"),
+        ("curl -LsSf https://astral.sh/uv/install.sh | sh", "curl"),
+        ("/usr/local/bin/uv pip install --system numpy", "uv"),
+        ("mkdir -p /app && git init /app && chmod +x /app", None),
+    ],
+)
+def test_run_steps_that_need_the_network(command: str, tool: str | None) -> None:
+    assert needs_network(command) == tool
