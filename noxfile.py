@@ -22,7 +22,7 @@ ROOT = Path(__file__).parent
 PACKAGES = ROOT / "packages"
 PYTHONS = ["3.12", "3.13"]
 TEST_DEPS = ["pytest>=8.3", "pytest-asyncio>=0.25", "hypothesis>=6.120"]
-CORE = ["-e", f"{PACKAGES / 'osmosis-core'}[server]"]
+CORE = ["-e", f"{PACKAGES / 'osmosis-core'}[server,rubric]"]
 
 # integration distribution -> (framework distribution, [floor, latest])
 FRAMEWORKS: dict[str, tuple[str, list[str]]] = {

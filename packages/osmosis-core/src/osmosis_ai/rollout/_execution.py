@@ -34,7 +34,9 @@ timeout=None)``
     Grades a copy of the workflow's sample (the workflow result stays ungraded), then applies
     :func:`validate_reward`. A raising grader is a categorised failure whose sample is kept with
     ``reward=None``; past ``timeout`` seconds it is ``timeout``
-    (``"grader exceeded its Ns deadline"``).
+    (``"grader exceeded its Ns deadline"``). LLM-judge calls made while grading
+    (:mod:`osmosis_ai.judge_usage`) are added to the sample's metrics as ``judge_*``, apart from
+    the policy's usage, whatever the outcome; a judge that failed makes a ``judge_error``.
 
 ``validate_reward(sample, extra=None)``
     The one definition of a reward. No sample: ``validation_error`` (never reward 0). A finite
@@ -58,6 +60,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from osmosis_ai.judge_usage import collect_judge_usage, judge_metrics
 from osmosis_ai.rollout.agent_workflow import coerce_output
 from osmosis_ai.rollout.context import AgentWorkflowContext, GraderContext
 from osmosis_ai.rollout.errors import categorize_exception, describe_exception
@@ -242,6 +245,29 @@ async def run_grader_phase(
     timeout: float | None = None,  # noqa: ASYNC109 - the grader's budget is the API
 ) -> ExecutionResult:
     """Grade a copy of ``workflow_sample`` and validate the reward; see the module docstring."""
+    with collect_judge_usage() as judge_usage:
+        result = await _grade_copy(
+            build_grader,
+            workflow_sample=workflow_sample,
+            label=label,
+            metadata=metadata,
+            artifacts_dir=artifacts_dir,
+            timeout=timeout,
+        )
+    if judge_usage.calls and result.sample is not None:
+        result.sample.metrics.update(judge_metrics(judge_usage))
+    return result
+
+
+async def _grade_copy(
+    build_grader: Callable[[], Grader],
+    *,
+    workflow_sample: RolloutSample | None,
+    label: str | None,
+    metadata: dict[str, Any] | None,
+    artifacts_dir: Path | None,
+    timeout: float | None,  # noqa: ASYNC109 - the grader's budget is the API
+) -> ExecutionResult:
     sample = workflow_sample.model_copy() if workflow_sample is not None else None
     grader_ctx = GraderContext(
         label=label, sample=sample, metadata=metadata, artifacts_dir=artifacts_dir

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from osmosis_ai.errors import JudgeError
 from osmosis_ai.rollout.types.enums import RolloutErrorCategory
 
 # Sandbox providers' exception class names that mean "the infrastructure failed", matched by
@@ -22,7 +23,10 @@ _POLICY_HTTP = frozenset(
 
 
 def categorize_exception(exc: BaseException) -> RolloutErrorCategory:
-    """Classify ``exc``: timeout, validation, HTTP (infrastructure) or agent error."""
+    """Classify ``exc``: judge, timeout, validation, HTTP (infrastructure) or agent error."""
+    if isinstance(exc, JudgeError):
+        # Before the timeout check: a judge that timed out is a judge failure, not the rollout's.
+        return RolloutErrorCategory.JUDGE_ERROR
     names = [cls.__name__ for cls in type(exc).__mro__]
     for name in names:
         if name in _ALWAYS_HTTP:

@@ -10,6 +10,8 @@ Three tools:
 * :func:`run_rollout` (:mod:`osmosis_ai.testing.run`) — runs one workflow (and grader) end to
   end through :class:`~osmosis_ai.rollout.LocalBackend` against that server and returns a
   :class:`RolloutRunResult` (status, sample, reward, error category and message).
+* judge helpers (:mod:`osmosis_ai.testing.judge`) — :func:`scripted_judge`,
+  :func:`judge_verdict`, :func:`malformed_verdict`: the same server playing an LLM judge.
 * :func:`serve_app` (:mod:`osmosis_ai.testing.serving`) — serves an ASGI app, such as your
   ``create_rollout_server(...)``, under real uvicorn on ``127.0.0.1`` and yields its base URL.
 
@@ -67,6 +69,10 @@ _EXPORTS = {
     "run_rollout_sync": f"{_P}.run",
     "RolloutRunResult": f"{_P}.run",
     "serve_app": f"{_P}.serving",
+    "judge_verdict": f"{_P}.judge",
+    "malformed_verdict": f"{_P}.judge",
+    "scripted_judge": f"{_P}.judge",
+    "candidate_text": f"{_P}.judge",
 }
 __all__ = [
     "ErrorReply",
@@ -75,15 +81,19 @@ __all__ = [
     "RolloutRunResult",
     "ScriptedPolicyServer",
     "ToolCall",
+    "candidate_text",
     "delayed",
     "echo",
     "error_reply",
     "instant",
     "instant_text",
+    "judge_verdict",
+    "malformed_verdict",
     "multiply_solver",
     "rollout_scope",
     "run_rollout",
     "run_rollout_sync",
+    "scripted_judge",
     "serve_app",
     "text_reply",
     "tool_call_reply",
@@ -91,6 +101,12 @@ __all__ = [
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 if TYPE_CHECKING:
+    from osmosis_ai.testing.judge import (
+        candidate_text,
+        judge_verdict,
+        malformed_verdict,
+        scripted_judge,
+    )
     from osmosis_ai.testing.policy_server import (
         RecordedRequest,
         ScriptedPolicyServer,

@@ -33,6 +33,13 @@ From a shell (prints the base URL on its first stdout line, runs until SIGINT/SI
 * a built-in name: ``"multiply"``, ``"echo"`` or ``"instant"`` (see
   :mod:`osmosis_ai.testing.responders`).
 
+**Concurrency.** :attr:`ScriptedPolicyServer.in_flight` is the number of chat-completions
+requests being answered right now and :attr:`ScriptedPolicyServer.max_in_flight` the most seen
+at once (with a ``delay`` on the replies it shows whether a client really calls concurrently).
+
+**Playing a judge.** :mod:`osmosis_ai.testing.judge` builds judge verdicts, malformed replies,
+429s with ``Retry-After`` and slow replies, so LLM-judge graders are testable offline.
+
 **Recording.** Every request is kept as a :class:`RecordedRequest` (path, headers, JSON body,
 rollout scope) in :attr:`ScriptedPolicyServer.requests` — the most recent ``max_recorded``
 (default 10,000; ``0`` disables recording, e.g. for benchmarks). Recorded headers include the
@@ -145,6 +152,8 @@ class ScriptedPolicyServer:
         self._recorded: deque[RecordedRequest] | None = (
             deque(maxlen=max_recorded) if max_recorded > 0 else None
         )
+        self.in_flight = 0
+        self.max_in_flight = 0
         self._server: _Uvicorn | None = None
         self._task: asyncio.Task[None] | None = None
         self._thread: threading.Thread | None = None
@@ -240,6 +249,14 @@ class ScriptedPolicyServer:
         return _error(404, f"no route GET {path}; POST .../chat/completions", "not_found")
 
     async def _handle_post(self, path: str, request: Request) -> Response:
+        self.in_flight += 1
+        self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            return await self._answer_post(path, request)
+        finally:
+            self.in_flight -= 1
+
+    async def _answer_post(self, path: str, request: Request) -> Response:
         if not path.rstrip("/").endswith("/chat/completions"):
             return _error(
                 404,
@@ -270,7 +287,7 @@ class ScriptedPolicyServer:
         if turn.delay > 0:
             await asyncio.sleep(turn.delay)
         if isinstance(turn, ErrorReply):
-            return JSONResponse(turn.json_body(), turn.status)
+            return JSONResponse(turn.json_body(), turn.status, headers=turn.headers)
         completion_id = new_completion_id()
         if body.get("stream"):
             return StreamingResponse(

@@ -12,6 +12,7 @@ Helpers build the common shapes::
     text_reply("hello")
     tool_call_reply("multiply", {"a": 6, "b": 7})
     error_reply(503, "upstream overloaded")
+    error_reply(429, headers={"Retry-After": "1"})
     delayed(0.5, text_reply("slow"))
 """
 
@@ -61,11 +62,15 @@ class Reply:
 
 @dataclass(frozen=True, slots=True)
 class ErrorReply:
-    """An HTTP error answer; a ``str`` body is wrapped in the OpenAI error envelope."""
+    """An HTTP error answer; a ``str`` body is wrapped in the OpenAI error envelope.
+
+    ``headers`` are sent with it, e.g. ``{"Retry-After": "2"}`` on a 429.
+    """
 
     status: int
     body: Any = None
     delay: float = 0.0
+    headers: dict[str, str] | None = None
 
     def json_body(self) -> Any:
         if self.body is None or isinstance(self.body, str):
@@ -94,8 +99,10 @@ def tool_call_reply(
     return Reply(content=content, tool_calls=(call,), delay=delay)
 
 
-def error_reply(status: int, body: Any = None, *, delay: float = 0.0) -> ErrorReply:
-    return ErrorReply(status=status, body=body, delay=delay)
+def error_reply(
+    status: int, body: Any = None, *, delay: float = 0.0, headers: dict[str, str] | None = None
+) -> ErrorReply:
+    return ErrorReply(status=status, body=body, delay=delay, headers=headers)
 
 
 def delayed(seconds: float, turn: ScriptedTurn) -> Reply | ErrorReply:

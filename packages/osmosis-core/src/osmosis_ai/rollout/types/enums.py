@@ -29,7 +29,11 @@ _TERMINAL = frozenset({RolloutStatus.SUCCESS, RolloutStatus.FAILURE, RolloutStat
 
 
 class RolloutErrorCategory(StrEnum):
-    """Why a rollout failed. Only ``agent_error`` and ``validation_error`` blame the rollout code."""
+    """Why a rollout failed. Only ``agent_error`` and ``validation_error`` blame the rollout code.
+
+    ``judge_error``: the grader's LLM judge failed after its retries (a ``JudgeError``); the
+    rollout is ungraded, never reward 0.
+    """
 
     TIMEOUT = "timeout"
     LEASE_EXPIRED = "lease_expired"
@@ -37,6 +41,7 @@ class RolloutErrorCategory(StrEnum):
     HTTP_ERROR = "http_error"
     AGENT_ERROR = "agent_error"
     INTERNAL_ERROR = "internal_error"
+    JUDGE_ERROR = "judge_error"
 
 
 class GraderStatus(StrEnum):

@@ -1,0 +1,155 @@
+"""Where a judge model lives: 0.3's ``provider/model`` strings mapped to OpenAI-compatible endpoints.
+
+Every provider is reached through its OpenAI-compatible chat-completions endpoint with the
+``openai`` client. For each one the table gives the default base URL, the variable holding the
+key and the variable that overrides the base URL (``OPENAI_BASE_URL`` as the ``openai`` client
+reads it; ``<PROVIDER>_BASE_URL`` for the others). Local servers (vLLM, SGLang, Ollama) need no
+key. An explicit ``base_url=`` wins over both the variable and the default; with it, a model
+string without a known provider prefix (``Qwen/Qwen3-8B``) is sent verbatim.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from osmosis_ai.errors import ConfigurationError
+from osmosis_ai.eval.judge.errors import MissingAPIKeyError
+
+
+@dataclass(frozen=True, slots=True)
+class ProviderSpec:
+    """One provider's OpenAI-compatible endpoint."""
+
+    name: str
+    base_url: str
+    key_env: str | None
+    base_url_env: str
+    key_required: bool = True
+
+
+def _spec(name: str, base_url: str, key_env: str | None, *, local: bool = False) -> ProviderSpec:
+    return ProviderSpec(
+        name=name,
+        base_url=base_url,
+        key_env=key_env,
+        base_url_env=f"{name.upper()}_BASE_URL",
+        key_required=not local,
+    )
+
+
+PROVIDERS: dict[str, ProviderSpec] = {
+    spec.name: spec
+    for spec in (
+        _spec("openai", "https://api.openai.com/v1", "OPENAI_API_KEY"),
+        _spec("anthropic", "https://api.anthropic.com/v1", "ANTHROPIC_API_KEY"),
+        _spec(
+            "gemini", "https://generativelanguage.googleapis.com/v1beta/openai", "GEMINI_API_KEY"
+        ),
+        _spec("openrouter", "https://openrouter.ai/api/v1", "OPENROUTER_API_KEY"),
+        _spec("together", "https://api.together.xyz/v1", "TOGETHER_API_KEY"),
+        _spec("groq", "https://api.groq.com/openai/v1", "GROQ_API_KEY"),
+        _spec("xai", "https://api.x.ai/v1", "XAI_API_KEY"),
+        _spec("vllm", "http://127.0.0.1:8000/v1", "VLLM_API_KEY", local=True),
+        _spec("sglang", "http://127.0.0.1:30000/v1", "SGLANG_API_KEY", local=True),
+        _spec("ollama", "http://127.0.0.1:11434/v1", "OLLAMA_API_KEY", local=True),
+    )
+}
+#: 0.3 / LiteLLM spellings accepted as the same provider.
+ALIASES: dict[str, str] = {"google": "gemini", "together_ai": "together"}
+#: Model families recognised without a ``provider/`` prefix (0.3 did the same).
+_INFERRED: tuple[tuple[tuple[str, ...], str], ...] = (
+    (("gpt-", "o1", "o3", "o4", "chatgpt-"), "openai"),
+    (("claude",), "anthropic"),
+    (("gemini",), "gemini"),
+    (("grok",), "xai"),
+)
+#: Sent as the bearer token to servers that need none (the ``openai`` client requires one).
+KEYLESS_PLACEHOLDER = "EMPTY"
+
+
+@dataclass(frozen=True, slots=True)
+class JudgeTarget:
+    """A resolved judge endpoint: what to call, where, with which key (never printed)."""
+
+    provider: str
+    model: str
+    base_url: str
+    api_key: str = field(repr=False)
+    key_env: str | None = None
+
+
+def resolve_target(
+    model: str,
+    *,
+    api_key: str | None = None,
+    base_url: str | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> JudgeTarget:
+    """Turn ``model`` (and the optional overrides) into a :class:`JudgeTarget`.
+
+    Raises :class:`MissingAPIKeyError` when a hosted provider's key is neither passed nor in
+    its environment variable, and ``ConfigurationError`` when the endpoint cannot be told.
+    """
+    env = os.environ if environ is None else environ
+    if not isinstance(model, str) or not model.strip():
+        raise ConfigurationError("the judge 'model' must be a non-empty 'provider/model' string")
+    model = model.strip()
+    explicit_base = _clean_base_url(base_url) if base_url else None
+    prefix, sep, rest = model.partition("/")
+    name = ALIASES.get(prefix.lower(), prefix.lower()) if sep else ""
+    spec = PROVIDERS.get(name)
+    if spec is not None and rest:
+        bare = rest
+    else:
+        spec = _infer(model) if not sep else None
+        bare = model
+    if spec is None:
+        if explicit_base is None:
+            known = ", ".join(sorted(PROVIDERS))
+            raise ConfigurationError(
+                f"cannot tell which provider serves judge model {model!r}: write it as "
+                f"'<provider>/<model>' (providers: {known}) or pass base_url= for any "
+                "OpenAI-compatible server"
+            )
+        key = _clean(api_key) or KEYLESS_PLACEHOLDER
+        return JudgeTarget(provider="custom", model=bare, base_url=explicit_base, api_key=key)
+    resolved_base = explicit_base or _clean_base_url(env.get(spec.base_url_env) or spec.base_url)
+    key = _clean(api_key) or (_clean(env.get(spec.key_env)) if spec.key_env else None)
+    if key is None:
+        if spec.key_required and explicit_base is None:
+            raise MissingAPIKeyError(
+                f"Environment variable '{spec.key_env}' is not set. Export it with your "
+                f"{spec.name} API key (or pass api_key=) before calling the judge."
+            )
+        key = KEYLESS_PLACEHOLDER
+    return JudgeTarget(
+        provider=spec.name, model=bare, base_url=resolved_base, api_key=key, key_env=spec.key_env
+    )
+
+
+def _infer(model: str) -> ProviderSpec | None:
+    lowered = model.lower()
+    for prefixes, name in _INFERRED:
+        if lowered.startswith(prefixes):
+            return PROVIDERS[name]
+    return None
+
+
+def _clean(value: str | None) -> str | None:
+    if value is None:
+        return None
+    value = value.strip()
+    return value or None
+
+
+def _clean_base_url(url: str) -> str:
+    url = url.strip().rstrip("/")
+    if not url.startswith(("http://", "https://")):
+        raise ConfigurationError(
+            f"judge base URL {url!r} must start with http:// or https:// (e.g. "
+            "http://127.0.0.1:8000/v1)"
+        )
+    suffix = "/chat/completions"
+    return url[: -len(suffix)] if url.endswith(suffix) else url

@@ -1,0 +1,50 @@
+"""When and how long the judge waits before trying a failed call again."""
+
+from __future__ import annotations
+
+import email.utils
+import random
+import time
+from collections.abc import Mapping
+
+#: HTTP statuses worth retrying: timeout, conflict, rate limit, server errors.
+RETRY_STATUSES = frozenset({408, 409, 429})
+#: The longest ``Retry-After`` honoured; a provider asking for more gets this (then a retry).
+MAX_RETRY_AFTER_S = 60.0
+
+
+def is_retryable(status: int | None) -> bool:
+    return status is None or status in RETRY_STATUSES or status >= 500
+
+
+def retry_after(headers: Mapping[str, str] | None) -> float | None:
+    """Seconds from ``retry-after-ms`` or ``retry-after`` (seconds or an HTTP date), if any."""
+    if not headers:
+        return None
+    lowered = {k.lower(): v for k, v in headers.items()}
+    raw_ms = lowered.get("retry-after-ms")
+    if raw_ms is not None:
+        try:
+            return _bounded(float(raw_ms) / 1000.0)
+        except ValueError:
+            pass
+    raw = lowered.get("retry-after")
+    if raw is None:
+        return None
+    try:
+        return _bounded(float(raw))
+    except ValueError:
+        parsed = email.utils.parsedate_to_datetime(raw) if raw.strip() else None
+        if parsed is None:
+            return None
+        return _bounded(parsed.timestamp() - time.time())
+
+
+def _bounded(seconds: float) -> float:
+    return min(max(seconds, 0.0), MAX_RETRY_AFTER_S)
+
+
+def backoff(attempt: int, base: float, cap: float = 8.0) -> float:
+    """Exponential backoff with jitter for the ``attempt``-th retry (1-based)."""
+    delay = min(cap, base * (2 ** (attempt - 1)))
+    return delay * (0.5 + random.random() / 2)

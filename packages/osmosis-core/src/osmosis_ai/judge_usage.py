@@ -1,0 +1,116 @@
+"""Judge usage (calls, tokens, latency, cost), recorded apart from the policy's.
+
+Standard library only and below every layer that needs it: the judge
+(:mod:`osmosis_ai.eval.judge`) records into it and the grading engines (``LocalBackend``)
+collect it per rollout.
+
+Every judge call produces a :class:`JudgeCall`. It is added to the :class:`JudgeUsage` of the
+:class:`~osmosis_ai.eval.judge.judge.Judge` that made it and to the usage collected by the
+innermost :func:`collect_judge_usage` block around the call (the grading engine opens one per
+rollout, so a row's judge spend is reported with the row and never mixed into policy tokens).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class JudgeCall:
+    """One logical judge call (all its attempts)."""
+
+    model: str
+    provider: str
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_s: float = 0.0
+    attempts: int = 1
+    cached: bool = False
+    failed: bool = False
+    cost_usd: float | None = None
+
+
+@dataclass(slots=True)
+class JudgeUsage:
+    """Totals over many judge calls."""
+
+    calls: int = 0
+    cached_calls: int = 0
+    failed_calls: int = 0
+    requests: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_s: float = 0.0
+    cost_usd: float | None = None
+    models: set[str] = field(default_factory=set)
+
+    def add(self, call: JudgeCall) -> None:
+        self.calls += 1
+        self.cached_calls += int(call.cached)
+        self.failed_calls += int(call.failed)
+        self.requests += 0 if call.cached else call.attempts
+        self.prompt_tokens += call.prompt_tokens
+        self.completion_tokens += call.completion_tokens
+        self.latency_s += call.latency_s
+        if call.cost_usd is not None:
+            self.cost_usd = (self.cost_usd or 0.0) + call.cost_usd
+        self.models.add(call.model)
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready totals (the shape of ``judge`` in eval records and envelopes)."""
+        return {
+            "calls": self.calls,
+            "cached_calls": self.cached_calls,
+            "failed_calls": self.failed_calls,
+            "requests": self.requests,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "total_tokens": self.total_tokens,
+            "latency_s": round(self.latency_s, 6),
+            "cost_usd": self.cost_usd,
+            "models": sorted(self.models),
+        }
+
+
+_current: ContextVar[JudgeUsage | None] = ContextVar("osmosis_judge_usage", default=None)
+
+
+@contextlib.contextmanager
+def collect_judge_usage() -> Iterator[JudgeUsage]:
+    """Collect the usage of every judge call made inside the block (in this context)."""
+    usage = JudgeUsage()
+    token = _current.set(usage)
+    try:
+        yield usage
+    finally:
+        _current.reset(token)
+
+
+def judge_metrics(usage: JudgeUsage) -> dict[str, float]:
+    """The ``judge_*`` sample metrics a grading engine reports for one rollout."""
+    metrics: dict[str, float] = {
+        "judge_calls": usage.calls,
+        "judge_failed_calls": usage.failed_calls,
+        "judge_cached_calls": usage.cached_calls,
+        "judge_prompt_tokens": usage.prompt_tokens,
+        "judge_completion_tokens": usage.completion_tokens,
+        "judge_latency_s": round(usage.latency_s, 6),
+    }
+    if usage.cost_usd is not None:
+        metrics["judge_cost_usd"] = usage.cost_usd
+    return metrics
+
+
+def record_call(call: JudgeCall) -> None:
+    """Add ``call`` to the usage being collected around it, if any."""
+    usage = _current.get()
+    if usage is not None:
+        usage.add(call)
