@@ -22,8 +22,8 @@ TOKEN = "tok-stand-in-123"
 
 
 @pytest.fixture
-def platform() -> Iterator[Platform]:
-    state = PlatformState()
+def platform(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Platform]:
+    state = PlatformState(storage=tmp_path_factory.mktemp("platform-storage"))
     state.add_user(TOKEN, "ada@example.com")
     # Bind first so the port is known and connections queue until the server loop starts.
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -37,6 +37,7 @@ def platform() -> Iterator[Platform]:
     try:
         yield Platform(f"http://127.0.0.1:{port}", state, TOKEN)
     finally:
+        state.close()  # wakes long polls and paused downloads
         server.should_exit = True
         thread.join(timeout=10)
         sock.close()

@@ -50,3 +50,14 @@ class Cli:
             check=False,
         )
         return CliResult(completed.returncode, completed.stdout, completed.stderr)
+
+    def popen(self, *args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.Popen:
+        """Start the CLI without waiting (for ``--follow``, kills and memory measurements)."""
+        return subprocess.Popen(
+            [sys.executable, "-m", "osmosis_cli", *args],
+            cwd=cwd,
+            env=env or self.env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )

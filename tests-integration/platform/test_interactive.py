@@ -107,3 +107,18 @@ def test_login_prompts_for_the_token(cli: Cli, platform: Platform, tmp_path: Pat
     assert "ada@example.com" in screen
     assert platform.token not in screen
     assert (cli.home / "credentials.json").is_file()
+
+
+def test_secret_set_prompts_without_echo(cli: Cli, platform: Platform, tmp_path: Path) -> None:
+    value = "typed-secret-value-42"
+    env = {**cli.env, "OSMOSIS_TOKEN": platform.token}
+    code, screen = run_in_terminal(
+        ["secret", "set", "OPENAI_API_KEY"],
+        cwd=tmp_path,
+        env=env,
+        answers=[("Value for OPENAI_API_KEY (hidden): ", value)],
+    )
+    assert code == 0, screen
+    assert "Stored secret OPENAI_API_KEY" in screen
+    assert value not in screen  # getpass turned echo off
+    assert platform.state.secrets[("personal", "OPENAI_API_KEY")]["value"] == value

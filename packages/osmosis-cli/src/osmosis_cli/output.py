@@ -102,8 +102,12 @@ class Output:
         empty: str = "Nothing to show.",
         total_count: int | None = None,
         next_offset: int | None = None,
+        extra: Mapping[str, Any] | None = None,
     ) -> None:
-        """A list envelope; ``next_offset`` is set when more items exist (pagination)."""
+        """A list envelope; ``next_offset`` is set when more items exist (pagination).
+
+        ``extra`` adds keys to the JSON envelope (e.g. ``next_cursor`` for cursor pagination).
+        """
         if self.is_json:
             self._print(
                 dumps(
@@ -113,6 +117,7 @@ class Output:
                         "total_count": len(items) if total_count is None else total_count,
                         "has_more": next_offset is not None,
                         "next_offset": next_offset,
+                        **(extra or {}),
                     }
                 )
             )
@@ -199,6 +204,14 @@ class Output:
             console.print("\n[bold]Next steps[/bold]")
             for step in next_steps:
                 console.print(f"  [cyan]{_escape(step)}[/cyan]")
+
+    def emit_event(self, payload: Mapping[str, Any], text: str) -> None:
+        """One record of a streaming command (``logs --follow``): a JSON line in ``--json``
+        mode (``schema_version`` added), else ``text``. Flushed at once."""
+        if self.is_json:
+            self._print(dumps({"schema_version": SCHEMA_VERSION, **payload}))
+        else:
+            self._print(text)
 
     def emit_message(self, message: str) -> None:
         if self.is_json:

@@ -25,7 +25,7 @@ COMMANDS: tuple[CommandSpec, ...] = (
     CommandSpec(
         "rollout",
         "osmosis_cli.commands.rollout",
-        "Scaffold, validate and serve rollouts.",
+        "Scaffold, validate, serve and list rollouts.",
     ),
     CommandSpec(
         "eval",
@@ -33,6 +33,8 @@ COMMANDS: tuple[CommandSpec, ...] = (
         "Evaluate rollouts locally or on the platform.",
     ),
     CommandSpec("train", "osmosis_cli.commands.train", "Submit and follow training runs."),
+    CommandSpec("dataset", "osmosis_cli.commands.dataset", "Upload and manage platform datasets."),
+    CommandSpec("secret", "osmosis_cli.commands.secret", "Store secrets on the platform."),
     CommandSpec("auth", "osmosis_cli.commands.auth", "Log in to the platform."),
     CommandSpec("doctor", "osmosis_cli.commands.doctor", "Check the workspace and environment."),
 )

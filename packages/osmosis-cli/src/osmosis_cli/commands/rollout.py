@@ -1,4 +1,4 @@
-"""``osmosis rollout init | validate | serve``."""
+"""``osmosis rollout init | validate | serve | list``."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import typer
 
 from osmosis_cli.cli_app import new_typer
 
-app = new_typer("rollout", help="Scaffold, validate and serve rollouts.")
+app = new_typer("rollout", help="Scaffold, validate, serve and list rollouts.")
 
 
 @app.command("init")
@@ -119,3 +119,19 @@ def serve_command(
     from osmosis_cli.serving import serve_rollout
 
     serve_rollout(entrypoint, host=host, port=port, reload=reload)
+
+
+@app.command("list")
+def list_command(
+    branch: Annotated[
+        str | None, typer.Option("--branch", help="Only rollouts synced from this branch.")
+    ] = None,
+    limit: Annotated[int, typer.Option("--limit", min=1, max=200)] = 50,
+    offset: Annotated[int, typer.Option("--offset", min=0)] = 0,
+    all_pages: Annotated[bool, typer.Option("--all", help="Fetch every page.")] = False,
+) -> None:
+    """List the rollouts the platform has synced from the workspace repository."""
+    from osmosis_cli.output import get_output
+    from osmosis_cli.platform.rollouts import list_rollouts
+
+    list_rollouts(get_output(), branch=branch, limit=limit, offset=offset, all_pages=all_pages)

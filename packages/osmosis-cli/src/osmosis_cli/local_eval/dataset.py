@@ -49,6 +49,18 @@ def file_sha256(path: Path) -> str:
 
 def load_dataset(path: Path) -> list[DatasetRow]:
     """Read and normalise every row of ``path``; errors name the row and the fix."""
+    rows = list(iter_dataset(path))
+    if not rows:
+        raise DatasetError(f"dataset {path} has no rows")
+    return rows
+
+
+def iter_dataset(path: Path) -> Iterator[DatasetRow]:
+    """Like :func:`load_dataset`, one row at a time (memory stays flat for any file size).
+
+    ``osmosis dataset upload`` validates with it before sending a file; an empty file yields
+    nothing (the caller decides whether that is an error).
+    """
     if not path.is_file():
         raise DatasetError(f"dataset file not found: {path}")
     suffix = path.suffix.lower()
@@ -63,10 +75,8 @@ def load_dataset(path: Path) -> list[DatasetRow]:
             f"unsupported dataset format {suffix or '(no extension)'!r} for {path}; "
             f"use one of {', '.join(SUPPORTED_SUFFIXES)}"
         )
-    rows = [normalize_row(index, record) for index, record in enumerate(records)]
-    if not rows:
-        raise DatasetError(f"dataset {path} has no rows")
-    return rows
+    for index, record in enumerate(records):
+        yield normalize_row(index, record)
 
 
 def normalize_row(index: int, record: Mapping[str, Any]) -> DatasetRow:
@@ -144,5 +154,5 @@ def _read_parquet(path: Path) -> Iterator[Mapping[str, Any]]:
             f"reading {path.name} needs pyarrow, which is not installed; "
             "run: pip install 'osmosis-cli[parquet]' (or convert the file to JSONL)"
         ) from exc
-    table = pq.read_table(path)
-    yield from table.to_pylist()
+    for batch in pq.ParquetFile(path).iter_batches(batch_size=1024):
+        yield from batch.to_pylist()

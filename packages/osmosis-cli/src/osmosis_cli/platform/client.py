@@ -1,41 +1,58 @@
-"""A small synchronous client for the platform API (``docs/platform-api.md``).
+"""The one HTTP helper every platform command uses (``docs/platform-api.md``).
 
-Every failure becomes a :class:`CLIError` with a stable code: HTTP statuses map to
-``VALIDATION`` / ``AUTH_REQUIRED`` / ``NOT_FOUND`` / ``CONFLICT`` / ``UPGRADE_REQUIRED`` /
-``RATE_LIMITED`` / ``PLATFORM_ERROR``, connection problems to ``NETWORK``. Secret values passed in
-``redact`` are scrubbed from any platform message before it is shown.
+It owns the auth and version headers, the mapping of HTTP statuses to stable
+:class:`~osmosis_cli.errors.CLIError` codes (:mod:`osmosis_cli.platform.http_errors`), and
+retries: idempotent requests (``GET``, ``HEAD``, ``PUT``, ``DELETE``) are retried on connection
+errors and on ``429``/``502``/``503``/``504``, waiting what ``Retry-After`` asks (capped); a
+``POST`` is retried only on ``429`` (the platform refused it before doing anything). Streams
+(downloads, uploads) go through the same path, so no command has its own copy.
 
 It uses :mod:`urllib.request` rather than httpx on purpose: importing httpx also imports its own
 command line (Rich, Pygments, Click) when those are installed, which costs the CLI up to a
-second of start-up for a handful of small JSON requests.
+second of start-up for a handful of small requests.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import Any
+import time
+from collections.abc import Callable, Iterable, Mapping
+from typing import IO, Any
 
 from osmosis_cli import __version__
 from osmosis_cli.errors import CLIError, CLIErrorCode
+from osmosis_cli.platform.http_errors import error_from_response, retry_after_seconds
 
-_STATUS_CODES: dict[int, CLIErrorCode] = {
-    400: CLIErrorCode.VALIDATION,
-    401: CLIErrorCode.AUTH_REQUIRED,
-    403: CLIErrorCode.AUTH_REQUIRED,
-    404: CLIErrorCode.NOT_FOUND,
-    409: CLIErrorCode.CONFLICT,
-    422: CLIErrorCode.VALIDATION,
-    426: CLIErrorCode.UPGRADE_REQUIRED,
-    429: CLIErrorCode.RATE_LIMITED,
-}
 DEFAULT_TIMEOUT_SEC = 30.0
+IDEMPOTENT = frozenset({"GET", "HEAD", "PUT", "DELETE"})
+RETRY_STATUSES = frozenset({429, 502, 503, 504})
+MAX_ATTEMPTS = 4
+MAX_RETRY_WAIT_SEC = 30.0
+
+Body = bytes | Callable[[], IO[bytes]]
 
 
 class PlatformClient:
-    def __init__(self, base_url: str, token: str, *, timeout: float = DEFAULT_TIMEOUT_SEC) -> None:
+    def __init__(
+        self,
+        base_url: str,
+        token: str,
+        *,
+        timeout: float = DEFAULT_TIMEOUT_SEC,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
         self.base_url = base_url.rstrip("/")
         self._token = token
         self._timeout = timeout
+        self._sleep = sleep
+
+    @classmethod
+    def from_login(cls) -> PlatformClient:
+        """A client for ``OSMOSIS_PLATFORM_URL`` with the stored token (``AUTH_REQUIRED`` if none)."""
+        from osmosis_cli.platform.credentials import require_token
+        from osmosis_cli.platform.settings import platform_url
+
+        url = platform_url()
+        return cls(url, require_token(url).value)
 
     def __repr__(self) -> str:
         return f"PlatformClient({self.base_url!r})"
@@ -48,90 +65,107 @@ class PlatformClient:
         json: Mapping[str, Any] | None = None,
         params: Mapping[str, Any] | None = None,
         redact: Iterable[str] = (),
+        timeout: float | None = None,
     ) -> Any:
+        """Send one request and return the decoded JSON body (``None`` when empty)."""
         import json as jsonlib
+
+        body = None if json is None else jsonlib.dumps(json, allow_nan=False).encode()
+        headers = {"Content-Type": "application/json"} if body is not None else {}
+        with self.open(
+            method, path, params=params, body=body, headers=headers, redact=redact, timeout=timeout
+        ) as response:
+            raw = response.read()
+        if not raw:
+            return None
+        try:
+            return jsonlib.loads(raw)
+        except ValueError:
+            raise CLIError(
+                CLIErrorCode.PLATFORM_ERROR,
+                f"The platform answered {method} {path} with a body that is not JSON.",
+                details={"status_code": response.status},
+            ) from None
+
+    def open(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Mapping[str, Any] | None = None,
+        body: Body | None = None,
+        headers: Mapping[str, str] | None = None,
+        redact: Iterable[str] = (),
+        timeout: float | None = None,
+    ) -> Any:
+        """Send a request and return the open 2xx response (a context manager to read from).
+
+        ``body`` is bytes, or a callable returning a fresh binary stream (so a retried upload
+        re-reads its part); a stream needs a ``Content-Length`` in ``headers``.
+        """
         import urllib.error
         import urllib.request
         from urllib.parse import urlencode
 
         url = f"{self.base_url}{path}"
         if params:
-            url += "?" + urlencode(params)
-        headers = {
+            url += "?" + urlencode({k: v for k, v in params.items() if v is not None})
+        retry_statuses = RETRY_STATUSES if method in IDEMPOTENT else frozenset({429})
+        redact = list(redact)
+        attempt = 0
+        while True:
+            attempt += 1
+            data = body() if callable(body) else body
+            request = urllib.request.Request(
+                url, data=data, method=method, headers={**self._headers(), **(headers or {})}
+            )
+            try:
+                return urllib.request.urlopen(request, timeout=timeout or self._timeout)
+            except urllib.error.HTTPError as exc:
+                status, raw, retry_header = exc.code, exc.read(), exc.headers.get("Retry-After")
+                exc.close()
+                wait = self._retry_wait(attempt, status in retry_statuses, retry_header)
+                if wait is None:
+                    raise error_from_response(
+                        status, raw, redact, retry_after=retry_header
+                    ) from None
+            except (urllib.error.URLError, OSError) as exc:
+                wait = self._retry_wait(attempt, method in IDEMPOTENT, None)
+                if wait is None:
+                    raise self._network_error(exc, url) from None
+            finally:
+                if data is not None and not isinstance(data, bytes):
+                    data.close()
+            self._sleep(wait)
+
+    def _headers(self) -> dict[str, str]:
+        return {
             "Authorization": f"Bearer {self._token}",
             "User-Agent": f"osmosis-cli/{__version__}",
             "X-Osmosis-CLI-Version": __version__,
             "Accept": "application/json",
         }
-        data = None
-        if json is not None:
-            data = jsonlib.dumps(json, allow_nan=False).encode()
-            headers["Content-Type"] = "application/json"
-        request = urllib.request.Request(url, data=data, method=method, headers=headers)
-        try:
-            with urllib.request.urlopen(request, timeout=self._timeout) as response:
-                status, body = response.status, response.read()
-        except urllib.error.HTTPError as exc:
-            status, body = exc.code, exc.read()
-        except TimeoutError:
-            raise CLIError(
+
+    def _retry_wait(self, attempt: int, retryable: bool, retry_after: str | None) -> float | None:
+        """Seconds to wait before the next attempt, or ``None`` to give up."""
+        if not retryable or attempt >= MAX_ATTEMPTS:
+            return None
+        asked = retry_after_seconds(retry_after)
+        if asked is None:
+            return min(0.5 * 2 ** (attempt - 1), MAX_RETRY_WAIT_SEC)
+        return asked if asked <= MAX_RETRY_WAIT_SEC else None
+
+    def _network_error(self, exc: BaseException, url: str) -> CLIError:
+        if isinstance(exc, TimeoutError) or "timed out" in str(exc):
+            return CLIError(
                 CLIErrorCode.NETWORK,
                 f"The platform at {self.base_url} did not answer within {self._timeout:g}s.",
                 details={"url": url},
-            ) from None
-        except (urllib.error.URLError, OSError) as exc:
-            reason = getattr(exc, "reason", exc)
-            raise CLIError(
-                CLIErrorCode.NETWORK,
-                f"Could not reach the platform at {self.base_url} ({reason}). "
-                "Check OSMOSIS_PLATFORM_URL and your network.",
-                details={"url": url},
-            ) from None
-        if 200 <= status < 300:
-            if not body:
-                return None
-            try:
-                return jsonlib.loads(body)
-            except ValueError:
-                raise CLIError(
-                    CLIErrorCode.PLATFORM_ERROR,
-                    f"The platform answered {method} {path} with a body that is not JSON.",
-                    details={"status_code": status},
-                ) from None
-        raise _error_from_response(status, body, redact)
-
-
-def _error_from_response(status: int, raw: bytes, redact: Iterable[str]) -> CLIError:
-    import json
-
-    platform_code: str | None = None
-    field: str | None = None
-    message = ""
-    try:
-        body = json.loads(raw) if raw else None
-        error = body.get("error") if isinstance(body, dict) else None
-        if isinstance(error, dict):
-            platform_code = error.get("code")
-            field = error.get("field")
-            message = str(error.get("message") or "")
-        elif isinstance(body, dict) and "detail" in body:
-            message = str(body["detail"])
-    except ValueError:
-        message = raw[:300].decode(errors="replace")
-    for secret in redact:
-        if secret:
-            message = message.replace(secret, "***")
-    code = _STATUS_CODES.get(status, CLIErrorCode.PLATFORM_ERROR)
-    if code is CLIErrorCode.AUTH_REQUIRED:
-        text = (
-            f"The platform rejected the token ({status}"
-            + (f": {message}" if message else "")
-            + "). Run 'osmosis auth login' again."
+            )
+        reason = getattr(exc, "reason", exc)
+        return CLIError(
+            CLIErrorCode.NETWORK,
+            f"Could not reach the platform at {self.base_url} ({reason}). "
+            "Check OSMOSIS_PLATFORM_URL and your network.",
+            details={"url": url},
         )
-    else:
-        text = message or f"The platform answered with HTTP {status}."
-    return CLIError(
-        code,
-        text,
-        details={"status_code": status, "platform_code": platform_code, "field": field},
-    )

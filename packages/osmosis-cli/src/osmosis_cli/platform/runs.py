@@ -8,27 +8,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from osmosis_cli.errors import CLIError, CLIErrorCode
-from osmosis_cli.output import Column, Output
+from osmosis_cli.output import Output
 from osmosis_cli.platform.client import PlatformClient
 from osmosis_cli.platform.credentials import require_token
 from osmosis_cli.platform.git_info import describe_repository
+from osmosis_cli.platform.run_ops import COMMANDS, ENDPOINTS, Kind
 from osmosis_cli.platform.secrets import resolve_secrets
 from osmosis_cli.platform.settings import platform_url
-
-Kind = Literal["eval", "training"]
-ENDPOINTS: dict[Kind, str] = {"eval": "/api/cli/eval-runs", "training": "/api/cli/training-runs"}
-OPERATIONS: dict[Kind, str] = {"eval": "eval.submit", "training": "train.submit"}
-RUN_COLUMNS = [
-    Column("id", "ID"),
-    Column("name", "Name"),
-    Column("status", "Status"),
-    Column("model_name", "Model"),
-    Column("dataset_name", "Dataset"),
-    Column("created_at", "Created"),
-]
 
 
 @dataclass
@@ -39,11 +28,6 @@ class SubmitOptions:
     secrets_file: str | None = None
     name: str | None = None
     import_timeout_sec: float = 60.0
-
-
-def _client() -> PlatformClient:
-    url = platform_url()
-    return PlatformClient(url, require_token(url).value)
 
 
 def submit(options: SubmitOptions, output: Output) -> None:
@@ -138,40 +122,12 @@ def submit(options: SubmitOptions, output: Output) -> None:
             "commit_sha": config.experiment.commit_sha,
         },
     }
-    command = "eval" if options.kind == "eval" else "train"
+    command = COMMANDS[options.kind]
     output.emit_operation(
-        OPERATIONS[options.kind],
+        f"{command}.submit",
         message=f"Submitted {expected} run {run.get('name') or run.get('id')} "
         f"({run.get('status')}).",
         resource=resource,
         lines=[f"url: {run['url']}"] if run.get("url") else [],
-        next_steps=[f"osmosis {command} status {run.get('id')}"],
+        next_steps=[f"osmosis {command} info {run.get('id')}"],
     )
-
-
-def list_runs(kind: Kind, output: Output, *, limit: int, offset: int) -> None:
-    page = _client().request("GET", ENDPOINTS[kind], params={"limit": limit, "offset": offset})
-    if not isinstance(page, dict):
-        raise CLIError(CLIErrorCode.PLATFORM_ERROR, "The platform returned no run list.")
-    items = [item for item in page.get("items", []) if isinstance(item, dict)]
-    next_offset = page.get("next_offset") if page.get("has_more") else None
-    output.emit_list(
-        items,
-        columns=RUN_COLUMNS,
-        plain=lambda r: f"{r.get('id')}\t{r.get('name')}\t{r.get('status')}",
-        title=f"{'Eval' if kind == 'eval' else 'Training'} runs",
-        empty="No runs yet.",
-        total_count=page.get("total_count"),
-        next_offset=next_offset,
-    )
-    if next_offset is not None:
-        output.progress(f"More runs: --offset {next_offset}")
-
-
-def show_run(kind: Kind, run: str, output: Output) -> None:
-    from urllib.parse import quote
-
-    data = _client().request("GET", f"{ENDPOINTS[kind]}/{quote(run, safe='')}")
-    if not isinstance(data, dict):
-        raise CLIError(CLIErrorCode.PLATFORM_ERROR, "The platform returned no run.")
-    output.emit_detail(data, title=f"Run {data.get('name') or run}")

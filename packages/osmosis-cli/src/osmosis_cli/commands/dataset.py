@@ -1,0 +1,66 @@
+"""``osmosis dataset upload | list | info | delete`` (platform datasets)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from osmosis_cli.cli_app import new_typer
+
+app = new_typer("dataset", help="Upload and manage datasets on the platform.")
+
+
+@app.command("upload")
+def upload_command(
+    file: Annotated[Path, typer.Argument(help="A .jsonl, .csv or .parquet file.", metavar="FILE")],
+    name: Annotated[
+        str | None, typer.Option("--name", help="Dataset name (default: the file name stem).")
+    ] = None,
+    overwrite: Annotated[
+        bool, typer.Option("--overwrite", help="Replace a dataset with the same name.")
+    ] = False,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Replace without asking.")] = False,
+) -> None:
+    """Validate FILE locally (the 'eval run' rules), then upload it in parts."""
+    from osmosis_cli.output import get_output
+    from osmosis_cli.platform.datasets import upload_dataset
+
+    upload_dataset(file, get_output(), name=name, overwrite=overwrite, yes=yes)
+
+
+@app.command("list")
+def list_command(
+    limit: Annotated[int, typer.Option("--limit", min=1, max=200)] = 50,
+    offset: Annotated[int, typer.Option("--offset", min=0)] = 0,
+    all_pages: Annotated[bool, typer.Option("--all", help="Fetch every page.")] = False,
+) -> None:
+    """List the workspace's datasets."""
+    from osmosis_cli.output import get_output
+    from osmosis_cli.platform.datasets import list_datasets
+
+    list_datasets(get_output(), limit=limit, offset=offset, all_pages=all_pages)
+
+
+@app.command("info")
+def info_command(
+    name: Annotated[str, typer.Argument(help="Dataset name.", metavar="NAME")],
+) -> None:
+    """Show one dataset."""
+    from osmosis_cli.output import get_output
+    from osmosis_cli.platform.datasets import show_dataset
+
+    show_dataset(name, get_output())
+
+
+@app.command("delete")
+def delete_command(
+    name: Annotated[str, typer.Argument(help="Dataset name.", metavar="NAME")],
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Delete without asking.")] = False,
+) -> None:
+    """Delete a dataset from the platform."""
+    from osmosis_cli.output import get_output
+    from osmosis_cli.platform.datasets import delete_dataset
+
+    delete_dataset(name, get_output(), yes=yes)

@@ -1,0 +1,99 @@
+"""A platform error response → a :class:`CLIError` with a stable code (``docs/platform-api.md``).
+
+The platform's own code, the HTTP status and the offending field go to ``details``; secret values
+the request carried are scrubbed from the platform's message before anyone sees it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from osmosis_cli.errors import CLIError, CLIErrorCode
+
+STATUS_CODES: dict[int, CLIErrorCode] = {
+    400: CLIErrorCode.VALIDATION,
+    401: CLIErrorCode.AUTH_REQUIRED,
+    403: CLIErrorCode.AUTH_REQUIRED,
+    404: CLIErrorCode.NOT_FOUND,
+    409: CLIErrorCode.CONFLICT,
+    413: CLIErrorCode.VALIDATION,
+    422: CLIErrorCode.VALIDATION,
+    426: CLIErrorCode.UPGRADE_REQUIRED,
+    429: CLIErrorCode.RATE_LIMITED,
+}
+
+
+def retry_after_seconds(value: str | None) -> float | None:
+    """``Retry-After`` as seconds (a number or an HTTP date); ``None`` when absent or invalid."""
+    if not value:
+        return None
+    try:
+        return max(float(value), 0.0)
+    except ValueError:
+        pass
+    from datetime import UTC, datetime
+    from email.utils import parsedate_to_datetime
+
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return max((when - datetime.now(UTC)).total_seconds(), 0.0)
+
+
+def scrub(text: str, secrets: Iterable[str]) -> str:
+    """``text`` with every secret value replaced by ``***`` (longest first)."""
+    for secret in sorted((s for s in secrets if s), key=len, reverse=True):
+        text = text.replace(secret, "***")
+    return text
+
+
+def error_from_response(
+    status: int, raw: bytes, redact: Iterable[str], *, retry_after: str | None = None
+) -> CLIError:
+    import json
+
+    platform_code: str | None = None
+    field: str | None = None
+    message = ""
+    try:
+        body = json.loads(raw) if raw else None
+        error = body.get("error") if isinstance(body, dict) else None
+        if isinstance(error, dict):
+            platform_code = error.get("code")
+            field = error.get("field")
+            message = str(error.get("message") or "")
+        elif isinstance(body, dict) and "detail" in body:
+            message = str(body["detail"])
+    except ValueError:
+        message = raw[:300].decode(errors="replace")
+    message = scrub(message, redact)
+    code = STATUS_CODES.get(status, CLIErrorCode.PLATFORM_ERROR)
+    suffix = f": {message}" if message else ""
+    if status == 401:
+        text = f"The platform rejected the token (401{suffix}). Run 'osmosis auth login' again."
+    elif status == 403:
+        text = (
+            f"The platform refused access (403{suffix}). The token is valid but lacks permission "
+            "for this; log in with an account that has access ('osmosis auth login')."
+        )
+    elif status == 429:
+        wait = retry_after_seconds(retry_after)
+        later = f" Retry in {wait:g}s." if wait is not None else " Retry later."
+        text = f"The platform is rate limiting requests{suffix}.{later}"
+    elif status >= 500:
+        text = f"The platform failed with HTTP {status}{suffix}. Retry later; if it persists, " + (
+            "report it with the command you ran."
+        )
+    else:
+        text = message or f"The platform answered with HTTP {status}."
+    details: dict[str, object] = {
+        "status_code": status,
+        "platform_code": platform_code,
+        "field": field,
+    }
+    if retry_after is not None:
+        details["retry_after"] = retry_after
+    return CLIError(code, text, details=details)

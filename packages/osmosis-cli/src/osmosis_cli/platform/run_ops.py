@@ -1,0 +1,112 @@
+"""Reading and stopping platform runs: ``list``, ``info``, ``stop`` for eval and training runs.
+
+Submitting is :mod:`osmosis_cli.platform.runs`; logs are :mod:`osmosis_cli.platform.run_logs`;
+downloads are :mod:`osmosis_cli.platform.run_download`.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Literal
+from urllib.parse import quote
+
+from osmosis_cli.errors import CLIError, CLIErrorCode
+from osmosis_cli.output import Column, Output
+from osmosis_cli.platform.client import PlatformClient
+
+Kind = Literal["eval", "training"]
+ENDPOINTS: dict[Kind, str] = {"eval": "/api/cli/eval-runs", "training": "/api/cli/training-runs"}
+COMMANDS: dict[Kind, str] = {"eval": "eval", "training": "train"}
+TERMINAL_STATUSES = frozenset({"succeeded", "failed", "cancelled"})
+RUN_COLUMNS = [
+    Column("id", "ID"),
+    Column("name", "Name"),
+    Column("status", "Status"),
+    Column("model_name", "Model"),
+    Column("dataset_name", "Dataset"),
+    Column("created_at", "Created"),
+]
+
+
+def run_path(kind: Kind, run: str, *rest: str) -> str:
+    """``/api/cli/eval-runs/<run>[/rest...]`` with the id or name URL-encoded."""
+    return "/".join([ENDPOINTS[kind], quote(run, safe=""), *rest])
+
+
+def label(kind: Kind) -> str:
+    return "eval" if kind == "eval" else "training"
+
+
+def list_runs(kind: Kind, output: Output, *, limit: int, offset: int, all_pages: bool) -> None:
+    from osmosis_cli.platform.listing import emit_listing
+
+    emit_listing(
+        output,
+        ENDPOINTS[kind],
+        limit=limit,
+        offset=offset,
+        all_pages=all_pages,
+        columns=RUN_COLUMNS,
+        plain=lambda r: f"{r.get('id')}\t{r.get('name')}\t{r.get('status')}",
+        title=f"{label(kind).capitalize()} runs",
+        empty="No runs yet.",
+    )
+
+
+def fetch_run(kind: Kind, run: str, client: PlatformClient) -> dict[str, Any]:
+    data = client.request("GET", run_path(kind, run))
+    if not isinstance(data, dict):
+        raise CLIError(CLIErrorCode.PLATFORM_ERROR, "The platform returned no run.")
+    return data
+
+
+def show_run(
+    kind: Kind, run: str, output: Output, *, out: Path | None = None, overwrite: bool = False
+) -> None:
+    """Print a run, or with ``out`` write it as JSON to that file (atomically)."""
+    data = fetch_run(kind, run, PlatformClient.from_login())
+    if out is None:
+        output.emit_detail(data, title=f"Run {data.get('name') or run}")
+        return
+    import json
+
+    if out.exists() and not overwrite:
+        raise CLIError(
+            CLIErrorCode.CONFLICT,
+            f"{out} already exists. Pass --overwrite to replace it.",
+            details={"path": str(out), "flags": ["--overwrite"]},
+        )
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(f".{out.name}.tmp")
+    tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    os.replace(tmp, out)
+    output.emit_operation(
+        f"{COMMANDS[kind]}.info",
+        message=f"Wrote {label(kind)} run {data.get('name') or run} to {out}.",
+        resource={"id": data.get("id"), "name": data.get("name"), "path": str(out)},
+    )
+
+
+def stop_run(kind: Kind, run: str, output: Output, *, yes: bool) -> None:
+    """Ask the platform to stop a run (after a confirmation unless ``yes``)."""
+    client = PlatformClient.from_login()
+    current = fetch_run(kind, run, client)
+    name = current.get("name") or run
+    if current.get("status") in TERMINAL_STATUSES:
+        raise CLIError(
+            CLIErrorCode.CONFLICT,
+            f"The {label(kind)} run {name} already ended ({current.get('status')}); "
+            "there is nothing to stop.",
+            details={"id": current.get("id"), "status": current.get("status")},
+        )
+    if not output.confirm(f"Stop the {label(kind)} run {name}?", assume_yes=yes):
+        raise CLIError(CLIErrorCode.VALIDATION, "Not stopped; nothing was sent.")
+    stopped = client.request("POST", run_path(kind, str(current.get("id") or run), "stop"))
+    stopped = stopped if isinstance(stopped, dict) else current
+    output.emit_operation(
+        f"{COMMANDS[kind]}.stop",
+        message=f"Stopping {label(kind)} run {name} ({stopped.get('status')}).",
+        resource={k: stopped.get(k) for k in ("id", "name", "status", "updated_at")},
+        next_steps=[f"osmosis {COMMANDS[kind]} logs {name} --follow"],
+    )
