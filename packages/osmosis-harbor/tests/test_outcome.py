@@ -209,7 +209,7 @@ def test_the_sdk_graders_result_file_is_the_grader_phase() -> None:
         _result(exception="RewardFileNotFoundError"), _facts("sdk", grader_result=broken)
     )
     assert outcome.result.err_category == RolloutErrorCategory.VALIDATION_ERROR
-    assert outcome.result.err_message == "grader failed: boom"
+    assert outcome.result.err_message == "boom"  # as LocalBackend reports it
 
 
 def test_ungraded_and_ungradable_rollouts() -> None:

@@ -197,6 +197,7 @@ def _runner_result(
     payload: Mapping[str, Any], label: str | None, extra: dict[str, Any], default_error: str
 ) -> ExecutionResult:
     """An ``ExecutionResult`` the in-sandbox runner wrote (workflow or grader phase)."""
+    extra = {**extra, **(payload.get("extra_fields") or {})}  # e.g. failed_phase
     sample = None
     if payload.get("sample") is not None:
         sample = RolloutSample.model_validate(payload["sample"])
@@ -223,10 +224,7 @@ def _grader_result(
             extra=extra,
         )
     if facts.graded_by == "sdk" and facts.grader_result is not None:
-        graded = _runner_result(facts.grader_result, facts.request.label, extra, "grader failed")
-        if graded.status != RolloutStatus.SUCCESS:
-            graded.err_message = f"grader failed: {graded.err_message}"
-        return graded
+        return _runner_result(facts.grader_result, facts.request.label, extra, "grader failed")
     exc = result.exception_info
     if exc is not None:
         message = f"task verifier failed: {exc.exception_type}: {exc.exception_message}"

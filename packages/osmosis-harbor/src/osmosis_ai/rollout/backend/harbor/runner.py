@@ -86,6 +86,8 @@ def _result_payload(result: Any) -> dict[str, Any]:
         payload["err_message"] = result.err_message
     if result.err_category is not None:
         payload["err_category"] = str(result.err_category)
+    if result.extra_fields:
+        payload["extra_fields"] = result.extra_fields
     return payload
 
 
