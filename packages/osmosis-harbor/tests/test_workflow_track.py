@@ -176,7 +176,7 @@ async def test_native_agents_graded_by_the_sdk_grader(
     assert broken.result.status == RolloutStatus.FAILURE
     assert broken.result.err_category == RolloutErrorCategory.VALIDATION_ERROR
     assert broken.result.err_message == "the grader found no answer"
-    assert broken.result.extra_fields["failed_phase"] == "grader"
+    assert (broken.result.extra_fields or {})["failed_phase"] == "grader"
     assert broken.result.sample is not None
     assert broken.result.sample.reward is None
 
