@@ -105,14 +105,14 @@ async def drive(url: str, kind: str, prefix: str, rollouts: int) -> dict[str, An
     from osmosis_ai.rollout.client import RolloutClient, RolloutHandle
 
     polls = 0
-    original = RolloutHandle._update
+    original = RolloutHandle._record
 
-    def counting(handle: RolloutHandle, result: Any) -> None:
+    async def counting(handle: RolloutHandle, result: Any) -> None:
         nonlocal polls
         polls += 1
-        original(handle, result)
+        await original(handle, result)
 
-    RolloutHandle._update = counting  # type: ignore[method-assign]
+    RolloutHandle._record = counting  # type: ignore[method-assign]
     injected = None
     if kind == "httpx":
         injected = httpx.AsyncClient(
@@ -141,7 +141,7 @@ async def drive(url: str, kind: str, prefix: str, rollouts: int) -> dict[str, An
     finally:
         cpu = time.process_time() - cpu_before
         elapsed = time.perf_counter() - started
-        RolloutHandle._update = original  # type: ignore[method-assign]
+        RolloutHandle._record = original  # type: ignore[method-assign]
         stop.set()
         await ticker
         if injected is not None:

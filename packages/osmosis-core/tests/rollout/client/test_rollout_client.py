@@ -58,12 +58,13 @@ async def test_run_rollout_to_completion_and_wait_idle() -> None:
         assert again.status == RolloutStatus.SUCCESS
         assert again.sample is not None
         assert again.sample.reward is None
-        assert await client.wait_idle(poll_interval_sec=0.05) == {
-            "accepting_rollouts": True,
-            "active_rollouts": 0,
-        }
+        # 0.3.8: the whole /health body, once its lifecycle says idle.
+        idle = await client.wait_idle(poll_interval_sec=0.05)
+        assert idle["lifecycle"] == {"accepting_rollouts": True, "active_rollouts": 0}
         health = await client.health()
         assert health["status"] == "ok"
+        assert idle["process_id"] == health["process_id"]
+        assert set(idle) == set(health)
         with pytest.raises(RolloutProtocolError) as duplicate:
             await client.run_rollout(PROMPT, CHAT, "r1")
         assert duplicate.value.status_code == 409

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from osmosis_ai.rollout.client.client import RolloutClient, RolloutHandle
+from osmosis_ai.rollout.client.client import RolloutClient
 from osmosis_ai.rollout.client.errors import RolloutAdmissionTimeoutError, RolloutProtocolError
+from osmosis_ai.rollout.client.handle import RolloutHandle
 
 __all__ = [
     "RolloutAdmissionTimeoutError",

@@ -39,6 +39,7 @@ from osmosis_ai.rollout.server.fastpath import (
     result_route_id,
     send_json,
     too_large_body,
+    validation_body,
 )
 from osmosis_ai.rollout.server.service import RolloutService
 from osmosis_ai.rollout.server.settings import (
@@ -197,7 +198,7 @@ def create_rollout_server(
         try:
             selector = CancelRolloutsRequest.model_validate_json(body)
         except ValidationError as exc:
-            return _json_response(422, {"detail": wire.validation_errors(exc)})
+            return Response(validation_body(exc), status_code=422, media_type=_JSON)
         ids = service.select(selector.ids, selector.prefix, selector.all)
         return _json_response(200, {"dispositions": service.cancel(ids)})
 
@@ -262,7 +263,8 @@ async def _guarded(handler: Coroutine[Any, Any, None], send: Send, scope: Scope)
     try:
         await handler
     except Exception:
-        logger.exception("unexpected error serving %s %s", scope["method"], scope["path"])
+        # %r: a decoded path may hold control characters (%0A), which must not forge log lines.
+        logger.exception("unexpected error serving %s %r", scope["method"], scope["path"])
         with contextlib.suppress(Exception):  # the response may have started already
             await send_json(send, 500, b'{"detail":"Internal Server Error"}')
 

@@ -11,6 +11,9 @@ byte-for-byte those of the documented routes in :mod:`.app` (which remain for Op
 from __future__ import annotations
 
 import logging
+import math
+from typing import Any
+from urllib.parse import urlsplit
 
 from pydantic import ValidationError
 from starlette.types import Receive, Scope, Send
@@ -55,6 +58,51 @@ LEASE_EMPTY_BODY = wire.encode_json(
         ]
     }
 )
+
+
+def validation_body(exc: ValidationError) -> bytes:
+    """The 422 body for ``exc`` (FastAPI's shape), as strict JSON.
+
+    The echoed ``input`` values are made safe for any JSON parser and for sharing: non-finite
+    numbers (a request may carry the ``NaN`` literal, which Python's parser accepts) become the
+    strings ``"NaN"``, ``"Infinity"`` and ``"-Infinity"``, and the credentials and query of an
+    echoed ``*_url`` value are masked. Secret fields are never echoed (``wire``).
+    """
+    details = wire.validation_errors(exc)
+    for detail in details:
+        loc = detail.get("loc") or []
+        value = detail.get("input")
+        if isinstance(value, str) and loc and str(loc[-1]).endswith("_url"):
+            detail["input"] = _mask_url(value)
+        else:
+            detail["input"] = _strict(value)
+        if "ctx" in detail:
+            detail["ctx"] = _strict(detail["ctx"])
+    return wire.encode_json({"detail": details})
+
+
+def _strict(value: Any) -> Any:
+    """``value`` with every non-finite float replaced by its JSON-ish spelling as a string."""
+    if isinstance(value, float):
+        if math.isfinite(value):
+            return value
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    if isinstance(value, dict):
+        return {str(k): _strict(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_strict(v) for v in value]
+    return value
+
+
+def _mask_url(url: str) -> str:
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "<invalid URL>"
+    netloc = parts.netloc
+    if "@" in netloc:
+        netloc = "***@" + netloc.rsplit("@", 1)[1]
+    return parts._replace(netloc=netloc, query="***" if parts.query else "").geturl()
 
 
 class BodyTooLarge(Exception):
@@ -136,7 +184,7 @@ class FastRoutes:
         try:
             request = RolloutInitRequest.model_validate_json(body)
         except ValidationError as exc:
-            await send_json(send, 422, wire.encode_json({"detail": wire.validation_errors(exc)}))
+            await send_json(send, 422, validation_body(exc))
             return
         try:
             payload = self.service.admit(request)

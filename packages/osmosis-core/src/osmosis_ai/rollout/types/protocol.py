@@ -13,8 +13,16 @@ from __future__ import annotations
 
 import math
 from typing import Any
+from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from osmosis_ai.rollout.identifiers import validate_rollout_id
 from osmosis_ai.rollout.types.enums import GraderStatus, RolloutErrorCategory, RolloutStatus
@@ -63,6 +71,19 @@ class RolloutInitRequest(BaseModel):
     def _check_timeout(cls, value: float | None) -> float | None:
         if value is not None and not math.isfinite(value):
             raise ValueError("timeout must be finite; omit it to run unbounded")
+        return value
+
+    @field_validator("completion_callback_url", "grader_callback_url")
+    @classmethod
+    def _check_callback_url(cls, value: str | None, info: ValidationInfo) -> str | None:
+        if value is None:
+            return None
+        problem = callback_url_problem(value)
+        if problem is not None:
+            raise ValueError(
+                f"{info.field_name} must be an absolute http:// or https:// URL of the "
+                f"controller's callback endpoint ({problem}); omit it to use the polling protocol"
+            )
         return value
 
     @model_validator(mode="after")
@@ -184,3 +205,24 @@ class GraderInitRequest(BaseModel):
 
 class GraderInitResponse(BaseModel):
     """Empty acknowledgement of a :class:`GraderInitRequest`."""
+
+
+def callback_url_problem(url: str) -> str | None:
+    """What is wrong with a callback URL, or ``None`` (the URL itself is never echoed: it may
+    carry credentials)."""
+    if not url.strip():
+        return "got an empty string"
+    if not url.isprintable() or any(char.isspace() for char in url):
+        return "it contains whitespace or control characters"
+    try:
+        parts = urlsplit(url)
+        port_ok = parts.port is None or parts.port > 0
+    except ValueError:
+        return "it is not a valid URL"
+    if parts.scheme.lower() not in ("http", "https"):
+        return f"got scheme {parts.scheme!r}" if parts.scheme else "it has no scheme"
+    if not parts.hostname:
+        return "it has no host"
+    if not port_ok:
+        return "its port is not valid"
+    return None
