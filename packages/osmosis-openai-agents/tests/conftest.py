@@ -9,9 +9,7 @@ from typing import Any
 
 import pytest
 
-from osmosis_ai.rollout.integrations.agents.openai_agents.policy_client import (
-    aclose_policy_client,
-)
+from osmosis_ai.rollout.integrations.spi import aclose_policy_clients
 from osmosis_ai.testing import ScriptedPolicyServer, serve_app
 
 
@@ -30,7 +28,7 @@ async def multiply_policy() -> AsyncIterator[ScriptedPolicyServer]:
     """The built-in multiply solver: a ``multiply`` tool call, then ``#### <product>``."""
     async with ScriptedPolicyServer("multiply") as server:
         yield server
-    await aclose_policy_client()
+    await aclose_policy_clients()
 
 
 @pytest.fixture

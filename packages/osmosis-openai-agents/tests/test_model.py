@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from agents import ModelSettings, Runner, function_tool
 
+from osmosis_ai.errors import NoActiveRolloutError
 from osmosis_ai.rollout import RolloutContext
 from osmosis_ai.rollout.integrations.agents.openai_agents import (
     OsmosisAgent,
@@ -183,9 +184,10 @@ def test_invalid_model_arguments_are_rejected() -> None:
 
 
 async def test_outside_a_rollout_the_model_says_what_to_do() -> None:
-    with pytest.raises(RuntimeError, match="outside a rollout") as info:
+    with pytest.raises(NoActiveRolloutError, match="outside a rollout") as info:
         await Runner.run(IMPORT_TIME_AGENT, "2 * 3", session=OsmosisMemorySession())
     assert "RolloutContext" in str(info.value)
+    assert isinstance(info.value, RuntimeError)  # 0.3 raised a RuntimeError
 
 
 async def test_a_run_without_the_session_says_what_to_do(
@@ -225,6 +227,8 @@ async def test_the_users_openai_credentials_never_reach_the_policy(
         result = await Runner.run(IMPORT_TIME_AGENT, "3 * 3", session=OsmosisMemorySession())
     assert result.final_output == "#### 9"
     for request in multiply_policy.requests_for("r-nokey"):
+        assert "openai-organization" not in request.headers
+        assert "openai-project" not in request.headers
         headers = str(request.headers)
         assert "sk-user-secret" not in headers
         assert "org-user" not in headers

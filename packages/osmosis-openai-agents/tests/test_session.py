@@ -8,10 +8,12 @@ import pytest
 from agents import Runner, function_tool
 from agents.memory import Session
 
+from osmosis_ai.errors import OsmosisError
 from osmosis_ai.rollout import RolloutContext
 from osmosis_ai.rollout.integrations.agents.openai_agents import (
     OsmosisAgent,
     OsmosisMemorySession,
+    SessionNotRegisteredError,
     SessionSampleSource,
 )
 from osmosis_ai.testing import ScriptedPolicyServer
@@ -55,14 +57,33 @@ async def test_registers_itself_as_the_rollouts_sample_source() -> None:
             OsmosisMemorySession()
 
 
-async def test_a_session_created_outside_binds_on_first_use_and_refuses_another_rollout() -> None:
-    session = OsmosisMemorySession(session_id="shared")
+async def test_a_session_created_outside_a_rollout_is_refused_inside_one_as_in_0_3_8() -> None:
+    session = OsmosisMemorySession(session_id="outside")
+    await session.add_items([item("before")])  # outside any rollout: a plain session
+    with RolloutContext(chat_completions_url="http://x/v1", rollout_id="r-1") as ctx:
+        with pytest.raises(RuntimeError) as caught:
+            await session.add_items([item("hello")])
+        with pytest.raises(SessionNotRegisteredError):
+            await session.get_items()
+        assert ctx.sample_source is None
+    message = str(caught.value)
+    assert message.startswith(
+        "OsmosisMemorySession was used inside a RolloutContext it was not registered with. "
+        "Construct the session inside the workflow run while the rollout context is active."
+    )
+    assert isinstance(caught.value, SessionNotRegisteredError)
+    assert isinstance(caught.value, OsmosisError)
+    assert await session.get_items() == [item("before")]
+
+
+async def test_a_session_refuses_a_rollout_other_than_its_own() -> None:
     with RolloutContext(chat_completions_url="http://x/v1", rollout_id="r-1") as first:
+        session = OsmosisMemorySession()
         await session.add_items([item("hello")])
         assert first.sample_source is session
     with (
         RolloutContext(chat_completions_url="http://x/v1", rollout_id="r-2"),
-        pytest.raises(RuntimeError, match="create a new OsmosisMemorySession"),
+        pytest.raises(SessionNotRegisteredError, match="it belongs to rollout 'r-1'"),
     ):
         await session.get_items()
 

@@ -6,14 +6,11 @@ from typing import Any
 
 import pytest
 
-from osmosis_ai.rollout.integrations.agents.openai_agents.policy_calls import (
-    PolicyCall,
-    usage_dict,
-)
 from osmosis_ai.rollout.integrations.agents.openai_agents.trajectory import (
     chat_messages,
     with_instructions,
 )
+from osmosis_ai.rollout.integrations.spi import PolicyCall, usage_dict
 
 USER = {"role": "user", "content": "2 * 3?"}
 CALL = {"type": "function_call", "call_id": "c1", "name": "multiply", "arguments": '{"a":2,"b":3}'}
@@ -39,7 +36,14 @@ def call(
     tokens: int = 10,
 ) -> PolicyCall:
     usage = {"prompt_tokens": tokens, "completion_tokens": 1, "total_tokens": tokens + 1}
-    return PolicyCall(position, instructions, "policy-v1", usage, ids, text)
+    return PolicyCall(
+        model="policy-v1",
+        usage=usage,
+        position=position,
+        instructions=instructions,
+        call_ids=ids,
+        text=text,
+    )
 
 
 def test_without_calls_the_items_are_copied_unchanged() -> None:

@@ -232,4 +232,4 @@ async def test_policy_unreachable_is_an_http_error() -> None:
     assert result.status == RolloutStatus.FAILURE
     assert result.err_category == RolloutErrorCategory.HTTP_ERROR
     assert result.err_message is not None
-    assert "could not connect" in result.err_message
+    assert "could not reach the policy" in result.err_message

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
-from osmosis_ai.errors import JudgeError
+from osmosis_ai.errors import JudgeError, PolicyHTTPError
 from osmosis_ai.rollout.types.enums import RolloutErrorCategory
+
+# ``PolicyHTTPError`` lived here in 0.3; it is defined in :mod:`osmosis_ai.errors` now and
+# re-exported so ``from osmosis_ai.rollout.errors import PolicyHTTPError`` keeps working.
+__all__ = ["PolicyHTTPError", "categorize_exception", "describe_exception"]
 
 # Sandbox providers' exception class names that mean "the infrastructure failed", matched by
 # name so that no provider SDK has to be importable here.
@@ -48,19 +52,3 @@ def describe_exception(exc: BaseException) -> str:
     """A one-line message for a failure result: the exception text, or its type if empty."""
     text = str(exc).strip()
     return text if text else type(exc).__name__
-
-
-class PolicyHTTPError(RuntimeError):
-    """The policy endpoint (``chat_completions_url``) answered with an HTTP error or not at all.
-
-    Integrations raise it so that a failing policy server is reported as ``http_error`` (an
-    infrastructure failure, never reward 0) with the status code and an excerpt of the body.
-    """
-
-    def __init__(self, status_code: int | None, body_excerpt: str, url: str = "") -> None:
-        self.status_code = status_code
-        self.body_excerpt = body_excerpt[:500]
-        self.url = url
-        status = f"HTTP {status_code}" if status_code is not None else "no response"
-        where = f" from {url}" if url else ""
-        super().__init__(f"policy call failed: {status}{where}: {self.body_excerpt}")

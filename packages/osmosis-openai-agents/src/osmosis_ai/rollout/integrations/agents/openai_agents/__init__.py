@@ -35,8 +35,10 @@ A rollout looks like ordinary OpenAI Agents code::
   chat-completions form with per-call ``usage`` and ``model`` on assistant messages.
 
 Failures: the policy answering an HTTP error, or not at all, raises
-:class:`~osmosis_ai.rollout.errors.PolicyHTTPError` (category ``http_error``; a client timeout
-is :class:`PolicyTimeoutError`, category ``timeout``). Running out of ``max_turns`` raises the
+:class:`~osmosis_ai.errors.PolicyHTTPError` (category ``http_error``; a client timeout is
+:class:`~osmosis_ai.errors.PolicyTimeoutError`, category ``timeout``); the model called outside a
+rollout raises :class:`~osmosis_ai.errors.NoActiveRolloutError`. The policy client, header
+hygiene and error translation are core's (:mod:`osmosis_ai.rollout.policy`). Running out of ``max_turns`` raises the
 SDK's ``MaxTurnsExceeded``, reported as ``agent_error``: the policy did not finish within the
 turn budget the rollout author chose, which is the agent's behaviour, not an infrastructure
 failure; the partial conversation stays in the session.
@@ -50,37 +52,31 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from osmosis_ai._lazy import lazy_exports
+from osmosis_ai.rollout.integrations.spi import lazy_all, lazy_exports
 
 _P = __name__
+_SPI = "osmosis_ai.rollout.integrations.spi"
 _EXPORTS = {
     "OsmosisAgent": f"{_P}.agent",
     "OsmosisRolloutModel": f"{_P}.model",
     "OsmosisLitellmModel": f"{_P}.model",
     "OsmosisMemorySession": f"{_P}.session",
     "SessionSampleSource": f"{_P}.session",
-    "PolicyTimeoutError": f"{_P}.policy_errors",
+    "SessionNotRegisteredError": f"{_P}.session",
+    "PolicyTimeoutError": _SPI,
+    "NoActiveRolloutError": _SPI,
 }
-__all__ = [
-    "OsmosisAgent",
-    "OsmosisLitellmModel",
-    "OsmosisMemorySession",
-    "OsmosisRolloutModel",
-    "PolicyTimeoutError",
-    "SessionSampleSource",
-]
+# 0.3's five public names plus this implementation's.
+__all__ = lazy_all(_EXPORTS)
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
-if TYPE_CHECKING:
-    from .agent import OsmosisAgent
-    from .model import (
-        OsmosisLitellmModel,
-        OsmosisRolloutModel,
-    )
-    from .policy_errors import (
-        PolicyTimeoutError,
-    )
-    from .session import (
-        OsmosisMemorySession,
-        SessionSampleSource,
-    )
+if TYPE_CHECKING:  # the same names as _EXPORTS (tests/test_public_names.py checks it)
+    from osmosis_ai.rollout.integrations.spi import NoActiveRolloutError as NoActiveRolloutError
+    from osmosis_ai.rollout.integrations.spi import PolicyTimeoutError as PolicyTimeoutError
+
+    from .agent import OsmosisAgent as OsmosisAgent
+    from .model import OsmosisLitellmModel as OsmosisLitellmModel
+    from .model import OsmosisRolloutModel as OsmosisRolloutModel
+    from .session import OsmosisMemorySession as OsmosisMemorySession
+    from .session import SessionNotRegisteredError as SessionNotRegisteredError
+    from .session import SessionSampleSource as SessionSampleSource

@@ -35,3 +35,7 @@ class OsmosisAgent[TContext](Agent[TContext]):
                     self.name,
                     target.model,
                 )
+
+
+# 0.3 defined the public classes in the package module itself; report that path.
+OsmosisAgent.__module__ = "osmosis_ai.rollout.integrations.agents.openai_agents"

@@ -17,16 +17,17 @@ from typing import TYPE_CHECKING, Any
 from agents.models.interface import Model
 from agents.models.openai_chatcompletions import OpenAIChatCompletionsModel
 
-from osmosis_ai.rollout.context import RolloutContext, get_rollout_context
-
-from .policy_calls import (
+from osmosis_ai.rollout.integrations.spi import (
     PolicyCall,
-    describe_output,
+    RolloutContext,
+    policy_client,
+    require_active_rollout,
+    translating_policy_errors,
     usage_dict,
 )
-from .policy_client import policy_client
-from .policy_errors import policy_error
-from .session import OsmosisMemorySession
+
+from .policy_calls import describe_output
+from .session import OsmosisMemorySession, SessionNotRegisteredError
 from .tracing import (
     disable_trace_export_unless_opted_in,
 )
@@ -43,17 +44,6 @@ disable_trace_export_unless_opted_in()
 
 DEFAULT_MODEL_NAME = "osmosis-rollout"
 
-_OUTSIDE_ROLLOUT = (
-    "OsmosisRolloutModel was called outside a rollout: it sends each request to the policy of "
-    "the active RolloutContext, and there is none. Run the agent inside AgentWorkflow.run "
-    "(executed by LocalBackend, the rollout server, or osmosis_ai.testing.run_rollout), or "
-    "enter `with RolloutContext(chat_completions_url=..., api_key=...):` around the run"
-)
-_NO_URL = (
-    "the active RolloutContext (rollout {rollout_id!r}) has no chat_completions_url, so "
-    "OsmosisRolloutModel does not know where the policy is; set it on the RolloutContext or "
-    "in the OSMOSIS_CHAT_COMPLETIONS_URL environment variable"
-)
 _NO_SESSION = (
     "OsmosisRolloutModel was called in rollout {rollout_id!r}, but nothing records the "
     "conversation, so the rollout would have no sample to grade. Pass a session created inside "
@@ -112,14 +102,10 @@ class OsmosisRolloutModel(Model):
     def _bind(
         self,
     ) -> tuple[OpenAIChatCompletionsModel, RolloutContext, OsmosisMemorySession | None]:
-        ctx = get_rollout_context()
-        if ctx is None:
-            raise RuntimeError(_OUTSIDE_ROLLOUT)
-        if not ctx.chat_completions_url:
-            raise RuntimeError(_NO_URL.format(rollout_id=ctx.rollout_id))
+        ctx = require_active_rollout("OsmosisRolloutModel")
         source = ctx.sample_source
         if source is None and self.require_session:
-            raise RuntimeError(_NO_SESSION.format(rollout_id=ctx.rollout_id))
+            raise SessionNotRegisteredError(_NO_SESSION.format(rollout_id=ctx.rollout_id))
         client = policy_client(
             ctx.chat_completions_url,
             ctx.api_key,
@@ -154,11 +140,9 @@ class OsmosisRolloutModel(Model):
         prompt: Any | None = None,
         **kwargs: Any,
     ) -> ModelResponse:
-        import openai
-
         bound, ctx, session = self._bind()
         position = session.item_count if session is not None else 0
-        try:
+        with translating_policy_errors(self._endpoint(ctx)):
             response = await bound.get_response(
                 system_instructions,
                 input,
@@ -172,16 +156,10 @@ class OsmosisRolloutModel(Model):
                 prompt=prompt,
                 **kwargs,
             )
-        except openai.APIError as exc:
-            translated = policy_error(exc, self._endpoint(ctx))
-            if translated is None:
-                raise
-            raise translated from exc
         if session is not None:
-            call_ids, text, model = describe_output(response.output, self.model)
             session.record_call(
-                PolicyCall(
-                    position, system_instructions, model, usage_dict(response.usage), call_ids, text
+                _call_record(
+                    response.output, response.usage, self.model, position, system_instructions
                 )
             )
         return response
@@ -201,14 +179,12 @@ class OsmosisRolloutModel(Model):
         prompt: Any | None = None,
         **kwargs: Any,
     ) -> AsyncIterator[TResponseStreamEvent]:
-        import openai
-
         bound, ctx, session = self._bind()
         position = session.item_count if session is not None else 0
         if model_settings.include_usage is None:
             # Ask for the usage chunk: the trajectory needs per-call token counts.
             model_settings = dataclasses.replace(model_settings, include_usage=True)
-        try:
+        with translating_policy_errors(self._endpoint(ctx)):
             async for event in bound.stream_response(
                 system_instructions,
                 input,
@@ -223,23 +199,31 @@ class OsmosisRolloutModel(Model):
                 **kwargs,
             ):
                 if session is not None and event.type == "response.completed":
-                    call_ids, text, model = describe_output(event.response.output, self.model)
+                    response = event.response
                     session.record_call(
-                        PolicyCall(
+                        _call_record(
+                            response.output,
+                            response.usage,
+                            self.model,
                             position,
                             system_instructions,
-                            model,
-                            usage_dict(event.response.usage),
-                            call_ids,
-                            text,
                         )
                     )
                 yield event
-        except openai.APIError as exc:
-            translated = policy_error(exc, self._endpoint(ctx))
-            if translated is None:
-                raise
-            raise translated from exc
+
+
+def _call_record(
+    output: Any, usage: Any, requested_model: str, position: int, instructions: str | None
+) -> PolicyCall:
+    call_ids, text, model = describe_output(output, requested_model)
+    return PolicyCall(
+        model=model,
+        usage=usage_dict(usage),
+        position=position,
+        instructions=instructions,
+        call_ids=call_ids,
+        text=text,
+    )
 
 
 class OsmosisLitellmModel(OsmosisRolloutModel):
@@ -248,6 +232,11 @@ class OsmosisLitellmModel(OsmosisRolloutModel):
     It is now the same direct ``openai`` client model as :class:`OsmosisRolloutModel` (LiteLLM
     is not needed); existing code that builds it keeps working.
     """
+
+
+# 0.3 defined the public classes in the package module itself; report that path.
+for _cls in (OsmosisRolloutModel, OsmosisLitellmModel):
+    _cls.__module__ = "osmosis_ai.rollout.integrations.agents.openai_agents"
 
 
 def rollout_model_for(model: Any) -> Any:

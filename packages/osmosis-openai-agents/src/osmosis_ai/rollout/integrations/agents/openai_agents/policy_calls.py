@@ -3,49 +3,14 @@
 The OpenAI Agents SDK keeps the conversation (Responses-API items) but drops what the trainer's
 trajectory needs per call: the token usage, the model that answered and the system instructions
 the call was sent with (they are never stored in a session). :class:`OsmosisRolloutModel`
-records one :class:`PolicyCall` per call into the rollout's session, which uses them to build
-the sample.
+records one core :class:`~osmosis_ai.rollout.policy.PolicyCall` per call into the rollout's
+session, which uses them to build the sample; this module reads what a response produced.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Any
-
-
-@dataclass(frozen=True, slots=True)
-class PolicyCall:
-    """One chat-completions request made for the rollout and what came back.
-
-    ``position`` is the number of session items when the call started: the items the model saw
-    (after its system instructions). ``call_ids`` and ``text`` identify the assistant message
-    the call produced, so usage can be attached to the right message even after items were
-    popped or when the session holds assistant messages that no policy call produced.
-    """
-
-    position: int
-    instructions: str | None
-    model: str
-    usage: dict[str, int] | None
-    call_ids: tuple[str, ...]
-    text: str | None
-
-
-def usage_dict(usage: Any) -> dict[str, int] | None:
-    """Chat-completions token counts from an SDK ``Usage`` or a Responses ``ResponseUsage``.
-
-    ``None`` when the server reported nothing (all zero): a trajectory must not claim that a
-    call consumed zero tokens.
-    """
-    if usage is None:
-        return None
-    prompt = int(getattr(usage, "input_tokens", 0) or 0)
-    completion = int(getattr(usage, "output_tokens", 0) or 0)
-    total = int(getattr(usage, "total_tokens", 0) or 0) or prompt + completion
-    if not (prompt or completion or total):
-        return None
-    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": total}
 
 
 def describe_output(

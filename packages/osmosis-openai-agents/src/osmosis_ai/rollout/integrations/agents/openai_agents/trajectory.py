@@ -15,7 +15,7 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .policy_calls import PolicyCall
+from osmosis_ai.rollout.integrations.spi import PolicyCall
 
 logger = logging.getLogger(__name__)
 

@@ -7,6 +7,10 @@
   rollout's sample (``sample.messages``: Strands-native history; ``sample.trajectory_messages``:
   chat-completions form with per-call ``model`` and ``usage``).
 
+The policy client, error translation and usage records are core's
+(:mod:`osmosis_ai.rollout.policy`); ``PolicyTimeoutError`` and ``NoActiveRolloutError`` are the
+classes of :mod:`osmosis_ai.errors`, re-exported here.
+
 Names resolve lazily: importing this package is instant, and Strands (about 1.5 s) is imported
 when a name is first used.
 """
@@ -15,33 +19,41 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from osmosis_ai._lazy import lazy_exports
+from osmosis_ai.rollout.integrations.spi import lazy_all, lazy_exports
 
+_SPI = "osmosis_ai.rollout.integrations.spi"
 _EXPORTS = {
     "OsmosisRolloutModel": f"{__name__}.model",
     "OsmosisStrandsAgent": f"{__name__}.agent",
     "StrandsSampleSource": f"{__name__}.sample",
     "StrandsAgentSampleSource": f"{__name__}.sample",
-    "PolicyTimeoutError": f"{__name__}.errors",
-    "NoActiveRolloutError": f"{__name__}.model",
-    "aclose_clients": f"{__name__}.clients",
+    "PolicyTimeoutError": _SPI,
+    "NoActiveRolloutError": _SPI,
+    "aclose_clients": f"{__name__}.model",
 }
-# The public SDK's two names first; the rest are extras of this implementation.
-__all__ = [
-    "NoActiveRolloutError",
-    "OsmosisRolloutModel",
-    "OsmosisStrandsAgent",
-    "PolicyTimeoutError",
-    "StrandsAgentSampleSource",
-    "StrandsSampleSource",
-    "aclose_clients",
-]
+# 0.3's two public names (OsmosisRolloutModel, OsmosisStrandsAgent) plus this implementation's.
+__all__ = lazy_all(_EXPORTS)
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
-if TYPE_CHECKING:
-    from .agent import OsmosisStrandsAgent
-    from .clients import aclose_clients
-    from .errors import PolicyTimeoutError
-    from .model import NoActiveRolloutError, OsmosisRolloutModel
-    from .sample import StrandsAgentSampleSource, StrandsSampleSource
+if TYPE_CHECKING:  # the same names as _EXPORTS (tests/test_public_names.py checks it)
+    from osmosis_ai.rollout.integrations.spi import (
+        NoActiveRolloutError as NoActiveRolloutError,
+    )
+    from osmosis_ai.rollout.integrations.spi import (
+        PolicyTimeoutError as PolicyTimeoutError,
+    )
+
+    from .agent import OsmosisStrandsAgent as OsmosisStrandsAgent
+    from .model import (
+        OsmosisRolloutModel as OsmosisRolloutModel,
+    )
+    from .model import (
+        aclose_clients as aclose_clients,
+    )
+    from .sample import (
+        StrandsAgentSampleSource as StrandsAgentSampleSource,
+    )
+    from .sample import (
+        StrandsSampleSource as StrandsSampleSource,
+    )

@@ -12,8 +12,8 @@ grows with each Strands release, so it is never re-declared), except that
   records every policy call's model and usage for the trajectory. With any other model it is a
   plain Strands agent.
 
-Policy failures surface as :class:`~osmosis_ai.rollout.errors.PolicyHTTPError` (``http_error``)
-or :class:`~.errors.PolicyTimeoutError` (``timeout``) instead of Strands' generic
+Policy failures surface as :class:`~osmosis_ai.errors.PolicyHTTPError` (``http_error``)
+or :class:`~osmosis_ai.errors.PolicyTimeoutError` (``timeout``) instead of Strands' generic
 ``EventLoopException``, so the rollout is reported as an infrastructure failure, not reward 0.
 """
 
@@ -24,14 +24,14 @@ from typing import Any
 
 from strands import Agent
 
-from osmosis_ai.rollout.context import get_rollout_context
-
-from .errors import (
+from osmosis_ai.rollout.integrations.spi import (
+    NoActiveRolloutError,
     PolicyHTTPError,
-    PolicyTimeoutError,
+    get_rollout_context,
     translate_policy_error,
 )
-from .model import NoActiveRolloutError, OsmosisRolloutModel
+
+from .model import OsmosisRolloutModel
 from .prompt import (
     merge_system_prompt,
     split_prompt,
@@ -45,7 +45,7 @@ from .sample import (
 _POSITIONAL = ("model", "messages", "tools", "system_prompt")
 # Raised by the model and wrapped by Strands into EventLoopException; re-raised as themselves so
 # that the failure category (http_error, timeout) and the how-to-run message survive.
-_POLICY_ERRORS = (PolicyHTTPError, PolicyTimeoutError, NoActiveRolloutError)
+_POLICY_ERRORS = (PolicyHTTPError, NoActiveRolloutError)  # PolicyTimeoutError included
 
 
 class OsmosisStrandsAgent(Agent):
@@ -116,6 +116,10 @@ class OsmosisStrandsAgent(Agent):
             if policy_error is None:
                 raise
             raise policy_error from exc
+
+
+# 0.3 defined the public classes in the package module itself; report that path.
+OsmosisStrandsAgent.__module__ = "osmosis_ai.rollout.integrations.agents.strands"
 
 
 def _policy_cause(exc: BaseException) -> BaseException | None:

@@ -5,7 +5,7 @@ any rollout exists, and one rollout server runs hundreds of rollouts concurrentl
 object. So the model holds only configuration; on **every** call it resolves the ambient
 :class:`~osmosis_ai.rollout.RolloutContext` and delegates to a throw-away Strands ``OpenAIModel``
 addressed at that rollout's ``chat_completions_url`` with its API key (the client underneath is
-shared per event loop, see :mod:`.clients`). Strands still does all request formatting and stream
+shared per event loop, see :mod:`osmosis_ai.rollout.policy`). Strands still does all request formatting and stream
 parsing, so behaviour matches ``OpenAIModel`` on every supported Strands release.
 """
 
@@ -17,28 +17,23 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from strands.models import Model
 
-from osmosis_ai.rollout.context import RolloutContext, get_rollout_context
-
-from .clients import rollout_client
-from .errors import translate_policy_error
-from .wire import (
+from osmosis_ai.rollout.integrations.spi import (
     CallObserver,
-    CallRecord,
-    ObservedClient,
+    NoActiveRolloutError,
+    PolicyCall,
+    aclose_policy_clients,
+    policy_client,
+    require_active_rollout,
+    share_in_config_copies,
+    translating_policy_errors,
 )
+
+from .wire import ObservedClient
 
 if TYPE_CHECKING:
     from strands.models.openai import OpenAIModel
 
 DEFAULT_MODEL_ID = "osmosis-rollout"
-
-_HOW_TO_RUN = (
-    "Run the workflow through osmosis: in tests with "
-    "`await osmosis_ai.testing.run_rollout(...)` against a `ScriptedPolicyServer`, in a rollout "
-    "server with `create_rollout_server(backend=LocalBackend(...))`, or enter "
-    "`RolloutContext(chat_completions_url=..., api_key=...)` yourself (inside a sandbox the "
-    "OSMOSIS_CHAT_COMPLETIONS_URL and OSMOSIS_API_KEY environment variables provide it)."
-)
 
 
 def _share_tools_in_config_copies() -> None:
@@ -50,22 +45,23 @@ def _share_tools_in_config_copies() -> None:
     """
     from strands.tools.decorator import DecoratedFunctionTool
 
-    from osmosis_ai.rollout.backend.local import share_in_config_copies
-
     share_in_config_copies(DecoratedFunctionTool)
 
 
 _share_tools_in_config_copies()
 
 
-class NoActiveRolloutError(RuntimeError):
-    """``OsmosisRolloutModel`` was called while no rollout (``RolloutContext``) is active."""
+# ``NoActiveRolloutError`` is core's (osmosis_ai.errors); importable from here as before.
+__all__ = ["DEFAULT_MODEL_ID", "NoActiveRolloutError", "OsmosisRolloutModel", "aclose_clients"]
+
+# Closes the running loop's shared policy client (call at shutdown); the name predates core's.
+aclose_clients = aclose_policy_clients
 
 
 class CallRecorder(Protocol):
-    """Receives one :class:`CallRecord` per completed policy call (see :mod:`.sample`)."""
+    """Receives one :class:`~osmosis_ai.rollout.policy.PolicyCall` per completed policy call (see :mod:`.sample`)."""
 
-    def record_call(self, record: CallRecord) -> None: ...
+    def record_call(self, record: PolicyCall) -> None: ...
 
 
 class OsmosisRolloutModel(Model):
@@ -121,7 +117,7 @@ class OsmosisRolloutModel(Model):
     # -- calls ---------------------------------------------------------------------------------
 
     def _delegate(self, observer: CallObserver) -> tuple[OpenAIModel, str]:
-        ctx = _active_context()
+        ctx = require_active_rollout("OsmosisRolloutModel")
         from strands.models.openai import OpenAIModel  # deferred: pulls in openai (~1 s)
 
         config = dict(self.config)
@@ -132,8 +128,8 @@ class OsmosisRolloutModel(Model):
         if stream is not None:
             params["stream"] = bool(stream)
         config["params"] = params
-        client = rollout_client(
-            ctx.chat_completions_url, ctx.api_key, timeout=timeout, max_retries=max_retries
+        client = policy_client(
+            ctx.chat_completions_url, ctx.api_key, timeout=timeout, max_retries=max_retries or 0
         )
         model = OpenAIModel(client=ObservedClient(client, observer), **config)
         return model, ctx.chat_completions_url
@@ -169,6 +165,10 @@ class OsmosisRolloutModel(Model):
             yield event
 
 
+# 0.3 defined the public classes in the package module itself; report that path.
+OsmosisRolloutModel.__module__ = "osmosis_ai.rollout.integrations.agents.strands"
+
+
 def _model_id(model_id: Any) -> Any:
     """Strip LiteLLM's ``openai/`` provider prefix.
 
@@ -180,28 +180,8 @@ def _model_id(model_id: Any) -> Any:
     return model_id
 
 
-def _active_context() -> RolloutContext:
-    ctx = get_rollout_context()
-    if ctx is None:
-        raise NoActiveRolloutError(
-            "OsmosisRolloutModel was called outside a rollout: it sends each request to the "
-            "policy of the rollout being executed, and no RolloutContext is active. " + _HOW_TO_RUN
-        )
-    if not ctx.chat_completions_url:
-        raise NoActiveRolloutError(
-            f"OsmosisRolloutModel: the active rollout {ctx.rollout_id or '(no id)'!r} has no "
-            "chat_completions_url, so there is no policy to call. " + _HOW_TO_RUN
-        )
-    return ctx
-
-
 async def _translated(events: AsyncIterable[Any], url: str) -> AsyncGenerator[Any, None]:
     """Re-raise policy transport failures as PolicyHTTPError / PolicyTimeoutError."""
-    try:
+    with translating_policy_errors(url):
         async for event in events:
             yield event
-    except Exception as exc:
-        translated = translate_policy_error(exc, url)
-        if translated is None or translated is exc:
-            raise
-        raise translated from exc

@@ -26,16 +26,20 @@ from strands.hooks import (
     MessageAddedEvent,
 )
 
-from osmosis_ai.rollout.context import RolloutContext, SampleSource, get_rollout_context
-from osmosis_ai.rollout.types.sample import RolloutSample
+from osmosis_ai.rollout.integrations.spi import (
+    RolloutContext,
+    RolloutSample,
+    SampleSource,
+    get_rollout_context,
+)
 
 if TYPE_CHECKING:
     from strands import Agent
 
-    from .wire import CallRecord
+    from osmosis_ai.rollout.integrations.spi import PolicyCall
 
 # (message, record): the message is kept so that its id() stays unique while the entry lives.
-type CallIndex = dict[int, tuple[Mapping[str, Any], CallRecord]]
+type CallIndex = dict[int, tuple[Mapping[str, Any], PolicyCall]]
 
 
 class StrandsSampleSource(SampleSource):
@@ -82,14 +86,14 @@ class StrandsSampleSource(SampleSource):
 class SampleCapture(HookProvider):
     """Per-agent hooks: register the rollout's sample source and attribute policy calls.
 
-    It is also the model's :class:`~.model.CallRecorder`: the agent's bound model reports each
+    It is also the model's :class:`~.model.PolicyCaller`: the agent's bound model reports each
     completed call here, and the next assistant message the agent appends is that call's answer.
     """
 
     def __init__(self) -> None:
         self._agent: Agent | None = None
         self._source: StrandsSampleSource | None = None
-        self._pending: CallRecord | None = None
+        self._pending: PolicyCall | None = None
 
     def attach(self, agent: Agent) -> None:
         self._agent = agent
@@ -124,7 +128,7 @@ class SampleCapture(HookProvider):
             self._source.freeze()
         self._source = source
 
-    def record_call(self, record: CallRecord) -> None:
+    def record_call(self, record: PolicyCall) -> None:
         self._pending = record
 
     def _before_invocation(self, event: BeforeInvocationEvent) -> None:
@@ -179,3 +183,4 @@ def chat_completions_messages(
 
 # The public SDK 0.3 name of the same class, so code that imported it keeps working.
 StrandsAgentSampleSource = StrandsSampleSource
+StrandsSampleSource.__module__ = "osmosis_ai.rollout.integrations.agents.strands"

@@ -2,8 +2,9 @@
 
 Strands reads the usage of a call only into its own metrics and never keeps the ``model`` the
 policy answered with, yet the trajectory needs both on every assistant message. Wrapping the
-client (``OpenAIModel(client=...)`` is a documented injection point) lets us observe each response
-without re-implementing Strands' request formatting or stream parsing. The wrapper also fixes two
+client (``OpenAIModel(client=...)`` is a documented injection point) lets core's
+:class:`~osmosis_ai.rollout.policy.CallObserver` read each response without re-implementing
+Strands' request formatting or stream parsing. The wrapper also fixes two
 wire-level problems of older Strands releases:
 
 * ``stream_options`` is sent even when ``stream`` is false; strict servers (vLLM) reject that
@@ -16,53 +17,11 @@ wire-level problems of older Strands releases:
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from types import SimpleNamespace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-
-@dataclass(slots=True)
-class CallRecord:
-    """What one policy call answered with: the serving model and its token usage."""
-
-    model: str
-    usage: dict[str, int] | None
-
-
-class CallObserver:
-    """Collects the model name and usage seen in one call's response."""
-
-    __slots__ = ("model", "usage")
-
-    def __init__(self) -> None:
-        self.model: str | None = None
-        self.usage: dict[str, int] | None = None
-
-    def observe(self, response: Any) -> None:
-        model = getattr(response, "model", None)
-        if isinstance(model, str) and model:
-            self.model = model
-        usage = _usage_dict(getattr(response, "usage", None))
-        if usage is not None:
-            self.usage = usage
-
-    def record(self, requested_model: str) -> CallRecord:
-        return CallRecord(model=self.model or requested_model, usage=self.usage)
-
-
-def _usage_dict(usage: Any) -> dict[str, int] | None:
-    if usage is None:
-        return None
-    prompt = getattr(usage, "prompt_tokens", None)
-    completion = getattr(usage, "completion_tokens", None)
-    if not isinstance(prompt, int) or not isinstance(completion, int):
-        return None
-    total = getattr(usage, "total_tokens", None)
-    return {
-        "prompt_tokens": prompt,
-        "completion_tokens": completion,
-        "total_tokens": total if isinstance(total, int) else prompt + completion,
-    }
+if TYPE_CHECKING:
+    from osmosis_ai.rollout.integrations.spi import CallObserver
 
 
 class ObservedClient:

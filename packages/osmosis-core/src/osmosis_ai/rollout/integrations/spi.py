@@ -1,0 +1,87 @@
+"""The integration interface: what core promises to distributions that extend it.
+
+Framework integrations (``osmosis-strands``, ``osmosis-openai-agents``, the next one) and other
+sibling distributions import core only through the documented public paths
+(``osmosis_ai.rollout``, ``.context``, ``.types``, ``.backend``, ``osmosis_ai.errors``, ...) and
+through this module. Everything here is kept compatible within a core minor version
+(``osmosis-core>=0.1,<0.2``); any other core module is internal and may change without notice.
+
+What an integration needs, in one place:
+
+* packaging: :func:`lazy_exports` (lazy ``__getattr__``/``__dir__`` for a package ``__init__``,
+  so importing an integration does not import its framework) and :func:`lazy_all` (its
+  ``__all__`` derived from the same export table);
+* the rollout contract: :class:`RolloutContext`, :func:`get_rollout_context`,
+  :class:`SampleSource` (register one per rollout), :class:`RolloutSample`,
+  :func:`share_in_config_copies` (objects that ``LocalBackend`` may share between config copies);
+* the policy layer (:mod:`osmosis_ai.rollout.policy`): :func:`require_active_rollout`,
+  :func:`policy_client`, :func:`aclose_policy_clients`, :func:`translate_policy_error`,
+  :func:`translating_policy_errors`, :func:`usage_dict`, :class:`PolicyCall`, :class:`CallObserver`;
+* the errors integrations raise or subclass: :class:`OsmosisError`, :class:`PolicyError`,
+  :class:`PolicyHTTPError`, :class:`PolicyTimeoutError`, :class:`NoActiveRolloutError`,
+  :class:`ConfigurationError`.
+
+Names resolve on first use, so importing this module costs nothing measurable.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from osmosis_ai._lazy import lazy_exports
+
+
+def lazy_all(exports: Mapping[str, str]) -> list[str]:
+    """The ``__all__`` of a lazy package: the names of its export table, sorted."""
+    return sorted(exports)
+
+
+_CONTEXT = "osmosis_ai.rollout.context"
+_POLICY = "osmosis_ai.rollout.policy"
+_ERRORS = "osmosis_ai.errors"
+_EXPORTS = {
+    "RolloutContext": _CONTEXT,
+    "SampleSource": _CONTEXT,
+    "get_rollout_context": _CONTEXT,
+    "RolloutSample": "osmosis_ai.rollout.types.sample",
+    "share_in_config_copies": "osmosis_ai.rollout.backend.local",
+    "require_active_rollout": _POLICY,
+    "policy_client": _POLICY,
+    "aclose_policy_clients": _POLICY,
+    "translate_policy_error": _POLICY,
+    "translating_policy_errors": _POLICY,
+    "usage_dict": _POLICY,
+    "PolicyCall": _POLICY,
+    "CallObserver": _POLICY,
+    "OsmosisError": _ERRORS,
+    "PolicyError": _ERRORS,
+    "PolicyHTTPError": _ERRORS,
+    "PolicyTimeoutError": _ERRORS,
+    "NoActiveRolloutError": _ERRORS,
+    "ConfigurationError": _ERRORS,
+}
+__all__ = ["lazy_all", "lazy_exports", *lazy_all(_EXPORTS)]
+
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+
+if TYPE_CHECKING:  # the same names as _EXPORTS (tests/test_lazy_exports.py checks it)
+    from osmosis_ai.errors import ConfigurationError as ConfigurationError
+    from osmosis_ai.errors import NoActiveRolloutError as NoActiveRolloutError
+    from osmosis_ai.errors import OsmosisError as OsmosisError
+    from osmosis_ai.errors import PolicyError as PolicyError
+    from osmosis_ai.errors import PolicyHTTPError as PolicyHTTPError
+    from osmosis_ai.errors import PolicyTimeoutError as PolicyTimeoutError
+    from osmosis_ai.rollout.backend.local import share_in_config_copies as share_in_config_copies
+    from osmosis_ai.rollout.context import RolloutContext as RolloutContext
+    from osmosis_ai.rollout.context import SampleSource as SampleSource
+    from osmosis_ai.rollout.context import get_rollout_context as get_rollout_context
+    from osmosis_ai.rollout.policy import CallObserver as CallObserver
+    from osmosis_ai.rollout.policy import PolicyCall as PolicyCall
+    from osmosis_ai.rollout.policy import aclose_policy_clients as aclose_policy_clients
+    from osmosis_ai.rollout.policy import policy_client as policy_client
+    from osmosis_ai.rollout.policy import require_active_rollout as require_active_rollout
+    from osmosis_ai.rollout.policy import translate_policy_error as translate_policy_error
+    from osmosis_ai.rollout.policy import translating_policy_errors as translating_policy_errors
+    from osmosis_ai.rollout.policy import usage_dict as usage_dict
+    from osmosis_ai.rollout.types.sample import RolloutSample as RolloutSample

@@ -1,0 +1,350 @@
+"""The one policy layer every agent-framework integration adapts.
+
+A framework integration (Strands, OpenAI Agents, the next one) calls the policy being trained,
+i.e. the active rollout's ``chat_completions_url``, through the ``openai`` client. Everything
+about that call that does not depend on the framework lives here:
+
+* :func:`require_active_rollout` — the ambient :class:`~osmosis_ai.rollout.RolloutContext`, or a
+  :class:`~osmosis_ai.errors.NoActiveRolloutError` saying how to run the code inside a rollout;
+* :func:`policy_client` — an ``openai.AsyncOpenAI`` addressed at one rollout's endpoint. There is
+  one base client per running event loop (building one costs ~20 ms of CPU, and an HTTP pool must
+  never be used from two loops); each rollout gets a memoised ``with_options(base_url, api_key)``
+  copy sharing that pool. Header hygiene: the base client never sends the user's
+  ``OPENAI_ORG_ID`` / ``OPENAI_PROJECT_ID`` (``OpenAI-Organization`` / ``OpenAI-Project``
+  headers), nor ``OPENAI_API_KEY`` or ``OPENAI_BASE_URL``, to the policy;
+* :func:`translate_policy_error` — ``openai`` and transport failures become
+  :class:`~osmosis_ai.errors.PolicyHTTPError` (``http_error``) or
+  :class:`~osmosis_ai.errors.PolicyTimeoutError` (``timeout``) with status, body excerpt and URL,
+  so a failing policy is an infrastructure failure, never reward 0;
+* :func:`usage_dict` and :class:`PolicyCall` — one usage normaliser and one per-call record (the
+  serving model and token usage the trajectory needs on each assistant message);
+  :class:`CallObserver` fills a record from chat-completions responses or stream chunks.
+
+``openai`` is imported inside functions only: this module is cheap to import, and core does not
+depend on ``openai`` (each integration distribution does).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import weakref
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, cast
+from urllib.parse import urlsplit, urlunsplit
+
+from osmosis_ai.errors import NoActiveRolloutError, PolicyHTTPError, PolicyTimeoutError
+from osmosis_ai.rollout.context import RolloutContext, get_rollout_context
+
+if TYPE_CHECKING:
+    from openai import AsyncOpenAI
+
+__all__ = [
+    "NO_API_KEY",
+    "CallObserver",
+    "PolicyCall",
+    "aclose_policy_clients",
+    "policy_client",
+    "public_url",
+    "require_active_rollout",
+    "translate_policy_error",
+    "translating_policy_errors",
+    "usage_dict",
+]
+
+# Sent as the bearer token when the rollout has no API key (vLLM's convention for "no key").
+NO_API_KEY = "EMPTY"
+# The base client is never used directly: every call goes through a per-rollout copy.
+_UNBOUND_URL = "http://127.0.0.1:9/osmosis-unbound"
+# Per-rollout copies kept per loop; the oldest are dropped beyond this many.
+MAX_CACHED_ROLLOUT_CLIENTS = 1024
+_BODY_EXCERPT_CHARS = 500
+# Top-level modules whose exceptions mean "the HTTP exchange with the policy failed" (the openai
+# client lets raw transport errors through mid-stream).
+_TRANSPORT_MODULES = frozenset({"httpx", "httpx2", "httpcore", "h11", "anyio"})
+
+_HOW_TO_RUN = (
+    "Run the workflow through osmosis: in tests with `await osmosis_ai.testing.run_rollout(...)` "
+    "against a `ScriptedPolicyServer`, in a rollout server with "
+    "`create_rollout_server(backend=LocalBackend(...))`, or enter "
+    "`with RolloutContext(chat_completions_url=..., api_key=...):` around the call yourself "
+    "(inside a sandbox the OSMOSIS_CHAT_COMPLETIONS_URL and OSMOSIS_API_KEY environment "
+    "variables provide it)."
+)
+
+
+# -- the active rollout ----------------------------------------------------------------------
+
+
+def require_active_rollout(caller: str = "OsmosisRolloutModel") -> RolloutContext:
+    """The active rollout's context; raises :class:`NoActiveRolloutError` when there is none.
+
+    ``caller`` names what needs the rollout, for the message (e.g. ``"OsmosisRolloutModel"``).
+    A context without a ``chat_completions_url`` is refused too: there is no policy to call.
+    """
+    ctx = get_rollout_context()
+    if ctx is None:
+        raise NoActiveRolloutError(
+            f"{caller} was called outside a rollout: it sends each request to the policy of the "
+            "rollout being executed, and no RolloutContext is active. " + _HOW_TO_RUN
+        )
+    if not ctx.chat_completions_url:
+        raise NoActiveRolloutError(
+            f"{caller}: the active rollout {ctx.rollout_id or '(no id)'!r} has no "
+            "chat_completions_url, so there is no policy to call. Set it on the RolloutContext "
+            "or in the OSMOSIS_CHAT_COMPLETIONS_URL environment variable. " + _HOW_TO_RUN
+        )
+    return ctx
+
+
+# -- clients -----------------------------------------------------------------------------------
+
+type _CopyKey = tuple[str, str, float | None, int]
+
+
+class _LoopClients:
+    """The base client of one event loop and its memoised per-rollout copies."""
+
+    __slots__ = ("base", "copies")
+
+    def __init__(self, base: AsyncOpenAI) -> None:
+        self.base = base
+        self.copies: dict[_CopyKey, AsyncOpenAI] = {}
+
+
+_lock = threading.Lock()
+_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopClients] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _new_base_client() -> AsyncOpenAI:
+    from openai import AsyncOpenAI, DefaultAsyncHttpxClient, Omit
+
+    return AsyncOpenAI(
+        # Explicit values so OPENAI_API_KEY / OPENAI_BASE_URL from the environment are never used.
+        api_key=NO_API_KEY,
+        base_url=_UNBOUND_URL,
+        max_retries=0,
+        # An explicit HTTP client (openai's defaults): the one AsyncOpenAI would build schedules
+        # ``aclose()`` from a finalizer on whatever loop runs at garbage collection, which fails
+        # noisily once this client's own loop has closed.
+        http_client=DefaultAsyncHttpxClient(),
+        # AsyncOpenAI fills these from OPENAI_ORG_ID / OPENAI_PROJECT_ID; they identify the user's
+        # OpenAI account and must never reach the policy. ``Omit`` removes a header (openai's
+        # documented idiom; the annotation says ``str`` only). ``with_options`` copies keep it.
+        default_headers=cast(
+            "dict[str, str]", {"OpenAI-Organization": Omit(), "OpenAI-Project": Omit()}
+        ),
+    )
+
+
+def _loop_clients() -> _LoopClients:
+    loop = asyncio.get_running_loop()
+    entry = _clients.get(loop)
+    if entry is None:
+        with _lock:
+            entry = _clients.get(loop)
+            if entry is None:
+                entry = _clients[loop] = _LoopClients(_new_base_client())
+    return entry
+
+
+def policy_client(
+    base_url: str,
+    api_key: str | None,
+    *,
+    timeout: float | None = None,
+    max_retries: int = 0,
+) -> AsyncOpenAI:
+    """An ``AsyncOpenAI`` bound to one policy endpoint, sharing the running loop's pool.
+
+    ``max_retries`` defaults to 0: the trainer's endpoint records every request it serves, so a
+    silent retry could give one turn two generations; a failed call fails the rollout as
+    ``http_error`` and the trainer decides. Must be called from inside a running event loop.
+    """
+    entry = _loop_clients()
+    key: _CopyKey = (base_url, api_key or NO_API_KEY, timeout, max_retries)
+    client = entry.copies.get(key)
+    if client is not None:
+        return client
+    options: dict[str, Any] = {"base_url": base_url, "api_key": key[1], "max_retries": max_retries}
+    if timeout is not None:
+        options["timeout"] = timeout
+    client = entry.base.with_options(**options)
+    # Only this loop's thread touches its table, so no lock is needed here.
+    if len(entry.copies) >= MAX_CACHED_ROLLOUT_CLIENTS:
+        del entry.copies[next(iter(entry.copies))]
+    entry.copies[key] = client
+    return client
+
+
+async def aclose_policy_clients() -> None:
+    """Close the running loop's base client (at shutdown); the next call builds a new one."""
+    loop = asyncio.get_running_loop()
+    with _lock:
+        entry = _clients.pop(loop, None)
+    if entry is not None:
+        entry.copies.clear()
+        await entry.base.close()
+
+
+# -- errors ------------------------------------------------------------------------------------
+
+
+def public_url(url: str) -> str:
+    """``url`` without credentials or query string, safe to put in an error message or log."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "<invalid url>"
+    host = parts.hostname or ""
+    if parts.port is not None:
+        host = f"{host}:{parts.port}"
+    return urlunsplit((parts.scheme, host, parts.path, "", ""))
+
+
+def _body_excerpt(exc: BaseException) -> str:
+    text = ""
+    response = getattr(exc, "response", None)
+    if response is not None:
+        try:
+            text = response.text
+        except Exception:  # a streamed body that was never read
+            text = ""
+    if not text:
+        body = getattr(exc, "body", None)
+        text = str(body) if body is not None else ""
+    if not text:
+        text = str(getattr(exc, "message", "") or exc)
+    return text.strip()[:_BODY_EXCERPT_CHARS]
+
+
+def translate_policy_error(exc: BaseException, url: str) -> PolicyHTTPError | None:
+    """The osmosis error for a failed policy call, or ``None`` when ``exc`` is not one.
+
+    ``openai`` errors (status, timeout, connection) and raw transport errors become
+    :class:`PolicyHTTPError` / :class:`PolicyTimeoutError` carrying the status code, an excerpt
+    of the body and ``url`` (credentials and query removed). An error that already is a
+    ``PolicyHTTPError`` is returned as is. Anything else (the agent's own bugs, framework errors)
+    gives ``None``: the caller re-raises it unchanged.
+    """
+    if isinstance(exc, PolicyHTTPError):
+        return exc
+    url = public_url(url) if url else ""
+    names = {cls.__name__ for cls in type(exc).__mro__}
+    module_root = type(exc).__module__.split(".", 1)[0]
+    if module_root == "openai":
+        if "APITimeoutError" in names:
+            return PolicyTimeoutError(None, "the request timed out before the policy answered", url)
+        status = getattr(exc, "status_code", None)
+        if "APIStatusError" in names and isinstance(status, int):
+            return PolicyHTTPError(status, _body_excerpt(exc), url)
+        if "APIConnectionError" in names:
+            cause = exc.__cause__ or exc.__context__
+            detail = f"{type(cause).__name__}: {cause}" if cause is not None else str(exc)
+            return PolicyHTTPError(None, f"could not reach the policy ({detail})", url)
+        return None
+    if module_root in _TRANSPORT_MODULES:
+        detail = f"{type(exc).__name__}: {exc}".strip()
+        if "Timeout" in type(exc).__name__:
+            return PolicyTimeoutError(None, f"the request timed out ({detail})", url)
+        return PolicyHTTPError(None, f"transport error ({detail})", url)
+    return None
+
+
+@contextmanager
+def translating_policy_errors(url: str) -> Iterator[None]:
+    """Re-raise a failed policy call inside the block as :func:`translate_policy_error` says.
+
+    Wrap the framework call that talks to the policy (it also works around ``async for`` in an
+    async generator); errors that are not policy failures propagate unchanged.
+    """
+    try:
+        yield
+    except Exception as exc:
+        translated = translate_policy_error(exc, url)
+        if translated is None or translated is exc:
+            raise
+        raise translated from exc
+
+
+# -- usage and per-call records ----------------------------------------------------------------
+
+_USAGE_FIELDS = (
+    "prompt_tokens",
+    "completion_tokens",
+    "total_tokens",
+    "input_tokens",
+    "output_tokens",
+)
+
+
+def usage_dict(usage: Any) -> dict[str, int] | None:
+    """Chat-completions token counts from any ``usage`` the policy or a framework reports.
+
+    Accepts a chat ``CompletionUsage``, a Responses/Agents ``Usage`` (``input_tokens`` /
+    ``output_tokens``) or a mapping of either. Returns ``{"prompt_tokens", "completion_tokens",
+    "total_tokens"}``, or ``None`` when nothing was reported (all missing or zero): a trajectory
+    must not claim that a call consumed zero tokens.
+    """
+    if usage is None:
+        return None
+    if not isinstance(usage, Mapping):
+        fields = ((name, getattr(usage, name, None)) for name in _USAGE_FIELDS)
+        usage = {name: value for name, value in fields if value is not None}
+    from osmosis_ai.rollout.trajectory.atif import usage_metrics
+
+    metrics = usage_metrics(usage)
+    prompt = int(metrics.get("prompt_tokens") or 0)
+    completion = int(metrics.get("completion_tokens") or 0)
+    total = usage.get("total_tokens")
+    total = total if isinstance(total, int) and not isinstance(total, bool) and total > 0 else 0
+    total = total or prompt + completion
+    if not (prompt or completion or total):
+        return None
+    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": total}
+
+
+@dataclass(frozen=True, slots=True)
+class PolicyCall:
+    """One completed policy call: what served it and what it cost.
+
+    ``model`` is the model the server reported (else the one requested); ``usage`` comes from
+    :func:`usage_dict`. The optional fields let an integration place the call's usage on the right
+    assistant message later: ``position`` (history length when the call started),
+    ``instructions`` (system prompt sent with it), ``call_ids`` (tool calls it produced) and
+    ``text`` (assistant text it produced).
+    """
+
+    model: str
+    usage: dict[str, int] | None = None
+    position: int = 0
+    instructions: str | None = None
+    call_ids: tuple[str, ...] = ()
+    text: str | None = None
+
+
+class CallObserver:
+    """Collects the serving model and usage from one call's response or stream chunks."""
+
+    __slots__ = ("model", "usage")
+
+    def __init__(self) -> None:
+        self.model: str | None = None
+        self.usage: dict[str, int] | None = None
+
+    def observe(self, response: Any) -> None:
+        """Read ``model`` and ``usage`` from a ``ChatCompletion`` or a stream chunk."""
+        model = getattr(response, "model", None)
+        if isinstance(model, str) and model:
+            self.model = model
+        usage = usage_dict(getattr(response, "usage", None))
+        if usage is not None:
+            self.usage = usage
+
+    def record(self, requested_model: str) -> PolicyCall:
+        """The call's record; the requested model name when the server reported none."""
+        return PolicyCall(model=self.model or requested_model, usage=self.usage)

@@ -1,0 +1,112 @@
+"""The core policy client: one AsyncOpenAI per loop, memoised per-rollout copies, header hygiene,
+and translation of ``openai`` errors (needs ``openai``, which each integration installs)."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+from typing import Any
+
+import httpx
+import pytest
+
+openai = pytest.importorskip("openai")
+
+from osmosis_ai.errors import PolicyHTTPError, PolicyTimeoutError  # noqa: E402
+from osmosis_ai.rollout import policy  # noqa: E402
+from osmosis_ai.rollout.errors import categorize_exception  # noqa: E402
+from osmosis_ai.rollout.types import RolloutErrorCategory  # noqa: E402
+from osmosis_ai.testing import ScriptedPolicyServer  # noqa: E402
+
+URL = "http://127.0.0.1:1/v1/rollouts/r1"
+
+
+def _openai_http() -> Any:
+    """The HTTP library the installed openai is built on (openai 3 uses ``httpx2``)."""
+    try:
+        return importlib.import_module("httpx2")
+    except ImportError:
+        return httpx
+
+
+HTTP = _openai_http()
+
+
+async def test_rollout_clients_are_memoised_and_share_the_loops_pool() -> None:
+    first = policy.policy_client("http://127.0.0.1:1/v1/rollouts/a", "key-a")
+    again = policy.policy_client("http://127.0.0.1:1/v1/rollouts/a", "key-a")
+    other = policy.policy_client("http://127.0.0.1:1/v1/rollouts/b", "key-b", timeout=5.0)
+    assert first is again
+    assert other is not first
+    assert str(other.base_url).rstrip("/").endswith("/rollouts/b")
+    assert other.api_key == "key-b"
+    assert first._client is other._client  # one HTTP pool per loop
+    assert policy.policy_client("http://x/v1", None).api_key == policy.NO_API_KEY
+    await policy.aclose_policy_clients()
+    assert policy.policy_client("http://127.0.0.1:1/v1/rollouts/a", "key-a") is not first
+    await policy.aclose_policy_clients()
+
+
+def test_each_event_loop_gets_its_own_client() -> None:
+    seen: list[object] = []
+
+    async def client_of_this_loop() -> None:
+        client = policy.policy_client(URL, "k")
+        assert policy.policy_client(URL, "k") is client
+        seen.append(client._client)
+        await policy.aclose_policy_clients()
+
+    asyncio.run(client_of_this_loop())
+    asyncio.run(client_of_this_loop())
+    assert seen[0] is not seen[1]
+
+
+async def test_the_users_openai_environment_never_reaches_the_policy(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for name, value in {
+        "OPENAI_API_KEY": "sk-user-secret",
+        "OPENAI_BASE_URL": "http://127.0.0.1:9/elsewhere",
+        "OPENAI_ORG_ID": "org-user",
+        "OPENAI_PROJECT_ID": "proj-user",
+    }.items():
+        monkeypatch.setenv(name, value)
+    await policy.aclose_policy_clients()  # a base client built under this environment
+    async with ScriptedPolicyServer("echo") as server:
+        client = policy.policy_client(server.chat_completions_url("r-env"), None)
+        await client.chat.completions.create(
+            model="osmosis-rollout", messages=[{"role": "user", "content": "hi"}]
+        )
+        (request,) = server.requests_for("r-env")
+    await policy.aclose_policy_clients()
+    assert "openai-organization" not in request.headers
+    assert "openai-project" not in request.headers
+    assert request.bearer_token == "EMPTY"
+    assert "sk-user-secret" not in str(request.headers)
+
+
+def _status_error(status: int, text: str) -> Any:
+    request = HTTP.Request("POST", URL + "/chat/completions")
+    response = HTTP.Response(status, text=text, request=request)
+    return openai.APIStatusError("failed", response=response, body=None)
+
+
+def test_status_errors_keep_the_status_and_a_body_excerpt() -> None:
+    translated = policy.translate_policy_error(_status_error(502, "bad gateway " + "x" * 2000), URL)
+    assert isinstance(translated, PolicyHTTPError)
+    assert translated.status_code == 502
+    assert translated.body_excerpt.startswith("bad gateway")
+    assert len(translated.body_excerpt) <= 500
+    assert translated.url == URL
+    assert categorize_exception(translated) == RolloutErrorCategory.HTTP_ERROR
+
+
+def test_openai_timeouts_and_connection_errors() -> None:
+    request = HTTP.Request("POST", URL)
+    timed_out = policy.translate_policy_error(openai.APITimeoutError(request=request), URL)
+    assert isinstance(timed_out, PolicyTimeoutError)
+    assert categorize_exception(timed_out) == RolloutErrorCategory.TIMEOUT
+    unreachable = policy.translate_policy_error(openai.APIConnectionError(request=request), URL)
+    assert isinstance(unreachable, PolicyHTTPError)
+    assert not isinstance(unreachable, PolicyTimeoutError)
+    assert "could not reach the policy" in str(unreachable)
