@@ -1,4 +1,4 @@
-"""Throughput of the local eval controller (`osmosis eval run`'s library).
+"""Throughput of the local eval controller (`osmosis_ai.eval.run_eval`, what `osmosis eval run` renders).
 
 1,000 rows x n=1 through a no-op rollout (one policy call, reward 1.0) against an instant
 scripted policy running in its own process, so the figures are about the controller: admission,
@@ -16,7 +16,6 @@ Prints figures; never asserts (the target on the 2-core dev machine is >= 300 ro
 from __future__ import annotations
 
 import argparse
-import asyncio
 import importlib.util
 import os
 import resource
@@ -31,7 +30,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def _tiny_rollout() -> Any:
-    path = REPO / "packages" / "osmosis-cli" / "tests" / "local_eval" / "tiny_rollout.py"
+    path = REPO / "packages" / "osmosis-core" / "tests" / "eval" / "tiny_rollout.py"
     spec = importlib.util.spec_from_file_location("bench_tiny_rollout", path)
     assert spec is not None
     assert spec.loader is not None
@@ -55,7 +54,7 @@ def _start_policy() -> tuple[subprocess.Popen[str], str]:
 
 
 class _Clock:
-    """Reporter that timestamps the dispatch phase."""
+    """Progress callback that timestamps the dispatch phase."""
 
     def __init__(self) -> None:
         self.planned_at = 0.0
@@ -63,25 +62,14 @@ class _Clock:
         self.last_result = 0.0
         self.results = 0
 
-    def planned(self, plan: Any, progress: Any, resumed: bool) -> None:
-        self.planned_at = time.perf_counter()
-
-    def result(self, record: dict[str, Any], progress: Any) -> None:
+    def __call__(self, update: Any) -> None:
         now = time.perf_counter()
-        self.first_result = self.first_result or now
-        self.last_result = now
-        self.results += 1
-
-    def event(self, level: str, message: str, details: dict[str, Any]) -> None:
-        return None
-
-
-def _loop_factory() -> Any:
-    try:
-        import uvloop
-    except ImportError:
-        return None
-    return uvloop.new_event_loop
+        if update.kind == "started":
+            self.planned_at = now
+        elif update.kind == "row":
+            self.first_result = self.first_result or now
+            self.last_result = now
+            self.results += 1
 
 
 def _cpu(who: int = resource.RUSAGE_SELF) -> float:
@@ -96,8 +84,7 @@ def main() -> None:
     parser.add_argument("--mode", choices=["one-call", "noop"], default="one-call")
     args = parser.parse_args()
 
-    from osmosis_cli.local_eval.controller import run_eval
-    from osmosis_cli.local_eval.plan import EvalOptions, build_plan
+    from osmosis_ai.eval import run_eval
 
     tiny = _tiny_rollout()
     policy, policy_url = _start_policy()
@@ -112,20 +99,18 @@ def main() -> None:
                 mode=args.mode,
                 env={"TINY_CONCURRENCY": str(args.max_in_flight)},
             )
-            plan = build_plan(
-                EvalOptions(
-                    config_path=config,
-                    name="bench",
-                    model="instant",
-                    base_url=policy_url,
-                    max_in_flight=args.max_in_flight,
-                )
-            )
             clock = _Clock()
             cpu_before = _cpu()
             children_before = _cpu(resource.RUSAGE_CHILDREN)
             started = time.perf_counter()
-            result = asyncio.run(run_eval(plan, clock), loop_factory=_loop_factory())
+            result = run_eval(
+                config,
+                name="bench",
+                model="instant",
+                base_url=policy_url,
+                max_in_flight=args.max_in_flight,
+                progress=clock,
+            )
             wall = time.perf_counter() - started
             cpu = _cpu() - cpu_before
             server_cpu = _cpu(resource.RUSAGE_CHILDREN) - children_before

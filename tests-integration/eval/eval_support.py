@@ -19,7 +19,7 @@ def _load_tiny_rollout() -> Any:
     name = "eval_e2e_tiny_rollout"
     if name in sys.modules:
         return sys.modules[name]
-    path = REPO / "packages" / "osmosis-cli" / "tests" / "local_eval" / "tiny_rollout.py"
+    path = REPO / "packages" / "osmosis-core" / "tests" / "eval" / "tiny_rollout.py"
     spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None
     assert spec.loader is not None

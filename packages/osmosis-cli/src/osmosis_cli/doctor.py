@@ -88,7 +88,7 @@ def check_workspace(start: Path, *, fix: bool) -> tuple[Path | None, list[Doctor
 
 
 def _check_rollouts(root: Path) -> list[DoctorCheck]:
-    from osmosis_cli.config import ConfigError, load_eval_config, load_training_config
+    from osmosis_ai.config import ConfigError, load_eval_config, load_training_config
 
     checks: list[DoctorCheck] = []
     rollouts = root / "rollouts"

@@ -1,15 +1,16 @@
 """``osmosis rollout serve``: run a rollout's ASGI ``app`` with uvicorn.
 
-Without ``--reload`` the app is imported here and handed to
-:func:`osmosis_ai.rollout.server.serve`, which drains in-flight rollouts on SIGTERM/SIGINT.
-With ``--reload`` uvicorn imports ``module:attr`` itself in a worker it restarts on changes.
+The app is loaded by :func:`osmosis_ai.rollout.entrypoint.load_rollout_app`, the loader
+``rollout validate`` and ``eval run`` use too. Without ``--reload`` it is loaded here and handed to
+:func:`osmosis_ai.rollout.server.serve`, which drains in-flight rollouts on SIGTERM/SIGINT. With
+``--reload`` uvicorn runs the same loader (``osmosis_ai.rollout.entrypoint:app_from_env``) as a
+factory in the worker it restarts on changes.
 """
 
 from __future__ import annotations
 
-import importlib
 import ipaddress
-import sys
+import os
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +32,6 @@ def split_entrypoint(value: str) -> tuple[str, str]:
 def serve_rollout(entrypoint: str, *, host: str, port: int | None, reload: bool) -> None:
     path, attr = split_entrypoint(entrypoint)
     target = resolve_target(path)
-    module = ".".join(target.entrypoint.relative_to(target.rollout_dir).with_suffix("").parts)
     try:
         import uvicorn
     except ModuleNotFoundError:
@@ -58,58 +58,37 @@ def serve_rollout(entrypoint: str, *, host: str, port: int | None, reload: bool)
         f"http://{host}:{bound_port} (Ctrl-C to stop)"
     )
     if reload:
+        from osmosis_ai.rollout import entrypoint as loader
+
+        os.environ[loader.ENV_ROLLOUT_DIR] = str(target.rollout_dir)
+        os.environ[loader.ENV_ENTRYPOINT] = str(target.entrypoint)
+        os.environ[loader.ENV_ATTRIBUTE] = attr
         uvicorn.run(
-            f"{module}:{attr}",
+            "osmosis_ai.rollout.entrypoint:app_from_env",
+            factory=True,
             host=host,
             port=bound_port,
             reload=True,
             reload_dirs=[str(target.rollout_dir)],
-            app_dir=str(target.rollout_dir),
             timeout_keep_alive=2160,
         )
     else:
         from osmosis_ai.rollout.server import serve
 
-        serve(_load_app(target.rollout_dir, module, attr), host=host, port=bound_port)
+        serve(_load_app(target.rollout_dir, target.entrypoint, attr), host=host, port=bound_port)
     output.emit_operation("rollout.serve", message="Rollout server stopped.")
 
 
-def _load_app(rollout_dir: Path, module: str, attr: str) -> Any:
-    sys.path.insert(0, str(rollout_dir))
-    # A module of the same name from another folder (`main` is common) must not be reused.
-    cached = sys.modules.get(module)
-    cached_file = getattr(cached, "__file__", None) or ""
-    if cached is not None and not cached_file.startswith(str(rollout_dir)):
-        del sys.modules[module]
-    try:
-        loaded = importlib.import_module(module)
-    except ModuleNotFoundError as exc:
-        raise CLIError(
-            CLIErrorCode.VALIDATION,
-            f"Importing {module} failed: {exc}. Install the rollout's dependencies "
-            f"(e.g. `uv pip install -e {rollout_dir}`).",
-            details={"missing_module": exc.name},
-        ) from exc
-    except Exception as exc:  # the rollout's own code failed: the user's problem, not ours
-        import traceback
+def _load_app(rollout_dir: Path, entrypoint: Path, attr: str) -> Any:
+    from osmosis_ai.rollout.entrypoint import RolloutEntrypointError, load_rollout_app
 
-        frames = traceback.extract_tb(exc.__traceback__)
-        own = [f for f in frames if f.filename.startswith(str(rollout_dir))] or frames
-        where = f"{own[-1].filename}:{own[-1].lineno}: " if own else ""
-        raise CLIError(
-            CLIErrorCode.VALIDATION,
-            f"Importing {module} failed: {where}{type(exc).__name__}: {exc}",
-            details={"error_type": type(exc).__name__},
-        ) from exc
-    app = getattr(loaded, attr, None)
-    if app is None:
-        raise CLIError(
-            CLIErrorCode.VALIDATION,
-            f"{module} has no `{attr}`; define `{attr} = create_rollout_server(backend=...)` "
-            "at module level.",
-            details={"module": module, "attribute": attr},
-        )
-    return app
+    try:
+        return load_rollout_app(rollout_dir, entrypoint, attr)
+    except RolloutEntrypointError as exc:
+        details: dict[str, Any] = {"error_type": exc.error_type, "kind": exc.kind}
+        if exc.missing_module:
+            details["missing_module"] = exc.missing_module
+        raise CLIError(CLIErrorCode.VALIDATION, str(exc), details=details) from exc
 
 
 def _is_loopback(host: str) -> bool:

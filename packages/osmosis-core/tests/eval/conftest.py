@@ -1,10 +1,51 @@
-"""Judge tests: no provider key or judge setting leaks in from the developer's environment."""
+"""Fixtures of the eval tests: an isolated OSMOSIS_HOME, a tiny rollout workspace, and no provider
+key or judge setting leaking in from the developer's environment."""
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 import pytest
 
 from osmosis_ai.eval.judge.providers import PROVIDERS
+
+
+def _load_tiny_rollout() -> Any:
+    """Load ``tiny_rollout.py`` by path (tests run with ``--import-mode=importlib``)."""
+    import importlib.util
+    import sys
+
+    name = "osmosis_core_tests_tiny_rollout"
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name("tiny_rollout.py"))
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+write_workspace = _load_tiny_rollout().write_workspace
+
+
+@pytest.fixture(autouse=True)
+def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OSMOSIS_HOME", str(tmp_path / "osmosis-home"))
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Callable[..., Path]:
+    """``workspace(**kw)`` writes a tiny rollout workspace and returns its eval config path."""
+
+    def make(**kwargs: Any) -> Path:
+        root = tmp_path / "ws"
+        return write_workspace(root, **kwargs)
+
+    return make
 
 
 @pytest.fixture(autouse=True)

@@ -1,8 +1,9 @@
 """``osmosis eval run CONFIG``: evaluate a rollout locally against any OpenAI-compatible model.
 
-A thin shell over :mod:`osmosis_cli.local_eval`: it turns flags into :class:`EvalOptions`,
-renders progress (a Rich bar with the live mean reward and failure count, or nothing with
-``--json``), and prints the ``eval.run`` operation envelope. Exit codes: 0 every work item
+A renderer of :func:`osmosis_ai.eval.run_eval`: it passes the flags through, renders the
+progress updates (a Rich bar with the live mean reward and failure count, milestones with
+``--plain``, only warnings with ``--json``), maps the library's errors to CLI errors, and prints
+the ``eval.run`` operation envelope. Exit codes: 0 every work item
 succeeded or was skipped; 1 some failed or are still pending (status ``partial``), or the run
 could not start; 130 interrupted (the run is resumable with the same ``--name``).
 """
@@ -15,8 +16,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 if TYPE_CHECKING:
-    from osmosis_cli.local_eval.controller import EvalRunResult, Progress
-    from osmosis_cli.local_eval.plan import EvalPlan
+    from osmosis_ai.eval import EvalProgress, EvalRun, EvalUpdate
     from osmosis_cli.output import Output
 
 EXIT_INTERRUPTED = 130
@@ -95,19 +95,12 @@ def run(
     metrics.json, trajectories/, logs.txt). Rerun with the same --name to resume. Exit code 1
     when any work item failed or is still pending (status "partial"); 130 when interrupted.
     """
-    from osmosis_cli.errors import CLIError, CLIErrorCode, validation
     from osmosis_cli.output import get_output
 
     out = get_output()
-    if rows is not None and limit is not None:
-        raise validation("Pass either --rows or --limit, not both.", flags=["--rows", "--limit"])
-    _require_eval_dependencies()
-
-    from osmosis_cli.config import ConfigError
-    from osmosis_cli.local_eval.plan import EvalOptions, EvalPlanError, build_plan
-
-    options = EvalOptions(
-        config_path=config,
+    result = _execute(
+        out,
+        config,
         dataset=dataset,
         model=model,
         base_url=base_url,
@@ -120,22 +113,9 @@ def run(
         name=name,
         fresh=fresh,
         retry_failed=retry_failed,
-        output=output,
+        output_dir=output,
         isolated=isolated,
     )
-    try:
-        plan = build_plan(options)
-    except ConfigError as exc:
-        raise CLIError(CLIErrorCode.VALIDATION, str(exc), details=exc.as_details()) from None
-    except EvalPlanError as exc:
-        raise validation(str(exc)) from None
-    if plan.upstream.is_mock:
-        out.warn(
-            "MOCK_MODEL",
-            "--model mock uses the built-in scripted policy: a plumbing check, its rewards "
-            "say nothing about any model.",
-        )
-    result = _execute(plan, out)
     _emit(result, out)
     if result.status == "interrupted":
         raise typer.Exit(code=EXIT_INTERRUPTED)
@@ -143,105 +123,124 @@ def run(
         raise typer.Exit(code=1)
 
 
-def _require_eval_dependencies() -> None:
-    """The controller serves HTTP itself: it needs the server extra (uvicorn)."""
-    import importlib.util
-
+def _execute(out: Output, config: Path, **arguments: Any) -> EvalRun:
+    """Run :func:`osmosis_ai.eval.run_eval`, mapping its errors to CLI errors."""
+    from osmosis_ai.config import ConfigError
+    from osmosis_ai.eval import (
+        EvalExtraMissingError,
+        EvalPlanError,
+        EvalRunFailed,
+        ManifestError,
+        ManifestMismatchError,
+        RunLayoutError,
+        UpstreamRejected,
+        run_eval,
+    )
     from osmosis_cli.errors import CLIError, CLIErrorCode
 
-    missing = [m for m in ("uvicorn", "fastapi") if importlib.util.find_spec(m) is None]
-    if missing:
-        raise CLIError(
-            CLIErrorCode.VALIDATION,
-            f"`osmosis eval run` needs {', '.join(missing)}, which is not installed; "
-            "run: pip install 'osmosis-cli[eval]'",
-            details={"missing": missing},
-        )
-
-
-def _execute(plan: EvalPlan, out: Output) -> EvalRunResult:
-    import asyncio
-
-    from osmosis_cli.errors import CLIError, CLIErrorCode
-    from osmosis_cli.local_eval.controller import EvalRunFailed, UpstreamRejected, run_eval
-    from osmosis_cli.local_eval.manifest import ManifestMismatchError
-    from osmosis_cli.local_eval.run_layout import RunLayoutError
-
+    name = arguments.get("name")
     reporter = _make_reporter(out)
     try:
-        return asyncio.run(run_eval(plan, reporter), loop_factory=_loop_factory())
+        return run_eval(config, progress=reporter.update, **arguments)
+    except ConfigError as exc:
+        raise CLIError(CLIErrorCode.VALIDATION, str(exc), details=exc.as_details()) from None
+    except EvalExtraMissingError as exc:
+        raise CLIError(
+            CLIErrorCode.VALIDATION, str(exc), details={"missing": exc.missing}
+        ) from None
+    except EvalPlanError as exc:
+        raise CLIError(CLIErrorCode.VALIDATION, str(exc)) from None
     except ManifestMismatchError as exc:
         raise CLIError(
             CLIErrorCode.CONFLICT,
             str(exc),
-            details={"run_name": plan.run_name, "changed": exc.changed, "flags": ["--fresh"]},
+            details={"run_name": name, "changed": exc.changed, "flags": ["--fresh"]},
         ) from None
     except RunLayoutError as exc:
-        raise CLIError(
-            CLIErrorCode.CONFLICT, str(exc), details={"run_name": plan.run_name}
-        ) from None
+        raise CLIError(CLIErrorCode.CONFLICT, str(exc), details={"run_name": name}) from None
     except UpstreamRejected as exc:
         raise CLIError(
             CLIErrorCode.VALIDATION,
             str(exc),
-            details={"status_code": exc.status_code, "run_name": plan.run_name},
+            details={"status_code": exc.status_code, "run_name": name},
         ) from None
     except EvalRunFailed as exc:
-        details: dict[str, Any] = {"run_name": plan.run_name, "output_path": str(plan.run_dir)}
+        details: dict[str, Any] = {}
         if exc.result is not None:
-            details["resource"] = exc.result.resource()
+            details = {
+                "run_name": exc.result.run_name,
+                "output_path": str(exc.result.run_dir),
+                "resource": exc.result.resource(),
+            }
         raise CLIError(CLIErrorCode.INTERNAL, str(exc), details=details) from None
-    except ValueError as exc:  # unreadable manifest
+    except ManifestError as exc:  # unreadable manifest
         raise CLIError(CLIErrorCode.VALIDATION, str(exc)) from None
     finally:
-        close = getattr(reporter, "close", None)
-        if close is not None:
-            close()
+        reporter.close()
 
 
-def _loop_factory() -> Any:
-    """uvloop when installed (extra ``eval``): the controller is event-loop bound."""
-    try:
-        import uvloop
-    except ImportError:
-        return None
-    return uvloop.new_event_loop
-
-
-def _make_reporter(out: Output) -> Any:
-    from osmosis_cli.local_eval.controller import SilentReporter
+def _make_reporter(out: Output) -> _Reporter:
     from osmosis_cli.output import Mode
 
     if out.mode is Mode.JSON:
-        return SilentReporter()
+        return _Reporter(out)
     if out.mode is Mode.PLAIN:
         return _PlainReporter(out)
     return _RichReporter(out)
 
 
-class _PlainReporter:
+class _Reporter:
+    """Routes progress updates; with ``--json`` only coded warnings are shown (on stderr)."""
+
+    def __init__(self, out: Output) -> None:
+        self.out = out
+
+    def update(self, update: EvalUpdate) -> None:
+        if update.kind == "started":
+            self.started(update.progress)
+        elif update.kind == "row":
+            self.row(update.progress)
+        elif update.details.get("code"):
+            self.out.warn(str(update.details["code"]), update.message or "")
+        else:
+            self.notice(update.level or "info", update.message or "", dict(update.details))
+
+    def started(self, progress: EvalProgress) -> None:
+        return None
+
+    def row(self, progress: EvalProgress) -> None:
+        return None
+
+    def notice(self, level: str, message: str, details: dict[str, Any]) -> None:
+        return None
+
+    def close(self) -> None:
+        return None
+
+
+class _PlainReporter(_Reporter):
     """Milestones on stderr; one line per 10% of progress."""
 
     def __init__(self, out: Output) -> None:
         self.out = out
         self._next_mark = 0
 
-    def planned(self, plan: EvalPlan, progress: Progress, resumed: bool) -> None:
-        self.out.progress(_plan_line(plan, progress, resumed))
+    def started(self, progress: EvalProgress) -> None:
+        self.out.progress(_plan_line(progress))
         self._step = max(1, progress.pending_at_start // 10)
         self._next_mark = self._step
 
-    def result(self, record: dict[str, Any], progress: Progress) -> None:
+    def row(self, progress: EvalProgress) -> None:
         if progress.finished_this_session >= self._next_mark:
             self._next_mark += self._step
             self.out.progress(_status_line(progress))
 
-    def event(self, level: str, message: str, details: dict[str, Any]) -> None:
+    def notice(self, level: str, message: str, details: dict[str, Any]) -> None:
         if level in ("error", "warning") and message != "upstream_retry":
             self.out.progress(f"{level}: {message} {details.get('reason', '')}".rstrip())
 
 
-class _RichReporter:
+class _RichReporter(_Reporter):
     """A live bar on stderr: done/total, mean reward, failures, rate."""
 
     def __init__(self, out: Output) -> None:
@@ -250,7 +249,7 @@ class _RichReporter:
         self._task: Any = None
         self._retries = 0
 
-    def planned(self, plan: EvalPlan, progress: Progress, resumed: bool) -> None:
+    def started(self, progress: EvalProgress) -> None:
         from rich.console import Console
         from rich.progress import (
             BarColumn,
@@ -262,7 +261,7 @@ class _RichReporter:
         )
 
         console = Console(file=self.out.stderr)
-        console.print(_plan_line(plan, progress, resumed), highlight=False)
+        console.print(_plan_line(progress), highlight=False)
         if progress.pending_at_start == 0:
             return
         self._progress = Progress(
@@ -277,19 +276,19 @@ class _RichReporter:
         )
         self._progress.start()
         self._task = self._progress.add_task(
-            plan.run_name, total=progress.total, completed=progress.already_done, stats=""
+            progress.run_name, total=progress.total, completed=progress.already_done, stats=""
         )
 
-    def result(self, record: dict[str, Any], progress: Progress) -> None:
+    def row(self, progress: EvalProgress) -> None:
         if self._progress is None:
             return
         self._progress.update(
             self._task,
-            completed=progress.already_done + progress.finished_this_session,
+            completed=progress.done,
             stats=_stats(progress, self._retries),
         )
 
-    def event(self, level: str, message: str, details: dict[str, Any]) -> None:
+    def notice(self, level: str, message: str, details: dict[str, Any]) -> None:
         if message == "upstream_retry":
             self._retries += 1
             return
@@ -303,7 +302,7 @@ class _RichReporter:
             self._progress = None
 
 
-def _stats(progress: Progress, retries: int = 0) -> str:
+def _stats(progress: EvalProgress, retries: int = 0) -> str:
     mean = progress.mean_reward
     parts = [f"mean reward {mean:.3f}" if mean is not None else "mean reward -"]
     parts.append(f"failed {progress.failed}")
@@ -314,21 +313,20 @@ def _stats(progress: Progress, retries: int = 0) -> str:
     return " · ".join(parts)
 
 
-def _status_line(progress: Progress) -> str:
-    done = progress.already_done + progress.finished_this_session
-    return f"{done}/{progress.total} done · {_stats(progress)}"
+def _status_line(progress: EvalProgress) -> str:
+    return f"{progress.done}/{progress.total} done · {_stats(progress)}"
 
 
-def _plan_line(plan: EvalPlan, progress: Progress, resumed: bool) -> str:
-    what = "resuming" if resumed else "starting"
+def _plan_line(progress: EvalProgress) -> str:
+    what = "resuming" if progress.resumed else "starting"
     return (
-        f"→ {plan.run_name}: {what}, {progress.pending_at_start} of {progress.total} work items "
-        f"pending ({len(plan.rows)} rows x n={plan.n}, model {plan.upstream.model}, "
-        f"rollout {plan.config.rollout})"
+        f"→ {progress.run_name}: {what}, {progress.pending_at_start} of {progress.total} work "
+        f"items pending ({progress.rows} rows x n={progress.n}, model {progress.model}, "
+        f"rollout {progress.rollout})"
     )
 
 
-def _emit(result: EvalRunResult, out: Output) -> None:
+def _emit(result: EvalRun, out: Output) -> None:
     status = "success" if result.status == "success" else "partial"
     resource = result.resource()
     if result.status == "interrupted":
@@ -350,7 +348,7 @@ def _emit(result: EvalRunResult, out: Output) -> None:
         next_steps.append(f"osmosis eval run <config> --name {result.run_name}")
     if not out.is_json and out.mode.value == "rich":
         _print_summary_table(result, out)
-        lines = [f"results: {result.output_path}", *_failed_lines(result)]
+        lines = [f"results: {result.run_dir}", *_failed_lines(result)]
     out.emit_operation(
         "eval.run",
         status=status,
@@ -361,20 +359,21 @@ def _emit(result: EvalRunResult, out: Output) -> None:
     )
 
 
-def _failed_lines(result: EvalRunResult) -> list[str]:
+def _failed_lines(result: EvalRun) -> list[str]:
+    failed = result.failed_rows
     lines = [
-        f"row {f['row_index']} (source {f['source_row_index']}) run {f['run_index']}: "
-        f"error_type={f['error_type']} -> {f['rollout_dir']}"
-        for f in result.failed_rows[:20]
+        f"row {row.row_index} (source {row.source_row_index}) run {row.run_index}: "
+        f"error_type={row.error_type} -> {result.run_dir / 'rollout_trials' / str(row.rollout_id)}"
+        for row in failed[:20]
     ]
-    if len(result.failed_rows) > 20:
-        lines.append(f"... and {len(result.failed_rows) - 20} more (see index.jsonl)")
+    if len(failed) > 20:
+        lines.append(f"... and {len(failed) - 20} more (see index.jsonl)")
     if result.halt_reason:
         lines.append(f"dispatch stopped: {result.halt_reason}")
     return lines
 
 
-def _summary_lines(result: EvalRunResult) -> list[str]:
+def _summary_lines(result: EvalRun) -> list[str]:
     stats = result.metrics.get("reward_stats", {})
     mean = stats.get("mean")
     pass_rate = result.metrics.get("pass_rate")
@@ -387,11 +386,11 @@ def _summary_lines(result: EvalRunResult) -> list[str]:
     for point in result.metrics.get("pass_at_k", []):
         value = point.get("value")
         lines.append(f"pass@{point['k']}: {'-' if value is None else f'{value:.4f}'}")
-    lines.append(f"results: {result.output_path}")
+    lines.append(f"results: {result.run_dir}")
     return lines + _failed_lines(result)
 
 
-def _print_summary_table(result: EvalRunResult, out: Output) -> None:
+def _print_summary_table(result: EvalRun, out: Output) -> None:
     from rich.console import Console
     from rich.table import Table
 

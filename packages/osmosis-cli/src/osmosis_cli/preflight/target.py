@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from osmosis_cli.config import ConfigError, SubmitConfig, load_eval_config, load_training_config
+from osmosis_ai.config import ConfigError, SubmitConfig, load_eval_config, load_training_config
 from osmosis_cli.errors import CLIError, CLIErrorCode
 from osmosis_cli.workspace import find_workspace, relative
 

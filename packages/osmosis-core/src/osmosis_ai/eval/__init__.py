@@ -1,7 +1,20 @@
-"""``osmosis_ai.eval``: evaluating rollouts, including LLM-as-judge grading.
+"""``osmosis_ai.eval``: evaluating rollouts locally, including LLM-as-judge grading.
 
-Names resolve on first use so that ``import osmosis_ai.eval`` stays cheap; the judge needs the
-``openai`` client (``pip install 'osmosis-ai[rubric]'``).
+::
+
+    from osmosis_ai.eval import run_eval
+
+    run = run_eval("configs/eval/multiply.toml", model="mock", limit=5)
+    print(run.status, run.mean_reward, run.run_dir)
+    for row in run.rows:  # one RowRecord per finished work item
+        print(row.source_row_index, row.run_index, row.status, row.reward, row.error_type)
+
+``osmosis eval run`` renders exactly this (progress and summary); it needs the ``eval`` extra
+(``pip install 'osmosis-ai[eval]'``), the judge needs the ``openai`` client
+(``pip install 'osmosis-ai[rubric]'``). Guide: ``docs/eval-library.md``.
+
+Names resolve on first use so that ``import osmosis_ai.eval`` stays cheap. This table is the
+public surface; everything in ``_``-modules is internal.
 """
 
 from __future__ import annotations
@@ -11,6 +24,21 @@ from typing import TYPE_CHECKING
 from osmosis_ai._lazy import lazy_exports
 
 _EXPORTS = {
+    # local evaluation (run_eval: what `osmosis eval run` renders)
+    "run_eval": "osmosis_ai.eval._api",
+    "run_eval_async": "osmosis_ai.eval._api",
+    "EvalRun": "osmosis_ai.eval._run",
+    "RowRecord": "osmosis_ai.eval._records",
+    "read_index": "osmosis_ai.eval._records",
+    "EvalProgress": "osmosis_ai.eval._progress",
+    "EvalUpdate": "osmosis_ai.eval._progress",
+    "EvalPlanError": "osmosis_ai.eval._source",
+    "EvalRunFailed": "osmosis_ai.eval._errors",
+    "EvalExtraMissingError": "osmosis_ai.eval._errors",
+    "UpstreamRejected": "osmosis_ai.eval._errors",
+    "ManifestError": "osmosis_ai.eval._manifest",
+    "ManifestMismatchError": "osmosis_ai.eval._manifest",
+    "RunLayoutError": "osmosis_ai.eval._run_layout",
     # LLM-as-judge (osmosis_ai.eval.judge; 0.3's API in osmosis_ai.eval.rubric)
     "Judge": "osmosis_ai.eval.judge.judge",
     "JudgeUsage": "osmosis_ai.judge_usage",
@@ -21,9 +49,37 @@ _EXPORTS = {
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 if TYPE_CHECKING:
+    from osmosis_ai.eval._api import run_eval, run_eval_async
+    from osmosis_ai.eval._errors import EvalExtraMissingError, EvalRunFailed, UpstreamRejected
+    from osmosis_ai.eval._manifest import ManifestError, ManifestMismatchError
+    from osmosis_ai.eval._progress import EvalProgress, EvalUpdate
+    from osmosis_ai.eval._records import RowRecord, read_index
+    from osmosis_ai.eval._run import EvalRun
+    from osmosis_ai.eval._run_layout import RunLayoutError
+    from osmosis_ai.eval._source import EvalPlanError
     from osmosis_ai.eval.judge.judge import Judge
     from osmosis_ai.eval.judge.result import RubricResult
     from osmosis_ai.eval.rubric.engine import evaluate_rubric, evaluate_rubric_sync
     from osmosis_ai.judge_usage import JudgeUsage
 
-__all__ = ["Judge", "JudgeUsage", "RubricResult", "evaluate_rubric", "evaluate_rubric_sync"]
+__all__ = [
+    "EvalExtraMissingError",
+    "EvalPlanError",
+    "EvalProgress",
+    "EvalRun",
+    "EvalRunFailed",
+    "EvalUpdate",
+    "Judge",
+    "JudgeUsage",
+    "ManifestError",
+    "ManifestMismatchError",
+    "RowRecord",
+    "RubricResult",
+    "RunLayoutError",
+    "UpstreamRejected",
+    "evaluate_rubric",
+    "evaluate_rubric_sync",
+    "read_index",
+    "run_eval",
+    "run_eval_async",
+]

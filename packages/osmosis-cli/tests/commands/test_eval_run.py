@@ -1,0 +1,189 @@
+"""``osmosis eval run`` through the CLI entry point (in process): envelopes and exit codes.
+
+The command renders :func:`osmosis_ai.eval.run_eval`; the library's behaviour is tested in
+osmosis-core's ``tests/eval``, this file tests what the command shows and returns.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from osmosis_ai.testing import ErrorReply, ScriptedPolicyServer
+from osmosis_cli.main import run
+
+MakeWorkspace = Callable[..., Path]
+#: The tiny core-only rollout the evaluation library's own tests use (osmosis-core/tests/eval).
+TINY_ROLLOUT = (
+    Path(__file__).resolve().parents[3] / "osmosis-core" / "tests" / "eval" / "tiny_rollout.py"
+)
+
+
+def _load_tiny_rollout() -> Any:
+    import importlib.util
+    import sys
+
+    name = "osmosis_cli_tests_tiny_rollout"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, TINY_ROLLOUT)
+        assert spec is not None
+        assert spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> MakeWorkspace:
+    """``workspace(**kw)`` writes a tiny rollout workspace and returns its eval config path."""
+
+    def make(**kwargs: Any) -> Path:
+        return _load_tiny_rollout().write_workspace(tmp_path / "ws", **kwargs)
+
+    return make
+
+
+def _cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = run(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _error(err: str) -> dict[str, Any]:
+    return json.loads([line for line in err.splitlines() if '"error"' in line][-1])["error"]
+
+
+def test_json_envelope_of_a_successful_run(
+    workspace: MakeWorkspace, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = workspace(n_rows=2, mode="noop")
+    code, out, err = _cli(capsys, "eval", "run", str(config), "--name", "ok", "--n", "2", "--json")
+    assert code == 0, err
+    envelope = json.loads(out)
+    assert envelope["schema_version"] == 1
+    assert envelope["operation"] == "eval.run"
+    assert envelope["status"] == "success"
+    resource = envelope["resource"]
+    for key in ("run_name", "output_path", "total_work_items", "succeeded", "failed", "skipped"):
+        assert key in resource
+    assert resource["run_name"] == "ok"
+    assert resource["total_work_items"] == 4
+    assert resource["metrics"]["reward_stats"]["mean"] == 1.0
+    assert resource["metrics"]["pass_rate"] == 1.0
+    assert '"MOCK_MODEL"' in err  # --model mock is flagged as a plumbing check
+
+
+def test_failures_make_the_run_partial_and_exit_1(
+    workspace: MakeWorkspace, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = workspace(n_rows=1)
+    with ScriptedPolicyServer(lambda body: ErrorReply(400, "no")) as policy:
+        code, out, _ = _cli(
+            capsys, "eval", "run", str(config), "--base-url", policy.url, "--model", "m", "--json"
+        )
+    assert code == 1
+    envelope = json.loads(out)
+    assert envelope["status"] == "partial"
+    assert envelope["resource"]["failed"] == 1
+    assert envelope["resource"]["failed_rows"][0]["error_type"] == "http_error"
+
+
+def test_plain_summary_lists_the_metrics(
+    workspace: MakeWorkspace, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = workspace(n_rows=2, mode="noop")
+    code, out, _ = _cli(capsys, "eval", "run", str(config), "--n", "2", "--plain")
+    assert code == 0
+    assert "mean reward: 1.0000" in out
+    assert "pass@2: 1.0000" in out
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "message"),
+    [
+        (("--rows", "0", "--limit", "1"), "VALIDATION", "either --rows or --limit"),
+        (("--rows", "9"), "VALIDATION", "out of range"),
+        (("--model", "nowhere"), "VALIDATION", "cannot tell where to send"),
+        (("--name", "a/b"), "VALIDATION", "invalid run name"),
+    ],
+)
+def test_bad_flags_are_explained(
+    workspace: MakeWorkspace,
+    capsys: pytest.CaptureFixture[str],
+    args: tuple[str, ...],
+    code: str,
+    message: str,
+) -> None:
+    config = workspace(n_rows=2, mode="noop")
+    exit_code, _, err = _cli(capsys, "eval", "run", str(config), *args, "--json")
+    assert exit_code == 1
+    error = _error(err)
+    assert error["code"] == code
+    assert message in error["message"]
+
+
+def test_invalid_config_lists_every_issue(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "configs" / "eval" / "x.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text('[experiment]\nrollout = "r"\n[bogus]\n')
+    code, _, err = _cli(capsys, "eval", "run", str(config), "--json")
+    assert code == 1
+    error = _error(err)
+    assert error["code"] == "VALIDATION"
+    assert len(error["details"]["issues"]) >= 2
+
+
+def test_changed_input_is_a_conflict(
+    workspace: MakeWorkspace, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = workspace(n_rows=2, mode="noop")
+    assert _cli(capsys, "eval", "run", str(config), "--name", "c", "--json")[0] == 0
+    code, _, err = _cli(capsys, "eval", "run", str(config), "--name", "c", "--limit", "1", "--json")
+    assert code == 1
+    error = _error(err)
+    assert error["code"] == "CONFLICT"
+    assert error["details"]["changed"] == ["dataset"]
+
+
+def test_missing_server_extra_names_the_install_command(
+    workspace: MakeWorkspace, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import importlib.util
+
+    real_find_spec = importlib.util.find_spec
+
+    def without_uvicorn(name: str, *args: Any) -> Any:
+        return None if name == "uvicorn" else real_find_spec(name, *args)
+
+    monkeypatch.setattr(importlib.util, "find_spec", without_uvicorn)
+    config = workspace(n_rows=1, mode="noop")
+    code, _, err = _cli(capsys, "eval", "run", str(config), "--json")
+    assert code == 1
+    error = _error(err)
+    assert error["code"] == "VALIDATION"
+    assert "pip install 'osmosis-cli[eval]'" in error["message"]
+
+
+def test_rejected_api_key_fails_fast_with_a_hint(
+    workspace: MakeWorkspace, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TINY_KEY", "wrong-key-1234")
+    config = workspace(n_rows=3)
+    with ScriptedPolicyServer(lambda body: ErrorReply(401, "invalid api key")) as policy:
+        code, _, err = _cli(
+            capsys, "eval", "run", str(config), "--base-url", policy.url, "--model", "m",
+            "--api-key-env", "TINY_KEY", "--json",
+        )  # fmt: skip
+    assert code == 1
+    error = _error(err)
+    assert error["code"] == "VALIDATION"
+    assert error["details"]["status_code"] == 401
+    assert "TINY_KEY" in error["message"]
+    assert "wrong-key-1234" not in err

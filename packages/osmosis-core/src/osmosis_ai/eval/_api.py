@@ -1,0 +1,130 @@
+""":func:`run_eval` / :func:`run_eval_async`: evaluate a rollout from Python.
+
+``osmosis eval run`` is a renderer of exactly these functions (progress + summary).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+from collections.abc import Callable, Coroutine, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from osmosis_ai.eval._progress import ProgressCallback
+from osmosis_ai.eval._run import EvalRun
+
+PathLike = str | os.PathLike[str]
+
+
+async def run_eval_async(
+    rollout: PathLike,
+    *,
+    dataset: PathLike | None = None,
+    model: str | None = None,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    api_key_env: str | None = None,
+    n: int | None = None,
+    limit: int | None = None,
+    rows: str | Sequence[int] | None = None,
+    name: str | None = None,
+    output_dir: PathLike | None = None,
+    max_in_flight: int | None = None,
+    pass_threshold: float | None = None,
+    fresh: bool = False,
+    retry_failed: bool = False,
+    isolated: bool = False,
+    env: Mapping[str, str] | None = None,
+    agent_timeout_sec: float | None = None,
+    grader_timeout_sec: float | None = None,
+    progress: ProgressCallback | None = None,
+) -> EvalRun:
+    """Evaluate ``rollout`` over a dataset against a model; returns the :class:`EvalRun`.
+
+    ``rollout`` is an eval config (``configs/eval/x.toml``: it supplies the dataset, model, ``n``,
+    timeouts, ``[env]`` and secrets, which the arguments override), a rollout folder (entrypoint
+    ``main.py``) or an entrypoint file. ``model`` is ``'<provider>/<model>'`` (e.g.
+    ``'openai/gpt-4.1-mini'``, key from ``OPENAI_API_KEY``), any served name with ``base_url`` (vLLM,
+    SGLang, Ollama...), or ``'mock'`` (the offline scripted policy: a plumbing check). ``api_key``
+    overrides ``api_key_env``. ``rows`` selects 0-based dataset rows (``'0-9,20'`` or a list),
+    ``limit`` the first N. Results go to ``<output_dir or <workspace>/.osmosis/evals>/<name>``;
+    calling again with the same ``name`` resumes the run (``fresh=True`` archives it and starts
+    over, ``retry_failed=True`` reruns failed rows). ``progress`` is called with an
+    :class:`~osmosis_ai.eval.EvalUpdate` when the session starts, after every row and on notices.
+
+    Raises ``ConfigurationError`` subclasses for bad arguments or config files
+    (``EvalPlanError``, ``ConfigError``), ``ManifestMismatchError`` when a resumed run's inputs
+    changed, ``RunLayoutError`` when another process holds the run, ``UpstreamRejected`` when the
+    model endpoint refuses the preflight call, ``EvalRunFailed`` when the rollout server cannot
+    start, and ``EvalExtraMissingError`` without the ``eval`` extra. Cancelling the task (Ctrl-C)
+    returns an ``interrupted`` run that the same call resumes.
+    """
+    from osmosis_ai.eval._errors import require_eval_extra
+    from osmosis_ai.eval._plan import EvalOptions, build_plan
+    from osmosis_ai.eval._session import run_session
+
+    require_eval_extra()
+    options = EvalOptions(
+        target=Path(rollout),
+        dataset=Path(dataset) if dataset is not None else None,
+        model=model,
+        base_url=base_url,
+        api_key=api_key,
+        api_key_env=api_key_env,
+        n=n,
+        limit=limit,
+        rows=rows if rows is None or isinstance(rows, str) else list(rows),
+        max_in_flight=max_in_flight,
+        pass_threshold=pass_threshold,
+        name=name,
+        fresh=fresh,
+        retry_failed=retry_failed,
+        output=Path(output_dir) if output_dir is not None else None,
+        isolated=isolated,
+        env=env,
+        agent_timeout_sec=agent_timeout_sec,
+        grader_timeout_sec=grader_timeout_sec,
+    )
+    plan = build_plan(options)
+    return await run_session(plan, progress)
+
+
+def run_eval(rollout: PathLike, **kwargs: Any) -> EvalRun:
+    """Blocking :func:`run_eval_async` (same arguments); usable in scripts and notebooks.
+
+    Runs its own event loop (uvloop when installed). Inside a running loop (Jupyter) it runs
+    on a helper thread instead; use ``await run_eval_async(...)`` there to be able to interrupt.
+    """
+    return _run_blocking(lambda: run_eval_async(rollout, **kwargs))
+
+
+def loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
+    """uvloop's loop when installed (the ``eval`` extra): the controller is event-loop bound."""
+    try:
+        import uvloop
+    except ImportError:
+        return None
+    return uvloop.new_event_loop
+
+
+def _run_blocking(make: Callable[[], Coroutine[Any, Any, EvalRun]]) -> EvalRun:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(make(), loop_factory=loop_factory())
+    outcome: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            outcome["run"] = asyncio.run(make(), loop_factory=loop_factory())
+        except BaseException as exc:
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=target, name="osmosis-eval")
+    thread.start()
+    thread.join()
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["run"]

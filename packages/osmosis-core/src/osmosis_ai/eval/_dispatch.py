@@ -1,0 +1,326 @@
+"""Dispatch: start the services a session needs, run the scheduler, stop them in order.
+
+Steps (each a function below): spawn the rollout server child (it imports the rollout, which
+takes seconds, while the next steps run) → start the upstream (``mock``: the scripted policy) →
+start the policy proxy → preflight the model → wait for the server's health → choose the
+concurrency → run the scheduler with a watcher that stops dispatch as soon as the child dies.
+An :class:`~contextlib.AsyncExitStack` stops everything on every path, the server before the
+proxy (it drains its rollouts, which still call the model).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import secrets
+import signal
+import threading
+from collections.abc import Callable
+from contextlib import AsyncExitStack
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from osmosis_ai.eval._errors import UpstreamRejected
+from osmosis_ai.eval._journal import Journal
+from osmosis_ai.eval._plan import EvalPlan
+from osmosis_ai.eval._proxy import PolicyProxy
+from osmosis_ai.eval._run_layout import RunPaths
+from osmosis_ai.eval._run_log import RunLog
+from osmosis_ai.eval._scheduler import DispatchHalted, Scheduler, WorkItem, item_deadline
+from osmosis_ai.eval._server_process import RolloutServerProcess
+from osmosis_ai.eval._upstream import Upstream
+
+if TYPE_CHECKING:
+    from osmosis_ai.rollout.client import RolloutClient
+
+#: Default concurrency when neither the arguments, the config nor the server say otherwise.
+DEFAULT_MAX_IN_FLIGHT = 8
+
+#: Preflight answers that will fail every work item the same way.
+_FATAL_PREFLIGHT = frozenset({401, 403, 404})
+
+EventSink = Callable[[str, str, dict[str, Any]], None]
+RecordSink = Callable[[dict[str, Any]], None]
+
+
+@dataclass(slots=True)
+class DispatchOutcome:
+    dispatched: int
+    halt_reason: str | None
+
+
+async def dispatch(
+    plan: EvalPlan,
+    paths: RunPaths,
+    pending: list[WorkItem],
+    log: RunLog,
+    on_event: EventSink,
+    on_record: RecordSink,
+) -> DispatchOutcome:
+    """Run ``pending`` through a fresh rollout server; see the module docstring."""
+    current = asyncio.current_task()
+    restore_sigterm = _install_sigterm(current)
+    try:
+        async with AsyncExitStack() as stack:
+            # A per-session key: no other local process can admit rollouts to (or cancel) ours.
+            server_key = secrets.token_urlsafe(24)
+            log.redact.add(server_key)
+            server = _spawn_server(plan, paths, log, server_key, stack)
+            upstream = await _start_upstream(plan.upstream, log, stack)
+            proxy = await _start_proxy(plan, upstream, log, on_event, stack)
+            if not upstream.is_mock:
+                await _preflight(proxy, plan.upstream, log)
+            stack.push_async_callback(server.stop)  # idempotent: stop it before the proxy
+            url = await server.wait_healthy(timeout_sec=plan.server_start_timeout_sec)
+            log.info("server", "rollout server healthy", url=url, pid=server.pid)
+            scheduler = _scheduler(plan, paths, url, server, server_key, proxy, log, stack)
+            scheduler.on_result = on_record
+            scheduler.on_event = on_event
+            await _run_watched(scheduler, server, pending, current)
+            log.info(
+                "run",
+                "dispatch finished; stopping the rollout server",
+                dispatched=scheduler.dispatched,
+            )
+            return DispatchOutcome(scheduler.dispatched, _halt_reason(scheduler, server))
+    finally:
+        restore_sigterm()
+
+
+def _child_env(plan: EvalPlan, paths: RunPaths) -> dict[str, str]:
+    env = dict(os.environ)
+    # The rollout reaches the model only through the proxy; it never sees the upstream key
+    # unless it declares that variable as one of its own secrets.
+    if plan.upstream.key_env and plan.upstream.key_env not in plan.secrets:
+        env.pop(plan.upstream.key_env, None)
+    env.update(plan.env)
+    env.update(plan.secrets)
+    env["_OSMOSIS_ROLLOUT_ARTIFACT_ROOT"] = str(paths.rollout_trials)
+    return env
+
+
+def _spawn_server(
+    plan: EvalPlan, paths: RunPaths, log: RunLog, server_key: str, stack: AsyncExitStack
+) -> RolloutServerProcess:
+    server = RolloutServerProcess(
+        entrypoint=plan.entrypoint,
+        rollout_dir=plan.rollout_dir,
+        log_path=paths.server_log,
+        env=_child_env(plan, paths),
+        isolated=plan.isolated,
+        api_key=server_key,
+        redact=log.redact,
+    )
+    stack.push_async_callback(server.stop)
+    log.info("server", "starting rollout server", command=" ".join(server.command()))
+    server.spawn()
+    return server
+
+
+async def _start_upstream(upstream: Upstream, log: RunLog, stack: AsyncExitStack) -> Upstream:
+    """``mock``: start the scripted multiply policy and point the upstream at it."""
+    if not upstream.is_mock:
+        return upstream
+    from osmosis_ai.testing import ScriptedPolicyServer
+
+    policy = ScriptedPolicyServer("multiply", max_recorded=0, model="mock")
+    await policy.start()
+    stack.push_async_callback(policy.stop)
+    log.info(
+        "upstream",
+        "started the scripted mock policy (a plumbing check; rewards mean nothing)",
+        url=policy.url,
+    )
+    return replace(upstream, base_url=policy.url)
+
+
+async def _start_proxy(
+    plan: EvalPlan, upstream: Upstream, log: RunLog, on_event: EventSink, stack: AsyncExitStack
+) -> PolicyProxy:
+    proxy = PolicyProxy(
+        upstream, retry=plan.retry_policy, on_event=lambda kind, d: on_event("warning", kind, d)
+    )
+    await proxy.start()
+    stack.push_async_callback(proxy.aclose)
+    log.info(
+        "proxy",
+        "policy proxy listening",
+        url=proxy.base_url,
+        upstream=upstream.base_url,
+        model=upstream.model,
+    )
+    return proxy
+
+
+async def _preflight(proxy: PolicyProxy, upstream: Upstream, log: RunLog) -> None:
+    status, excerpt = await proxy.preflight()
+    excerpt = log.redact(excerpt)
+    if status == 200:
+        log.info("upstream", "model preflight ok", model=upstream.model)
+        return
+    fatal = status in _FATAL_PREFLIGHT or (status == 400 and "model" in excerpt.lower())
+    if not fatal:  # rate limits, outages: every call is retried anyway
+        log.warning("upstream", "model preflight did not succeed", status=status, body=excerpt)
+        return
+    hint = {
+        401: f"check the API key{f' in {upstream.key_env}' if upstream.key_env else ''} "
+        "(or pass --api-key-env)",
+        403: "the key is not allowed to use this model",
+        404: "check the model name and --base-url",
+    }.get(status or 0, "check the model name")
+    error = UpstreamRejected(
+        f"the model endpoint {upstream.base_url} rejected model {upstream.model!r} with HTTP "
+        f"{status}: {excerpt}; {hint}",
+        status or 0,
+    )
+    log.error("upstream", "model preflight failed", error=str(error))
+    raise error
+
+
+def _scheduler(
+    plan: EvalPlan,
+    paths: RunPaths,
+    url: str,
+    server: RolloutServerProcess,
+    server_key: str,
+    proxy: PolicyProxy,
+    log: RunLog,
+    stack: AsyncExitStack,
+) -> Scheduler:
+    deadline = plan.item_deadline_sec or item_deadline(
+        plan.agent_timeout_sec, plan.grader_timeout_sec
+    )
+    max_in_flight = _max_in_flight(plan, server.health, log)
+    # Admission waits (429 backoff) are bounded by deadline x concurrency, as upstream.
+    clients = _rollout_clients(url, server_key, deadline * max_in_flight, max_in_flight, stack)
+    calls_file = paths.llm_calls.open("a", encoding="utf-8")
+    stack.callback(calls_file.close)
+    journal = Journal(paths.journal)
+    stack.push_async_callback(journal.aclose)
+    return Scheduler(
+        clients=clients,
+        proxy=proxy,
+        journal=journal,
+        max_in_flight=max_in_flight,
+        attempt_tag=datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ"),
+        llm_calls_file=calls_file,
+        agent_timeout_sec=plan.agent_timeout_sec,
+        grader_timeout_sec=plan.grader_timeout_sec,
+        deadline_sec=deadline,
+        server_alive=lambda: server.exited() is None,
+        redact=log.redact,
+    )
+
+
+async def _run_watched(
+    scheduler: Scheduler,
+    server: RolloutServerProcess,
+    pending: list[WorkItem],
+    current: asyncio.Task[Any] | None,
+) -> None:
+    run_task = asyncio.create_task(scheduler.run(pending))
+    watch_task = asyncio.create_task(_watch_server(server, run_task))
+    try:
+        await run_task
+    except DispatchHalted:
+        pass
+    except asyncio.CancelledError:
+        if current is not None and current.cancelling():
+            raise  # the user interrupted the session
+        # otherwise the watcher stopped dispatch because the server died
+    finally:
+        watch_task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await watch_task
+        if not run_task.done():
+            run_task.cancel()
+            with contextlib.suppress(BaseException):
+                await run_task
+
+
+def _halt_reason(scheduler: Scheduler, server: RolloutServerProcess) -> str | None:
+    if server.exited() is None:
+        return scheduler.halt_reason
+    tail = server.output_tail()
+    return f"the rollout server exited (code {server.exited()})" + (f"\n{tail}" if tail else "")
+
+
+async def _watch_server(server: RolloutServerProcess, run_task: asyncio.Task[None]) -> None:
+    """Stop dispatch as soon as the child dies (rather than waiting for timeouts)."""
+    while not run_task.done():
+        if server.exited() is not None:
+            run_task.cancel()
+            return
+        await asyncio.sleep(0.1)
+
+
+def _rollout_clients(
+    url: str, api_key: str, admission_timeout: float, count: int, stack: AsyncExitStack
+) -> list[RolloutClient]:
+    """One client per worker (see :class:`Scheduler`) on the lean loopback transport.
+
+    The rollout server is plain HTTP on 127.0.0.1; :class:`PlainHTTPTransport` costs a third of
+    httpx's default transport per request, and each worker keeping its own connections makes
+    reuse trivially safe.
+    """
+    import httpx
+
+    from osmosis_ai.http_transport import PlainHTTPTransport
+    from osmosis_ai.rollout.client import RolloutClient
+
+    clients: list[RolloutClient] = []
+    for _ in range(count):
+        http = httpx.AsyncClient(
+            transport=PlainHTTPTransport(max_idle_per_host=4),
+            timeout=httpx.Timeout(60.0),
+            follow_redirects=False,
+        )
+        stack.push_async_callback(http.aclose)  # RolloutClient closes only clients it made
+        clients.append(
+            RolloutClient(
+                url=url, http_client=http, admission_timeout_sec=admission_timeout, api_key=api_key
+            )
+        )
+    return clients
+
+
+def _max_in_flight(plan: EvalPlan, health: dict[str, Any], log: RunLog) -> int:
+    capacity: int | None = None
+    concurrency = health.get("concurrency")
+    if isinstance(concurrency, dict) and isinstance(concurrency.get("max_concurrent"), int):
+        capacity = concurrency["max_concurrent"]
+    elif isinstance(health.get("max_queue_depth"), int):
+        capacity = health["max_queue_depth"]
+    wanted = plan.max_in_flight
+    if wanted is None:
+        chosen = capacity or DEFAULT_MAX_IN_FLIGHT
+    elif capacity is not None and wanted > capacity:
+        log.warning(
+            "plan",
+            "max_in_flight capped by the rollout server's capacity",
+            wanted=wanted,
+            capacity=capacity,
+        )
+        chosen = capacity
+    else:
+        chosen = wanted
+    log.info("plan", "concurrency chosen", max_in_flight=chosen, server_capacity=capacity)
+    return max(1, chosen)
+
+
+def _install_sigterm(task: asyncio.Task[Any] | None) -> Callable[[], None]:
+    """SIGTERM behaves like Ctrl-C: cancel the session, which leaves a resumable run."""
+    if task is None or threading.current_thread() is not threading.main_thread():
+        return lambda: None
+    loop = asyncio.get_running_loop()
+    try:
+        loop.add_signal_handler(signal.SIGTERM, task.cancel)
+    except (NotImplementedError, RuntimeError):
+        return lambda: None
+
+    def restore() -> None:
+        loop.remove_signal_handler(signal.SIGTERM)
+
+    return restore

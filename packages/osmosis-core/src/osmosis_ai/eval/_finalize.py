@@ -1,0 +1,163 @@
+"""The end of every session: journal → per-row records, trajectories, ``index.jsonl``, metrics.
+
+Why it runs on every path (done, partial, halted, interrupted): the results on disk must always
+describe the journal. Rows finished in this session get their trajectory assembled (the server
+has stopped, so every trajectory file is on disk); rows from earlier sessions keep theirs.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from osmosis_ai.eval._journal import WorkKey, load_latest
+from osmosis_ai.eval._manifest import write_json_atomic
+from osmosis_ai.eval._metrics import ItemResult, compute_metrics
+from osmosis_ai.eval._plan import EvalPlan
+from osmosis_ai.eval._records import RowRecord, write_index
+from osmosis_ai.eval._run import EvalRun, RunStatus
+from osmosis_ai.eval._run_layout import RunPaths
+from osmosis_ai.eval._scheduler import WorkItem
+from osmosis_ai.eval._trajectories import load_calls, trajectory_for
+
+
+@dataclass(slots=True)
+class SessionEnd:
+    """How the dispatch part of a session ended."""
+
+    started_at: datetime
+    t0: float  # perf_counter at the start
+    session_ids: set[str]
+    interrupted: bool = False
+    halt_reason: str | None = None
+    dispatched: int = 0
+    archived: Path | None = None
+
+
+def row_from_journal(
+    item: WorkItem, record: dict[str, Any], *, resumed: bool, trajectory: str | None
+) -> RowRecord:
+    """The one place a journal record becomes a :class:`RowRecord`."""
+    reward = record.get("reward")
+    return RowRecord(
+        row_index=item.row_index,
+        run_index=item.run_index,
+        source_row_index=item.row.source_index,
+        status=record.get("status") or "failed",
+        rollout_id=record.get("rollout_id"),
+        reward=float(reward) if reward is not None else None,
+        error_type=record.get("error_type"),
+        error_message=record.get("error_message"),
+        tokens=int(record.get("tokens") or 0),
+        duration_ms=record.get("duration_ms"),
+        policy_calls=int(record.get("policy_calls", record.get("llm_calls")) or 0),
+        trajectory_filename=trajectory,
+        resumed=resumed,
+        attempt=record.get("attempt"),
+    )
+
+
+def collect_rows(
+    plan: EvalPlan, paths: RunPaths, items: list[WorkItem], session_ids: set[str]
+) -> list[RowRecord]:
+    latest: dict[WorkKey, dict[str, Any]] = load_latest(paths.journal)
+    calls_by_rollout = load_calls(paths) if session_ids else {}
+    rows: list[RowRecord] = []
+    for item in items:
+        record = latest.get((item.row_index, item.run_index))
+        if record is None:
+            continue
+        this_session = record.get("rollout_id") in session_ids
+        trajectory = trajectory_for(
+            paths,
+            record,
+            calls_by_rollout.get(str(record.get("rollout_id")), []),
+            rebuild=this_session,
+        )
+        rows.append(row_from_journal(item, record, resumed=not this_session, trajectory=trajectory))
+    return rows
+
+
+def _status(interrupted: bool, failed: int, pending: int) -> RunStatus:
+    if interrupted:
+        return "interrupted"
+    return "partial" if failed or pending else "success"
+
+
+def finalize(
+    plan: EvalPlan,
+    paths: RunPaths,
+    manifest: dict[str, Any],
+    items: list[WorkItem],
+    end: SessionEnd,
+) -> EvalRun:
+    rows = collect_rows(plan, paths, items, end.session_ids)
+    summary = compute_metrics(
+        (
+            ItemResult(r.row_index, r.run_index, r.status, r.reward, r.tokens, r.error_type)
+            for r in rows
+        ),
+        samples_per_row=plan.n,
+        pass_threshold=plan.pass_threshold,
+        total_work_items=len(items),
+    )
+    counts = {s: sum(1 for r in rows if r.status == s) for s in ("success", "failed", "skipped")}
+    pending = len(items) - len(rows)
+    status = _status(end.interrupted, counts["failed"], pending)
+    duration_ms = (time.perf_counter() - end.t0) * 1000
+    write_index(paths.index, rows)
+    _write_metrics(plan, paths, manifest, end, status, pending, duration_ms, summary)
+    return EvalRun(
+        status=status,
+        run_name=plan.run_name,
+        run_dir=paths.root,
+        local_run_id=manifest["local_run_id"],
+        dataset=plan.dataset_path,
+        model=plan.upstream.model,
+        rollout=plan.rollout_name,
+        total_work_items=len(items),
+        dispatched=end.dispatched,
+        succeeded=counts["success"],
+        failed=counts["failed"],
+        skipped=counts["skipped"],
+        resumed=sum(1 for r in rows if r.resumed),
+        pending=pending,
+        duration_ms=duration_ms,
+        metrics=summary,
+        rows=rows,
+        archived_to=end.archived,
+        halt_reason=end.halt_reason,
+    )
+
+
+def _write_metrics(
+    plan: EvalPlan,
+    paths: RunPaths,
+    manifest: dict[str, Any],
+    end: SessionEnd,
+    status: str,
+    pending: int,
+    duration_ms: float,
+    summary: dict[str, Any],
+) -> None:
+    write_json_atomic(
+        paths.metrics,
+        {
+            "eval_run": {
+                "id": manifest["local_run_id"],
+                "status": status,
+                "name": plan.run_name,
+                "dataset_name": plan.dataset_path.name,
+                "model_name": plan.upstream.model,
+                "rollout_name": plan.rollout_name,
+                "duration_ms": round(duration_ms, 1),
+                "started_at": end.started_at.isoformat(),
+                "completed_at": datetime.now(UTC).isoformat(),
+                "pending": pending,
+            },
+            "summary": summary,
+        },
+    )

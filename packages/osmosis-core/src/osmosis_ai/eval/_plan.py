@@ -1,0 +1,307 @@
+"""Resolve an evaluation request (what to evaluate + arguments) into a validated :class:`EvalPlan`.
+
+Why a separate planning step: every user mistake (a missing dataset, a bad row selection, an
+unset API key, an entrypoint outside the rollout folder) is reported *before* a run directory is
+created or a process is started, and the plan is exactly what the run manifest locks.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from osmosis_ai.eval._dataset import (
+    SUPPORTED_SUFFIXES,
+    DatasetError,
+    DatasetRow,
+    file_sha256,
+    load_dataset,
+)
+from osmosis_ai.eval._manifest import LOCK_VERSIONS, inputs_digest, source_digest
+from osmosis_ai.eval._run_layout import (
+    DEFAULT_OUTPUT_ROOT,
+    RunLayoutError,
+    generate_run_name,
+    validate_run_name,
+)
+from osmosis_ai.eval._selection import SelectionError, select_rows
+from osmosis_ai.eval._source import EvalPlanError, EvalSource, resolve_source
+from osmosis_ai.eval._upstream import Upstream, UpstreamError, resolve_upstream
+
+if TYPE_CHECKING:
+    from osmosis_ai.config import EvalConfig
+    from osmosis_ai.eval._proxy_calls import RetryPolicy
+
+__all__ = ["EvalOptions", "EvalPlan", "EvalPlanError", "build_plan"]
+
+
+@dataclass(slots=True)
+class EvalOptions:
+    """One evaluation request (``None`` = take it from the config, else the default).
+
+    ``target`` is an eval config (``.toml``), a rollout folder or an entrypoint file.
+    """
+
+    target: Path
+    dataset: Path | None = None
+    model: str | None = None
+    base_url: str | None = None
+    api_key: str | None = field(default=None, repr=False)
+    api_key_env: str | None = None
+    n: int | None = None
+    limit: int | None = None
+    rows: str | list[int] | None = None
+    max_in_flight: int | None = None
+    pass_threshold: float | None = None
+    name: str | None = None
+    fresh: bool = False
+    retry_failed: bool = False
+    output: Path | None = None
+    isolated: bool = False
+    workspace: Path | None = None
+    env: Mapping[str, str] | None = None
+    agent_timeout_sec: float | None = None
+    grader_timeout_sec: float | None = None
+    server_start_timeout_sec: float | None = None
+    retry_policy: RetryPolicy | None = None
+    #: Overrides the per-item deadline (agent + grader timeout + 60 s, else one hour).
+    item_deadline_sec: float | None = None
+
+
+@dataclass(slots=True)
+class EvalPlan:
+    """Everything a run needs, resolved and validated."""
+
+    source: EvalSource
+    dataset_path: Path
+    rows: list[DatasetRow]  # the selected rows, in selection order
+    total_dataset_rows: int
+    upstream: Upstream
+    n: int
+    pass_threshold: float
+    agent_timeout_sec: float | None
+    grader_timeout_sec: float | None
+    max_in_flight: int | None
+    env: dict[str, str]
+    secrets: dict[str, str] = field(repr=False)
+    inputs: dict[str, Any]
+    run_name: str
+    output_root: Path
+    fresh: bool
+    retry_failed: bool
+    isolated: bool
+    server_start_timeout_sec: float
+    retry_policy: RetryPolicy | None = None
+    item_deadline_sec: float | None = None
+
+    @property
+    def run_dir(self) -> Path:
+        return self.output_root / self.run_name
+
+    @property
+    def total_work_items(self) -> int:
+        return len(self.rows) * self.n
+
+    @property
+    def config(self) -> EvalConfig | None:
+        return self.source.config
+
+    @property
+    def config_path(self) -> Path | None:
+        return self.source.config_path
+
+    @property
+    def workspace(self) -> Path:
+        return self.source.workspace
+
+    @property
+    def rollout_dir(self) -> Path:
+        return self.source.rollout_dir
+
+    @property
+    def entrypoint(self) -> Path:
+        return self.source.entrypoint
+
+    @property
+    def rollout_name(self) -> str:
+        return self.source.rollout_name
+
+
+def _resolve_dataset(options: EvalOptions, source: EvalSource) -> Path:
+    if options.dataset is not None:
+        path = Path(options.dataset).expanduser()
+        if not path.is_file():
+            raise EvalPlanError(f"dataset {options.dataset} is not a file")
+        return path.resolve()
+    name = source.dataset_name
+    if name is None:
+        raise EvalPlanError(
+            "no dataset given: pass a JSONL, CSV or Parquet file (dataset=... or --dataset)"
+        )
+    workspace = source.workspace
+    candidates = [workspace / name, workspace / "data" / name]
+    candidates += [workspace / "data" / f"{name}{suffix}" for suffix in SUPPORTED_SUFFIXES]
+    for candidate in candidates:
+        if candidate.is_file():
+            return candidate.resolve()
+    tried = ", ".join(str(c.relative_to(workspace)) for c in candidates)
+    raise EvalPlanError(
+        f"experiment.dataset {name!r} is not a local file (tried {tried}); "
+        "pass --dataset PATH with a JSONL, CSV or Parquet file"
+    )
+
+
+def _resolve_secrets(names: list[str], environ: Mapping[str, str]) -> dict[str, str]:
+    missing = [name for name in names if not environ.get(name)]
+    if missing:
+        raise EvalPlanError(
+            f"the rollout needs secrets that are not set: {', '.join(missing)}; export them "
+            "(or put them in .env) before running the eval"
+        )
+    return {name: environ[name] for name in names}
+
+
+@dataclass(slots=True)
+class _Knobs:
+    n: int
+    pass_threshold: float
+    max_in_flight: int | None
+    agent_timeout_sec: float | None
+    grader_timeout_sec: float | None
+
+
+def _knobs(options: EvalOptions, source: EvalSource) -> _Knobs:
+    evaluation = source.evaluation
+    n = options.n if options.n is not None else evaluation.n
+    if n < 1:
+        raise EvalPlanError(f"n (--n) must be at least 1, got {n}")
+    threshold = (
+        options.pass_threshold if options.pass_threshold is not None else evaluation.pass_threshold
+    )
+    if not math.isfinite(threshold):
+        raise EvalPlanError("the pass threshold (--pass-threshold) must be a finite number")
+    if options.max_in_flight is not None and options.max_in_flight < 1:
+        raise EvalPlanError(
+            f"max_in_flight (--max-in-flight) must be at least 1, got {options.max_in_flight}"
+        )
+    max_in_flight = options.max_in_flight
+    if max_in_flight is None and "batch_size" in evaluation.model_fields_set:
+        max_in_flight = evaluation.batch_size
+    agent = options.agent_timeout_sec or evaluation.agent_workflow_timeout_s
+    grader = options.grader_timeout_sec or evaluation.grader_timeout_s
+    return _Knobs(n, threshold, max_in_flight, agent, grader)
+
+
+def _select(
+    options: EvalOptions, source: EvalSource, environ: Mapping[str, str]
+) -> tuple[Path, list[DatasetRow], list[int], Upstream]:
+    try:
+        dataset_path = _resolve_dataset(options, source)
+        all_rows = load_dataset(dataset_path)
+        limit = options.limit
+        if options.rows is None and limit is None:
+            limit = source.evaluation.limit
+        rows_spec = options.rows
+        if isinstance(rows_spec, list):
+            rows_spec = ",".join(str(int(i)) for i in rows_spec)
+        selection = select_rows(len(all_rows), rows=rows_spec, limit=limit)
+        model = options.model or source.model
+        if model is None:
+            raise EvalPlanError("no model given: pass model=... (--model), or 'mock' offline")
+        upstream = resolve_upstream(
+            model,
+            base_url=options.base_url,
+            api_key=options.api_key,
+            api_key_env=options.api_key_env,
+            environ=dict(environ),
+        )
+    except (DatasetError, SelectionError, UpstreamError) as exc:
+        raise EvalPlanError(str(exc)) from exc
+    if not selection:
+        raise EvalPlanError("the row selection is empty")
+    return dataset_path, all_rows, selection, upstream
+
+
+def _locked_inputs(
+    source: EvalSource,
+    dataset_path: Path,
+    selection: list[int],
+    upstream: Upstream,
+    knobs: _Knobs,
+    env: dict[str, str],
+    secrets: dict[str, str],
+    output_root: Path,
+) -> dict[str, Any]:
+    selection_digest = hashlib.sha256(",".join(map(str, selection)).encode()).hexdigest()
+    return {
+        "model": upstream.locked_identity(),
+        "dataset": {
+            "sha256": file_sha256(dataset_path),
+            "selected_rows": len(selection),
+            "selection_sha256": selection_digest,
+        },
+        "n": knobs.n,
+        "rollout": {
+            "name": source.rollout_name,
+            "entrypoint": source.entrypoint_label,
+            "source_digest": source_digest(source.rollout_dir, exclude=(output_root,)),
+        },
+        "env": dict(sorted(env.items())),
+        "secret_names": sorted(secrets),
+        "timeouts": {
+            "agent_workflow_timeout_s": knobs.agent_timeout_sec,
+            "grader_timeout_s": knobs.grader_timeout_sec,
+        },
+        "versions": LOCK_VERSIONS,
+    }
+
+
+def build_plan(options: EvalOptions, *, environ: Mapping[str, str] | None = None) -> EvalPlan:
+    """Validate the request; raises :class:`EvalPlanError` or ``ConfigError``."""
+    env_map: Mapping[str, str] = os.environ if environ is None else environ
+    source = resolve_source(Path(options.target), options.workspace)
+    knobs = _knobs(options, source)
+    dataset_path, all_rows, selection, upstream = _select(options, source, env_map)
+    secrets = _resolve_secrets(source.secret_names, env_map)
+    env = {**source.env, **(options.env or {})}
+    output_root = Path(options.output or source.workspace / DEFAULT_OUTPUT_ROOT).resolve()
+    inputs = _locked_inputs(
+        source, dataset_path, selection, upstream, knobs, env, secrets, output_root
+    )
+    try:
+        run_name = (
+            validate_run_name(options.name)
+            if options.name is not None
+            else generate_run_name(source.name_stem, inputs_digest(inputs))
+        )
+    except RunLayoutError as exc:
+        raise EvalPlanError(str(exc)) from exc
+    return EvalPlan(
+        source=source,
+        dataset_path=dataset_path,
+        rows=[all_rows[i] for i in selection],
+        total_dataset_rows=len(all_rows),
+        upstream=upstream,
+        n=knobs.n,
+        pass_threshold=knobs.pass_threshold,
+        agent_timeout_sec=knobs.agent_timeout_sec,
+        grader_timeout_sec=knobs.grader_timeout_sec,
+        max_in_flight=knobs.max_in_flight,
+        env=env,
+        secrets=secrets,
+        inputs=inputs,
+        run_name=run_name,
+        output_root=output_root,
+        fresh=options.fresh,
+        retry_failed=options.retry_failed,
+        isolated=options.isolated,
+        server_start_timeout_sec=options.server_start_timeout_sec
+        or (600.0 if options.isolated else 120.0),
+        retry_policy=options.retry_policy,
+        item_deadline_sec=options.item_deadline_sec,
+    )

@@ -1,0 +1,435 @@
+"""The rollout-scoped chat-completions endpoint: a faithful proxy to the upstream model.
+
+Each rollout gets ``chat_completions_url = http://127.0.0.1:<port>/v1/rollouts/<rollout_id>``
+and its own random bearer token; the agent POSTs ``<url>/chat/completions`` as to any
+OpenAI-compatible server. The proxy
+
+* checks the bearer token of *that* rollout (constant-time), so one rollout cannot spend
+  another's budget or pollute its record, and an unknown or finished rollout gets 401/404;
+* forwards **every** request field unchanged, except ``model``, which becomes the upstream model
+  (agents say ``osmosis-rollout``; the eval decides which model answers);
+* streams for real: upstream SSE bytes are passed through as they arrive;
+* retries upstream 408/429/5xx and connection failures with exponential backoff (honouring
+  ``Retry-After``) before anything was sent to the agent, so a rate limit is not an agent
+  failure;
+* records per call: latency, time to first byte, HTTP status, attempts, usage, and token ids
+  and logprobs when the upstream returns them (vLLM ``return_token_ids``, ``logprobs``), so the
+  trajectory of the rollout carries them.
+
+Why a bare ASGI app rather than FastAPI: the proxy is on the hot path of every model call and
+needs byte-level control of streaming; routing is two path shapes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hmac
+import json
+import secrets
+import socket
+import time
+from collections.abc import Awaitable, Callable, Generator, MutableMapping
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+
+from osmosis_ai.eval._proxy_calls import CallRecord, RetryPolicy, SSEWatcher
+from osmosis_ai.eval._upstream import Upstream
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+
+RETRYABLE_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504})
+_RETRYABLE_ERRORS = (httpx.TransportError,)
+_CHAT_SUFFIX = ("chat", "completions")
+
+
+@dataclass(slots=True)
+class _Route:
+    token: str
+    calls: list[CallRecord] = field(default_factory=list)
+
+
+class _QuietServer:
+    """uvicorn server that leaves signal handling to the eval command."""
+
+    def __init__(self, app: Any) -> None:
+        import uvicorn
+
+        class _Server(uvicorn.Server):
+            @contextlib.contextmanager
+            def capture_signals(self) -> Generator[None, None, None]:
+                yield
+
+        config = uvicorn.Config(
+            app,
+            log_level="warning",
+            access_log=False,
+            lifespan="off",
+            timeout_graceful_shutdown=2,
+            timeout_keep_alive=120,
+        )
+        self.server = _Server(config)
+
+
+class PolicyProxy:
+    """Serves ``/v1/rollouts/<id>/chat/completions`` on 127.0.0.1 and forwards upstream."""
+
+    def __init__(
+        self,
+        upstream: Upstream,
+        *,
+        retry: RetryPolicy | None = None,
+        request_timeout_sec: float = 600.0,
+        on_event: Callable[[str, dict[str, Any]], None] | None = None,
+        upstream_clients: int = 16,
+    ) -> None:
+        self.upstream = upstream
+        self._shards = max(1, upstream_clients)
+        self._next_shard = 0
+        self.retry = retry or RetryPolicy()
+        self._timeout = request_timeout_sec
+        self._routes: dict[str, _Route] = {}
+        self._on_event = on_event
+        self._clients: list[httpx.AsyncClient | None] = []
+        self._client_headers: dict[str, str] = {}
+        self._ssl_context: Any = None
+        self._server: Any = None
+        self._serve_task: asyncio.Task[None] | None = None
+        self._sock: socket.socket | None = None
+        self.base_url = ""
+        self.retries = 0
+
+    # ---- lifecycle ---------------------------------------------------------------------------
+
+    async def start(self, host: str = "127.0.0.1", port: int = 0) -> None:
+        headers = {"content-type": "application/json"}
+        if self.upstream.api_key:
+            headers["authorization"] = f"Bearer {self.upstream.api_key}"
+        self._client_headers = headers
+        self._clients = [None] * self._shards
+        from osmosis_ai.listening_socket import bind_tcp_listener
+
+        sock = bind_tcp_listener(host, port)
+        self._sock = sock
+        self._server = _QuietServer(self).server
+        self._serve_task = asyncio.create_task(self._server.serve(sockets=[sock]))
+        while not self._server.started:
+            if self._serve_task.done():
+                self._serve_task.result()
+                raise RuntimeError("policy proxy exited during start-up")
+            await asyncio.sleep(0.005)
+        bound_host, bound_port = sock.getsockname()[:2]
+        self.base_url = f"http://{bound_host}:{bound_port}"
+
+    async def aclose(self) -> None:
+        if self._server is not None:
+            self._server.should_exit = True
+        if self._serve_task is not None:
+            with contextlib.suppress(Exception):
+                await self._serve_task
+        for client in self._clients:
+            if client is not None:
+                await client.aclose()
+        if self._sock is not None:
+            self._sock.close()
+
+    async def __aenter__(self) -> PolicyProxy:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    def _client(self) -> httpx.AsyncClient:
+        """The upstream client for the next call.
+
+        Plain-``http://`` upstreams (vLLM, SGLang, Ollama, the scripted policy) go through one
+        client on :class:`~osmosis_ai.http_transport.PlainHTTPTransport`, a third of
+        httpx's per-request CPU. TLS upstreams use httpx's transport, round-robin over small
+        pools: httpcore scans its whole pool on every request, so one pool holding a
+        connection per concurrent call would make each call cost O(concurrency). Clients are
+        created lazily and share one TLS context (loading CA certificates is slow).
+        """
+        lean = self.upstream.base_url.startswith("http://")
+        index = 0 if lean else self._next_shard
+        if not lean:
+            self._next_shard = (index + 1) % self._shards
+        client = self._clients[index]
+        if client is None:
+            timeout = httpx.Timeout(self._timeout, connect=30.0)
+            if lean:
+                from osmosis_ai.http_transport import PlainHTTPTransport
+
+                client = httpx.AsyncClient(
+                    headers=self._client_headers,
+                    timeout=timeout,
+                    follow_redirects=False,
+                    transport=PlainHTTPTransport(max_idle_per_host=256),
+                )
+            else:
+                if self._ssl_context is None:
+                    import ssl
+
+                    import certifi
+
+                    self._ssl_context = ssl.create_default_context(cafile=certifi.where())
+                client = httpx.AsyncClient(
+                    headers=self._client_headers,
+                    timeout=timeout,
+                    limits=httpx.Limits(max_connections=None, max_keepalive_connections=32),
+                    follow_redirects=False,
+                    verify=self._ssl_context,
+                )
+            self._clients[index] = client
+        return client
+
+    # ---- per-rollout registration ----------------------------------------------------------
+
+    def register(self, rollout_id: str) -> tuple[str, str]:
+        """Open the endpoint for one rollout; returns ``(chat_completions_url, token)``."""
+        token = secrets.token_urlsafe(24)
+        self._routes[rollout_id] = _Route(token=token)
+        return f"{self.base_url}/v1/rollouts/{quote(rollout_id, safe='')}", token
+
+    def unregister(self, rollout_id: str) -> list[CallRecord]:
+        """Close the endpoint (later calls get 404) and hand back its call records."""
+        route = self._routes.pop(rollout_id, None)
+        return route.calls if route is not None else []
+
+    # ---- ASGI ------------------------------------------------------------------------------
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return
+        path: str = scope["path"]
+        method: str = scope["method"]
+        if path == "/health":
+            await _send_json(send, 200, {"status": "ok"})
+            return
+        parts = path.strip("/").split("/")
+        if len(parts) < 4 or parts[0] != "v1" or parts[1] != "rollouts":
+            await _send_error(send, 404, "not found", "not_found")
+            return
+        rollout_id, rest = parts[2], tuple(parts[3:])
+        route = self._routes.get(rollout_id)
+        if route is None:
+            await _send_error(send, 404, f"unknown or finished rollout {rollout_id!r}", "not_found")
+            return
+        if not _authorized(scope, route.token):
+            await _send_error(send, 401, "invalid or missing bearer token for this rollout", "auth")
+            return
+        if rest == ("models",) and method == "GET":
+            await _send_json(
+                send,
+                200,
+                {"object": "list", "data": [{"id": self.upstream.model, "object": "model"}]},
+            )
+            return
+        if rest != _CHAT_SUFFIX or method != "POST":
+            await _send_error(send, 404, f"unsupported endpoint {method} {path}", "not_found")
+            return
+        body = await _read_body(receive)
+        try:
+            request = json.loads(body)
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            request = None
+        if not isinstance(request, dict):
+            await _send_error(
+                send, 400, "request body must be a JSON object", "invalid_request_error"
+            )
+            return
+        request["model"] = self.upstream.model
+        stream = request.get("stream") is True
+        record = CallRecord(started_at=time.time(), stream=stream)
+        route.calls.append(record)
+        start = time.perf_counter()
+        payload = json.dumps(request, separators=(",", ":")).encode()
+        try:
+            if stream:
+                await self._forward_stream(payload, record, send, start)
+            else:
+                await self._forward(payload, record, send, start)
+        finally:
+            record.latency_ms = (time.perf_counter() - start) * 1000
+
+    async def _forward(self, payload: bytes, record: CallRecord, send: Send, start: float) -> None:
+        client = self._client()
+        response: httpx.Response | None = None
+        error: str | None = None
+        for attempt in range(1, self.retry.max_attempts + 1):
+            record.attempts = attempt
+            try:
+                response = await client.post(self.upstream.chat_completions_url, content=payload)
+            except _RETRYABLE_ERRORS as exc:
+                response, error = None, f"{type(exc).__name__}: {exc}"
+                if attempt < self.retry.max_attempts:
+                    await self._backoff(attempt, None, error)
+                    continue
+                break
+            if response.status_code in RETRYABLE_STATUSES and attempt < self.retry.max_attempts:
+                await self._backoff(
+                    attempt, response.headers.get("retry-after"), f"HTTP {response.status_code}"
+                )
+                continue
+            break
+        if response is None:
+            record.error = error or "upstream unreachable"
+            await _send_error(
+                send, 502, f"upstream model endpoint failed: {record.error}", "upstream_error"
+            )
+            return
+        record.status_code = response.status_code
+        record.first_byte_ms = (time.perf_counter() - start) * 1000
+        content = response.content
+        if response.status_code == 200:
+            with contextlib.suppress(json.JSONDecodeError, UnicodeDecodeError):
+                record.absorb_response(json.loads(content))
+        else:
+            record.error = f"HTTP {response.status_code}"
+        content_type = response.headers.get("content-type", "application/json").encode()
+        await send(
+            {
+                "type": "http.response.start",
+                "status": response.status_code,
+                "headers": [
+                    (b"content-type", content_type),
+                    (b"content-length", str(len(content)).encode()),
+                ],
+            }
+        )
+        await send({"type": "http.response.body", "body": content})
+
+    async def _forward_stream(
+        self, payload: bytes, record: CallRecord, send: Send, start: float
+    ) -> None:
+        client = self._client()
+        error: str | None = None
+        for attempt in range(1, self.retry.max_attempts + 1):
+            record.attempts = attempt
+            request = client.build_request(
+                "POST", self.upstream.chat_completions_url, content=payload
+            )
+            try:
+                response = await client.send(request, stream=True)
+            except _RETRYABLE_ERRORS as exc:
+                error = f"{type(exc).__name__}: {exc}"
+                if attempt < self.retry.max_attempts:
+                    await self._backoff(attempt, None, error)
+                    continue
+                break
+            try:
+                if response.status_code in RETRYABLE_STATUSES and attempt < self.retry.max_attempts:
+                    await response.aread()
+                    await self._backoff(
+                        attempt, response.headers.get("retry-after"), f"HTTP {response.status_code}"
+                    )
+                    continue
+                await self._pass_through(response, record, send, start)
+                return
+            finally:
+                await response.aclose()
+        record.error = error or "upstream unreachable"
+        await _send_error(
+            send, 502, f"upstream model endpoint failed: {record.error}", "upstream_error"
+        )
+
+    async def _pass_through(
+        self, response: httpx.Response, record: CallRecord, send: Send, start: float
+    ) -> None:
+        record.status_code = response.status_code
+        content_type = response.headers.get("content-type", "text/event-stream").encode()
+        await send(
+            {
+                "type": "http.response.start",
+                "status": response.status_code,
+                "headers": [(b"content-type", content_type), (b"cache-control", b"no-cache")],
+            }
+        )
+        watcher = SSEWatcher(record) if response.status_code == 200 else None
+        if watcher is None:
+            record.error = f"HTTP {response.status_code}"
+        try:
+            async for chunk in response.aiter_raw():
+                if record.first_byte_ms is None:
+                    record.first_byte_ms = (time.perf_counter() - start) * 1000
+                if watcher is not None:
+                    watcher.feed(chunk)
+                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+        except httpx.HTTPError as exc:
+            record.error = f"stream interrupted: {type(exc).__name__}"
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    async def preflight(self) -> tuple[int | None, str]:
+        """One tiny completion, straight to the upstream: ``(status, body excerpt)``.
+
+        Why: a wrong key or model name would otherwise fail every work item one by one. Only
+        ``model`` and ``messages`` are sent (no ``max_tokens``: some models reject it). The
+        status is ``None`` when the upstream could not be reached at all.
+        """
+        payload = json.dumps(
+            {"model": self.upstream.model, "messages": [{"role": "user", "content": "hi"}]}
+        ).encode()
+        try:
+            response = await self._client().post(
+                self.upstream.chat_completions_url, content=payload, timeout=60.0
+            )
+        except httpx.HTTPError as exc:
+            return None, f"{type(exc).__name__}: {exc}"
+        return response.status_code, response.text[:300]
+
+    async def _backoff(self, attempt: int, retry_after: str | None, reason: str) -> None:
+        self.retries += 1
+        delay = self.retry.delay(attempt, retry_after)
+        if self._on_event is not None:
+            self._on_event(
+                "upstream_retry",
+                {"attempt": attempt, "reason": reason, "delay_sec": round(delay, 3)},
+            )
+        await asyncio.sleep(delay)
+
+
+def _authorized(scope: Scope, token: str) -> bool:
+    for name, value in scope["headers"]:
+        if name == b"authorization":
+            scheme, _, given = value.decode("latin-1").partition(" ")
+            return scheme.lower() == "bearer" and hmac.compare_digest(
+                given.strip().encode(), token.encode()
+            )
+    return False
+
+
+async def _read_body(receive: Receive) -> bytes:
+    chunks: list[bytes] = []
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            break
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body", False):
+            break
+    return b"".join(chunks)
+
+
+async def _send_json(send: Send, status: int, data: Any) -> None:
+    body = json.dumps(data).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
+async def _send_error(send: Send, status: int, message: str, kind: str) -> None:
+    await _send_json(send, status, {"error": {"message": message, "type": kind, "code": status}})

@@ -1,0 +1,126 @@
+"""What the policy proxy records and how it retries: :class:`CallRecord`, :class:`RetryPolicy`.
+
+A :class:`CallRecord` is one model call as the proxy saw it on the wire (latency, time to first
+byte, status, attempts, usage, token ids and logprobs when the upstream returns them); the
+scheduler writes them to ``llm_calls.jsonl`` and :mod:`._trajectories` adds them to trajectories.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import random
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(slots=True)
+class RetryPolicy:
+    """Upstream retry schedule: ``base * 2**(attempt-1)`` capped, ``Retry-After`` wins."""
+
+    max_attempts: int = 6
+    base_delay: float = 0.5
+    max_delay: float = 8.0
+    max_retry_after: float = 60.0
+
+    def delay(self, attempt: int, retry_after: str | None) -> float:
+        if retry_after:
+            with contextlib.suppress(ValueError):
+                return min(max(float(retry_after), 0.0), self.max_retry_after)
+        backoff = min(self.base_delay * (2 ** (attempt - 1)), self.max_delay)
+        return backoff * (0.75 + random.random() / 2)
+
+
+@dataclass(slots=True)
+class CallRecord:
+    """One model call made by a rollout, as the proxy saw it."""
+
+    started_at: float
+    stream: bool
+    status_code: int = 0
+    attempts: int = 0
+    latency_ms: float = 0.0
+    first_byte_ms: float | None = None
+    model: str | None = None
+    usage: dict[str, Any] | None = None
+    prompt_token_ids: list[int] | None = None
+    completion_token_ids: list[int] | None = None
+    logprobs: Any = None
+    error: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        data = {
+            "started_at": self.started_at,
+            "stream": self.stream,
+            "status_code": self.status_code,
+            "attempts": self.attempts,
+            "latency_ms": round(self.latency_ms, 3),
+            "first_byte_ms": None if self.first_byte_ms is None else round(self.first_byte_ms, 3),
+            "model": self.model,
+            "usage": self.usage,
+            "prompt_token_ids": self.prompt_token_ids,
+            "completion_token_ids": self.completion_token_ids,
+            "logprobs": self.logprobs,
+            "error": self.error,
+        }
+        return {k: v for k, v in data.items() if v is not None}
+
+    @property
+    def total_tokens(self) -> int:
+        usage = self.usage or {}
+        total = usage.get("total_tokens")
+        if isinstance(total, int):
+            return total
+        parts = [usage.get("prompt_tokens"), usage.get("completion_tokens")]
+        return sum(p for p in parts if isinstance(p, int))
+
+    def absorb_response(self, data: Any) -> None:
+        """Pick usage, model, token ids and logprobs out of a (final or chunk) response."""
+        if not isinstance(data, dict):
+            return
+        if isinstance(data.get("model"), str):
+            self.model = data["model"]
+        if isinstance(data.get("usage"), dict):
+            self.usage = data["usage"]
+        if isinstance(data.get("prompt_token_ids"), list):
+            self.prompt_token_ids = data["prompt_token_ids"]
+        choices = data.get("choices")
+        if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+            return
+        choice = choices[0]
+        if isinstance(choice.get("prompt_token_ids"), list):
+            self.prompt_token_ids = choice["prompt_token_ids"]
+        ids = choice.get("token_ids")
+        if isinstance(ids, list):
+            self.completion_token_ids = (self.completion_token_ids or []) + ids
+        logprobs = choice.get("logprobs")
+        if isinstance(logprobs, dict) and isinstance(logprobs.get("content"), list):
+            if isinstance(self.logprobs, dict) and isinstance(self.logprobs.get("content"), list):
+                self.logprobs["content"].extend(logprobs["content"])
+            else:
+                self.logprobs = {"content": list(logprobs["content"])}
+        elif logprobs is not None and self.logprobs is None:
+            self.logprobs = logprobs
+
+
+class SSEWatcher:
+    """Reads SSE ``data:`` payloads out of passed-through bytes to fill a :class:`CallRecord`."""
+
+    def __init__(self, record: CallRecord) -> None:
+        self._record = record
+        self._buffer = b""
+
+    def feed(self, chunk: bytes) -> None:
+        self._buffer += chunk
+        *lines, self._buffer = self._buffer.split(b"\n")
+        for line in lines:
+            line = line.strip()
+            if not line.startswith(b"data:"):
+                continue
+            payload = line[5:].strip()
+            if payload == b"[DONE]" or not payload:
+                continue
+            try:
+                self._record.absorb_response(json.loads(payload))
+            except (json.JSONDecodeError, UnicodeDecodeError):
+                continue

@@ -1,0 +1,130 @@
+"""The per-row record: one finished work item (one dataset row x one sample index).
+
+:class:`RowRecord` is the single source of truth about a row's outcome. The console summary,
+``index.jsonl``, :attr:`EvalRun.rows <osmosis_ai.eval.EvalRun.rows>` and whatever later reads a
+run (``eval show``/``compare``, the HTML report) all read this type; nothing re-derives a row's
+status, reward or error elsewhere.
+
+JSON form (one object per line of ``index.jsonl``; :meth:`RowRecord.to_json` /
+:meth:`RowRecord.from_json`)::
+
+    {"row_index": 0,            position in the run's row selection
+     "run_index": 1,            sample index, 0..n-1
+     "source_row_index": 7,     0-based row of the dataset file (what --rows refers to)
+     "rollout_id": "9f3c...",   the rollout's id on the rollout server
+     "status": "success",       success | failed | skipped
+     "reward": 1.0,             the grader's reward (success only; never 0 for a failure)
+     "error_type": null,        failure category: timeout, http_error, agent_error, ...
+     "error_message": null,     the failure's message, secrets redacted
+     "tokens": 412,             total tokens of the row's policy calls
+     "duration_ms": 812.4,      admission to result
+     "policy_calls": 2,         model calls the rollout made through the eval's policy proxy
+     "trajectory_filename": "trajectories/row_0_run_1.json",   relative to the run directory
+     "resumed": false,          finished in an earlier session of the run
+     "attempt": "20261201T144501Z"}   session that produced it
+
+Keys are only ever added. Reserved for richer records (written only when known, absent
+otherwise): ``prompt`` (first user message, truncated), ``label``, ``answer`` (the final
+assistant message), ``traceback``, ``cost`` (an object: currency amounts per kind) and
+``metrics`` (the grader's metrics). Unknown keys read from a newer file land in ``extra``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any, Literal
+
+RowStatus = Literal["success", "failed", "skipped"]
+
+#: Optional fields: omitted from the JSON form while ``None``.
+_OPTIONAL = ("prompt", "label", "answer", "traceback", "cost", "metrics", "attempt")
+
+
+@dataclass(frozen=True, slots=True)
+class RowRecord:
+    """The outcome of one work item; see the module docstring for its JSON form."""
+
+    row_index: int
+    run_index: int
+    source_row_index: int
+    status: RowStatus
+    rollout_id: str | None = None
+    reward: float | None = None
+    error_type: str | None = None
+    error_message: str | None = None
+    tokens: int = 0
+    duration_ms: float | None = None
+    policy_calls: int = 0
+    trajectory_filename: str | None = None
+    resumed: bool = False
+    attempt: str | None = None
+    prompt: str | None = None
+    label: str | None = None
+    answer: str | None = None
+    traceback: str | None = None
+    cost: dict[str, Any] | None = None
+    metrics: dict[str, Any] | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def sample_index(self) -> int:
+        """Alias of :attr:`run_index` (which of the ``n`` samples of the row this is)."""
+        return self.run_index
+
+    @property
+    def succeeded(self) -> bool:
+        return self.status == "success"
+
+    @property
+    def failed(self) -> bool:
+        return self.status == "failed"
+
+    def trajectory_path(self, run_dir: str | Path) -> Path | None:
+        """Absolute path of the row's ATIF trajectory, when one was written."""
+        if self.trajectory_filename is None:
+            return None
+        return Path(run_dir) / self.trajectory_filename
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {}
+        for f in fields(self):
+            if f.name == "extra":
+                continue
+            value = getattr(self, f.name)
+            if value is None and f.name in _OPTIONAL:
+                continue
+            data[f.name] = value
+        data.update({k: v for k, v in self.extra.items() if k not in data})
+        return data
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> RowRecord:
+        known = {f.name for f in fields(cls)} - {"extra"}
+        values = {k: v for k, v in data.items() if k in known}
+        extra = {k: v for k, v in data.items() if k not in known}
+        return cls(**values, extra=extra)
+
+
+def read_index(path: str | Path) -> list[RowRecord]:
+    """The records of an ``index.jsonl`` (a run directory's, or the file itself)."""
+    file = Path(path)
+    if file.is_dir():
+        file = file / "index.jsonl"
+    with file.open(encoding="utf-8") as fh:
+        return [RowRecord.from_json(json.loads(line)) for line in fh if line.strip()]
+
+
+def write_index(path: Path, rows: list[RowRecord]) -> None:
+    """Atomically replace ``index.jsonl`` (temp file, fsync, rename)."""
+    import os
+
+    tmp = path.with_name(f".{path.name}.tmp")
+    with tmp.open("w", encoding="utf-8") as fh:
+        for row in rows:
+            fh.write(json.dumps(row.to_json(), allow_nan=False) + "\n")
+        fh.flush()
+        os.fsync(fh.fileno())
+    tmp.replace(path)

@@ -1,0 +1,297 @@
+"""Drive work items through the rollout server and classify every outcome.
+
+A *work item* is one dataset row x one sample index. For each, the scheduler mints a fresh
+rollout id, opens a proxy route with its own token, admits the rollout with ``RolloutClient``
+(which backs off on 429 and keeps the lease alive with long polls), waits for the result up to
+the per-item deadline, and journals the classified outcome durably before counting it.
+
+Why outcomes are classified here and not by reward: a result is only ``success`` when the
+rollout succeeded *and* was graded. A failure keeps its category (``timeout``, ``http_error``,
+``agent_error``, ...) and is never turned into reward 0 (see :mod:`.metrics`). Problems that
+are not about one item (the server died or stopped answering) *halt* dispatch instead: the
+remaining and in-flight items stay pending, so a rerun picks them up.
+
+Interrupts (Ctrl-C, SIGTERM) cancel in-flight rollouts on the server and record nothing for
+them, which leaves them pending for the next run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import time
+import uuid
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, TextIO
+
+import httpx
+
+from osmosis_ai.errors import EvalError
+from osmosis_ai.eval._dataset import DatasetRow
+from osmosis_ai.eval._journal import Journal
+from osmosis_ai.eval._proxy import PolicyProxy
+from osmosis_ai.eval._proxy_calls import CallRecord
+
+if TYPE_CHECKING:
+    from osmosis_ai.rollout.client import RolloutClient
+    from osmosis_ai.rollout.types import RolloutResultResponse
+
+DEFAULT_ITEM_DEADLINE_SEC = 3600.0
+_DEADLINE_MARGIN_SEC = 60.0
+
+
+def item_deadline(agent_timeout: float | None, grader_timeout: float | None) -> float:
+    """agent + grader timeout + 60 s when both are set, else one hour."""
+    if agent_timeout and grader_timeout and agent_timeout > 0 and grader_timeout > 0:
+        return agent_timeout + grader_timeout + _DEADLINE_MARGIN_SEC
+    return DEFAULT_ITEM_DEADLINE_SEC
+
+
+@dataclass(frozen=True, slots=True)
+class WorkItem:
+    row_index: int  # position in the selection
+    run_index: int  # sample index, 0..n-1
+    row: DatasetRow
+
+
+class DispatchHalted(EvalError):
+    """A process-wide fault stopped dispatch; pending items were left for a rerun."""
+
+
+@dataclass(slots=True)
+class Scheduler:
+    """Runs work items with at most ``max_in_flight`` rollouts admitted at once.
+
+    ``clients`` holds one :class:`RolloutClient` per worker (at least ``max_in_flight``). Why
+    not one shared client: httpcore scans its whole connection pool on every request, and each
+    in-flight long poll holds a connection, so a shared pool makes the controller's CPU per
+    rollout grow with concurrency. A client per worker keeps each pool at one or two
+    connections.
+    """
+
+    clients: list[RolloutClient]
+    proxy: PolicyProxy
+    journal: Journal
+    max_in_flight: int
+    attempt_tag: str
+    llm_calls_file: TextIO | None = None
+    agent_timeout_sec: float | None = None
+    grader_timeout_sec: float | None = None
+    deadline_sec: float = DEFAULT_ITEM_DEADLINE_SEC
+    on_result: Callable[[dict[str, Any]], None] = lambda record: None
+    on_event: Callable[[str, str, dict[str, Any]], None] = lambda level, message, details: None
+    server_alive: Callable[[], bool] = lambda: True
+    #: Applied to error messages before they are journaled (a rollout's exception text may
+    #: quote a secret from its environment).
+    redact: Callable[[str], str] = lambda text: text
+    halt_reason: str | None = None
+    dispatched: int = 0
+    _in_flight: dict[str, WorkItem] = field(default_factory=dict)
+
+    async def run(self, items: Iterable[WorkItem]) -> None:
+        """Process every item (or until halted/cancelled)."""
+        iterator = iter(items)
+        count = max(1, min(self.max_in_flight, len(self.clients)))
+        workers = [
+            asyncio.create_task(self._worker(iterator, self.clients[i])) for i in range(count)
+        ]
+        try:
+            await asyncio.gather(*workers)
+        except BaseException:
+            for worker in workers:
+                worker.cancel()
+            await asyncio.gather(*workers, return_exceptions=True)
+            raise
+        if self.halt_reason is not None:
+            raise DispatchHalted(self.halt_reason)
+
+    async def _worker(self, items: Iterator[WorkItem], client: RolloutClient) -> None:
+        for item in items:
+            if self.halt_reason is not None:
+                return
+            await self._run_item(item, client)
+
+    def _halt(self, reason: str) -> None:
+        if self.halt_reason is None:
+            self.halt_reason = reason
+            self.on_event("error", "dispatch halted", {"reason": reason})
+
+    async def _run_item(self, item: WorkItem, client: RolloutClient) -> None:
+        from osmosis_ai.rollout.client import RolloutProtocolError
+
+        rollout_id = uuid.uuid4().hex
+        url, token = self.proxy.register(rollout_id)
+        self._in_flight[rollout_id] = item
+        started = time.perf_counter()
+        record: dict[str, Any] | None = None
+        handle: Any = None
+        self.dispatched += 1
+        try:
+            handle = await client.run_rollout_async(
+                initial_messages=item.row.initial_messages,
+                chat_completions_url=url,
+                rollout_id=rollout_id,
+                llm_api_key=token,
+                label=item.row.label,
+                metadata=item.row.metadata,
+                grade=True,
+                agent_timeout_sec=self.agent_timeout_sec,
+                grader_timeout_sec=self.grader_timeout_sec,
+                extra_fields={
+                    "row_index": item.row_index,
+                    "run_index": item.run_index,
+                    "source_row_index": item.row.source_index,
+                },
+            )
+            try:
+                result = await asyncio.wait_for(handle.wait_for_completion(), self.deadline_sec)
+            except TimeoutError:
+                await self._cancel_on_server(client, rollout_id, handle)
+                record = self._record(
+                    item,
+                    rollout_id,
+                    started,
+                    "failed",
+                    error_type="timeout",
+                    error_message=f"no result within the per-item deadline of {self.deadline_sec:.0f}s",
+                )
+            else:
+                record = self._classify(item, rollout_id, started, result)
+        except asyncio.CancelledError:
+            await self._cancel_on_server(client, rollout_id, handle)
+            raise
+        except RolloutProtocolError as exc:
+            status = getattr(exc, "status_code", None)
+            if isinstance(status, int) and 400 <= status < 500 and status not in (401, 403):
+                record = self._record(
+                    item,
+                    rollout_id,
+                    started,
+                    "failed",
+                    error_type="rollout_protocol_error",
+                    error_message=str(exc),
+                )
+            else:
+                self._halt(f"the rollout server answered unexpectedly: {exc}")
+        except (httpx.TransportError, OSError) as exc:
+            if self.server_alive():
+                self._halt(f"cannot reach the rollout server: {type(exc).__name__}: {exc}")
+            else:
+                self._halt("the rollout server exited")
+        except Exception as exc:  # admission timeout and anything the client did not expect
+            self._halt(f"{type(exc).__name__}: {exc}")
+        finally:
+            self._in_flight.pop(rollout_id, None)
+            calls = self.proxy.unregister(rollout_id)
+        if record is None:
+            return  # left pending (halted)
+        if calls:
+            record["tokens"] = sum(call.total_tokens for call in calls)
+            record["policy_calls"] = len(calls)
+            self._save_calls(rollout_id, calls)
+        await self.journal.append(record)
+        self.on_result(record)
+
+    def _classify(
+        self, item: WorkItem, rollout_id: str, started: float, result: RolloutResultResponse
+    ) -> dict[str, Any] | None:
+        status = str(result.status)
+        if status == "success":
+            sample = result.sample
+            if sample is None:
+                return self._record(
+                    item,
+                    rollout_id,
+                    started,
+                    "failed",
+                    error_type="missing_sample",
+                    error_message="the rollout succeeded but returned no sample",
+                )
+            if sample.remove_sample:
+                return self._record(item, rollout_id, started, "skipped")
+            if sample.reward is None:
+                return self._record(
+                    item,
+                    rollout_id,
+                    started,
+                    "failed",
+                    error_type="not_graded",
+                    error_message="the rollout succeeded but no reward was set (does the grader call ctx.set_reward?)",
+                )
+            return self._record(item, rollout_id, started, "success", reward=float(sample.reward))
+        if status == "failure":
+            category = result.err_category.value if result.err_category is not None else None
+            if category is None and result.err_message is None and result.sample is None:
+                return self._record(
+                    item,
+                    rollout_id,
+                    started,
+                    "failed",
+                    error_type="not_graded",
+                    error_message="grading could not run: the rollout has no grader, or the row has neither label nor metadata",
+                )
+            return self._record(
+                item,
+                rollout_id,
+                started,
+                "failed",
+                error_type=category or "rollout_failed",
+                error_message=result.err_message,
+            )
+        # cancelled (server shutting down, or someone cancelled it): not a result; stays pending
+        self._halt(f"rollout {rollout_id} was cancelled by the rollout server")
+        return None
+
+    def _record(
+        self,
+        item: WorkItem,
+        rollout_id: str,
+        started: float,
+        status: str,
+        *,
+        reward: float | None = None,
+        error_type: str | None = None,
+        error_message: str | None = None,
+    ) -> dict[str, Any]:
+        record: dict[str, Any] = {
+            "row_index": item.row_index,
+            "run_index": item.run_index,
+            "source_row_index": item.row.source_index,
+            "rollout_id": rollout_id,
+            "status": status,
+            "reward": reward,
+            "tokens": 0,
+            "duration_ms": round((time.perf_counter() - started) * 1000, 3),
+            "error_type": error_type,
+            "attempt": self.attempt_tag,
+        }
+        if error_message:
+            record["error_message"] = self.redact(error_message)[:2000]
+        return record
+
+    async def _cancel_on_server(self, client: RolloutClient, rollout_id: str, handle: Any) -> None:
+        """Best effort: stop the rollout on the server and our local poller."""
+        if handle is not None:
+            with contextlib.suppress(Exception):
+                handle.cancel()
+        with contextlib.suppress(Exception):
+            await asyncio.shield(client.cancel_rollout(rollout_id))
+
+    def _save_calls(self, rollout_id: str, calls: list[CallRecord]) -> None:
+        """Append to ``llm_calls.jsonl`` (one open file: a file per rollout costs an open/close
+        per row). Not fsync'd: call records enrich trajectories, they are not results."""
+        if self.llm_calls_file is None:
+            return
+        with contextlib.suppress(OSError, TypeError, ValueError):
+            self.llm_calls_file.write(
+                "".join(
+                    json.dumps({"rollout_id": rollout_id, **call.to_json()}) + "\n"
+                    for call in calls
+                )
+            )
+
+    @property
+    def in_flight(self) -> int:
+        return len(self._in_flight)

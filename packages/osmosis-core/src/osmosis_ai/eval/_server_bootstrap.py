@@ -1,0 +1,90 @@
+"""Child-process entry that serves a rollout's ``app`` for ``osmosis eval run``.
+
+Run as a *file* (``python _server_bootstrap.py ENTRYPOINT ROLLOUT_DIR PORT_FILE``), not as
+``-m osmosis_ai.eval...``: with ``--isolated`` it runs in the rollout's own environment, which
+has osmosis-core (every rollout server needs it) but maybe not this version's ``eval`` package.
+It therefore imports only the standard library, uvicorn, the stdlib-only
+:mod:`osmosis_ai.rollout.entrypoint` and :mod:`osmosis_ai.listening_socket`, and the entrypoint.
+
+* The entrypoint is loaded by :func:`osmosis_ai.rollout.entrypoint.load_rollout_app`, the loader
+  ``osmosis rollout validate`` and ``rollout serve`` use too: never as ``__main__`` (its
+  ``if __name__ == "__main__"`` block does not run); it must expose ``app`` (the object
+  ``create_rollout_server`` returns) or a zero-argument ``create_app()``.
+* The child binds 127.0.0.1 on a free port itself and reports it through ``PORT_FILE``, so
+  there is no race between choosing a port and binding it.
+* Parent death: with ``_OSMOSIS_EVAL_WATCH_STDIN=1`` a thread blocks on stdin, a pipe whose
+  other end only the eval process holds. When that process dies for any reason (also
+  ``kill -9``) the pipe reaches EOF, and the server shuts down gracefully, then hard-exits if
+  draining takes too long. This works through ``uv run`` too, where the eval process is not
+  the direct parent.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+_GRACE_SEC = 15.0
+
+
+def _watch_parent() -> None:
+    def watch() -> None:
+        # os.read on the raw descriptor, not sys.stdin: a daemon thread blocked inside the
+        # buffered reader holds its lock, which aborts the interpreter at shutdown.
+        try:
+            while os.read(0, 65536):
+                pass
+        except OSError:
+            pass
+        os.kill(os.getpid(), signal.SIGTERM)
+        timer = threading.Timer(_GRACE_SEC, lambda: os._exit(1))
+        timer.daemon = True
+        timer.start()
+
+    threading.Thread(target=watch, name="osmosis-parent-watch", daemon=True).start()
+
+
+def _load_app(entrypoint: Path, rollout_dir: Path) -> Any:
+    from osmosis_ai.rollout.entrypoint import RolloutEntrypointError, load_rollout_app
+
+    try:
+        return load_rollout_app(rollout_dir, entrypoint)
+    except RolloutEntrypointError as exc:
+        if exc.traceback_text:
+            print(exc.traceback_text, file=sys.stderr, end="")
+        raise SystemExit(f"osmosis eval: {exc}") from None
+
+
+def main(argv: list[str]) -> None:
+    if len(argv) != 3:
+        raise SystemExit("usage: _server_bootstrap.py ENTRYPOINT ROLLOUT_DIR PORT_FILE")
+    entrypoint, rollout_dir, port_file = Path(argv[0]), Path(argv[1]), Path(argv[2])
+    if os.environ.get("_OSMOSIS_EVAL_WATCH_STDIN") == "1":
+        _watch_parent()
+    app = _load_app(entrypoint.resolve(), rollout_dir.resolve())
+
+    import uvicorn
+
+    from osmosis_ai.listening_socket import bind_tcp_listener
+
+    sock = bind_tcp_listener("127.0.0.1", 0)
+    port = sock.getsockname()[1]
+    tmp = port_file.with_name(port_file.name + ".tmp")
+    tmp.write_text(str(port))
+    tmp.replace(port_file)
+    config = uvicorn.Config(
+        app,
+        log_level=os.environ.get("_OSMOSIS_EVAL_SERVER_LOG_LEVEL", "warning"),
+        access_log=False,
+        timeout_keep_alive=2160,
+        timeout_graceful_shutdown=10,
+    )
+    uvicorn.Server(config).run(sockets=[sock])
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,219 @@
+"""One session of a run: what :func:`~osmosis_ai.eval.run_eval_async` does once the plan is built.
+
+Sequence: lock the run name → (``fresh``: archive) → check or write the manifest → read the
+journal to find pending work items → dispatch them (:mod:`._dispatch`: server child, upstream,
+proxy, scheduler) → finalize (:mod:`._finalize`: per-row records, ``index.jsonl``, trajectories,
+``metrics.json``).
+
+Why the session ends the same way on every path (done, partial, halted, interrupted): the
+results on disk must always describe the journal, and the child server must always be gone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+from osmosis_ai.eval._dispatch import dispatch
+from osmosis_ai.eval._errors import EvalRunFailed
+from osmosis_ai.eval._finalize import SessionEnd, finalize, row_from_journal
+from osmosis_ai.eval._journal import load_latest
+from osmosis_ai.eval._manifest import check_manifest, read_manifest, write_manifest
+from osmosis_ai.eval._plan import EvalPlan
+from osmosis_ai.eval._progress import EvalProgress, EvalUpdate, ProgressCallback
+from osmosis_ai.eval._run import EvalRun
+from osmosis_ai.eval._run_layout import RunLock, RunPaths, archive_run
+from osmosis_ai.eval._run_log import Redactor, RunLog
+from osmosis_ai.eval._scheduler import WorkItem
+from osmosis_ai.eval._server_process import RolloutServerError
+
+
+async def run_session(plan: EvalPlan, progress: ProgressCallback | None = None) -> EvalRun:
+    """Run (or resume) the plan's run; see the module docstring."""
+    end = SessionEnd(started_at=datetime.now(UTC), t0=time.perf_counter(), session_ids=set())
+    paths = RunPaths(plan.run_dir)
+    plan.output_root.mkdir(parents=True, exist_ok=True)
+    lock = RunLock(plan.output_root, plan.run_name)
+    lock.acquire()
+    try:
+        end.archived = archive_run(paths.root) if plan.fresh else None
+        manifest = _open_manifest(plan, paths)
+        log = RunLog(paths.logs, _redactor(plan))
+        try:
+            return await _Session(plan, paths, manifest, log, progress).run(end)
+        finally:
+            log.close()
+    finally:
+        lock.release()
+
+
+def _open_manifest(plan: EvalPlan, paths: RunPaths) -> dict[str, Any]:
+    manifest = read_manifest(paths.manifest)
+    if manifest is not None:
+        check_manifest(manifest, plan.run_name, plan.inputs)
+    paths.create()
+    if manifest is not None:
+        return manifest
+    return write_manifest(
+        paths.manifest,
+        plan.run_name,
+        plan.inputs,
+        {
+            "config_path": str(plan.config_path) if plan.config_path else None,
+            "dataset_path": str(plan.dataset_path),
+            "rollout_dir": str(plan.rollout_dir),
+            "upstream_base_url": plan.upstream.base_url or None,
+        },
+    )
+
+
+def _redactor(plan: EvalPlan) -> Redactor:
+    redactor = Redactor()
+    redactor.add(plan.upstream.api_key)
+    for value in plan.secrets.values():
+        redactor.add(value)
+    return redactor
+
+
+def _work_items(plan: EvalPlan) -> list[WorkItem]:
+    return [
+        WorkItem(row_index=row_index, run_index=run_index, row=row)
+        for row_index, row in enumerate(plan.rows)
+        for run_index in range(plan.n)
+    ]
+
+
+def _is_done(record: dict[str, Any], retry_failed: bool) -> bool:
+    status = record.get("status")
+    if retry_failed:
+        return status == "success"
+    return status in ("success", "failed", "skipped")
+
+
+class _Session:
+    """The steps of one session, sharing the plan, paths, log and progress counters."""
+
+    def __init__(
+        self,
+        plan: EvalPlan,
+        paths: RunPaths,
+        manifest: dict[str, Any],
+        log: RunLog,
+        callback: ProgressCallback | None,
+    ) -> None:
+        self.plan = plan
+        self.paths = paths
+        self.manifest = manifest
+        self.log = log
+        self.callback = callback
+        self.items = _work_items(plan)
+        self.by_key = {(i.row_index, i.run_index): i for i in self.items}
+        self.progress = EvalProgress(
+            run_name=plan.run_name,
+            model=plan.upstream.model,
+            rollout=plan.rollout_name,
+            rows=len(plan.rows),
+            n=plan.n,
+            total=len(self.items),
+        )
+
+    async def run(self, end: SessionEnd) -> EvalRun:
+        pending = self._plan_pending()
+        fatal: BaseException | None = None
+        if pending:
+            fatal = await self._dispatch(pending, end)
+        result = finalize(self.plan, self.paths, self.manifest, self.items, end)
+        self.log.info(
+            "finish",
+            "session finished",
+            status=result.status,
+            succeeded=result.succeeded,
+            failed=result.failed,
+            skipped=result.skipped,
+            pending=result.pending,
+        )
+        if fatal is not None and result.dispatched == 0:
+            raise EvalRunFailed(str(fatal), result) from fatal
+        return result
+
+    def _plan_pending(self) -> list[WorkItem]:
+        prior = load_latest(self.paths.journal)
+        retry = self.plan.retry_failed
+        pending = [
+            i for i in self.items if not _is_done(prior.get((i.row_index, i.run_index), {}), retry)
+        ]
+        self.progress.already_done = len(self.items) - len(pending)
+        self.progress.pending_at_start = len(pending)
+        self.progress.resumed = bool(prior)
+        plan = self.plan
+        self.log.info(
+            "plan",
+            "session starting",
+            run=plan.run_name,
+            total=len(self.items),
+            pending=len(pending),
+            model=plan.upstream.model,
+            rollout=plan.rollout_name,
+            dataset=str(plan.dataset_path),
+            retry_failed=retry,
+        )
+        if plan.upstream.is_mock:
+            self._notice(
+                "warning",
+                "--model mock uses the built-in scripted policy: a plumbing check, its rewards "
+                "say nothing about any model.",
+                {"code": "MOCK_MODEL"},
+            )
+        self._emit(EvalUpdate("started", self.progress))
+        return pending
+
+    async def _dispatch(self, pending: list[WorkItem], end: SessionEnd) -> BaseException | None:
+        def on_record(record: dict[str, Any]) -> None:
+            end.session_ids.add(record["rollout_id"])
+            self._on_record(record)
+
+        try:
+            outcome = await dispatch(
+                self.plan, self.paths, pending, self.log, self._notice, on_record
+            )
+        except asyncio.CancelledError:
+            end.interrupted = True
+            task = asyncio.current_task()
+            if task is not None:
+                task.uncancel()
+            self.log.warning("run", "interrupted; in-flight work items stay pending")
+        except RolloutServerError as exc:
+            end.halt_reason = str(exc)
+            self.log.error("server", "rollout server failed", error=str(exc))
+            return exc
+        else:
+            end.dispatched, end.halt_reason = outcome.dispatched, outcome.halt_reason
+        return None
+
+    def _on_record(self, record: dict[str, Any]) -> None:
+        item = self.by_key[(record["row_index"], record["run_index"])]
+        row = row_from_journal(item, record, resumed=False, trajectory=None)
+        self.progress.count(row)
+        if row.status == "failed":
+            self.log.warning(
+                "result",
+                "work item failed",
+                row_index=row.row_index,
+                run_index=row.run_index,
+                rollout_id=row.rollout_id,
+                error_type=row.error_type,
+                error_message=row.error_message,
+            )
+        self._emit(EvalUpdate("row", self.progress, row=row))
+
+    def _notice(self, level: str, message: str, details: dict[str, Any]) -> None:
+        self.log.log(level, "run", message, **details)
+        self._emit(
+            EvalUpdate("notice", self.progress, level=level, message=message, details=details)
+        )
+
+    def _emit(self, update: EvalUpdate) -> None:
+        if self.callback is not None:
+            self.callback(update)

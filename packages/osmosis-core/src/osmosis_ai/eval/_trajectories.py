@@ -1,0 +1,100 @@
+"""Per-work-item trajectories: the server's ATIF file plus what the policy proxy measured.
+
+The rollout server writes ``rollout_trials/<rollout_id>/trajectory.json`` (ATIF) from the
+sample's messages. Only the proxy saw the wire, so only it knows each call's latency, retries,
+and (when the upstream returns them) token ids and logprobs. This module copies the server's
+trajectory to ``trajectories/row_<r>_run_<n>.json`` and adds the proxy's records:
+
+* all calls under ``extra.osmosis.llm_calls`` (always);
+* when the number of agent steps equals the number of calls, each step's ``metrics`` gains the
+  call's ``prompt_token_ids``, ``completion_token_ids``, ``logprobs`` and ``latency_ms`` (the
+  same matching rule the public SDK applies to reported per-call metrics).
+
+Done after the server stopped, when every trajectory is certainly on disk; best effort, never
+affects a result.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from typing import Any
+
+from osmosis_ai.eval._run_layout import RunPaths
+
+_STEP_KEYS = ("prompt_token_ids", "completion_token_ids", "logprobs", "latency_ms")
+
+
+def load_calls(paths: RunPaths) -> dict[str, list[dict[str, Any]]]:
+    """``llm_calls.jsonl`` grouped by rollout id (each line carries its ``rollout_id``)."""
+    grouped: dict[str, list[dict[str, Any]]] = {}
+    with contextlib.suppress(OSError), paths.llm_calls.open(encoding="utf-8") as fh:
+        for line in fh:
+            try:
+                call = json.loads(line)
+            except json.JSONDecodeError:
+                continue  # a torn last line after a crash
+            if isinstance(call, dict) and isinstance(call.get("rollout_id"), str):
+                grouped.setdefault(call.pop("rollout_id"), []).append(call)
+    return grouped
+
+
+def assemble_trajectory(
+    paths: RunPaths, record: dict[str, Any], calls: list[dict[str, Any]]
+) -> str | None:
+    """Write the item's trajectory; returns its path relative to the run dir, or ``None``."""
+    rollout_id = record.get("rollout_id")
+    if not isinstance(rollout_id, str):
+        return None
+    source = paths.rollout_trials / rollout_id / "trajectory.json"
+    target = paths.trajectory_file(int(record["row_index"]), int(record["run_index"]))
+    try:
+        document = json.loads(source.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError):
+        return None
+    if not isinstance(document, dict):
+        return None
+    if calls:
+        extra = document.setdefault("extra", {})
+        osmosis = extra.setdefault("osmosis", {}) if isinstance(extra, dict) else {}
+        if isinstance(osmosis, dict):
+            osmosis["llm_calls"] = calls
+        steps = [
+            s
+            for s in document.get("steps", [])
+            if isinstance(s, dict) and s.get("source") == "agent"
+        ]
+        if len(steps) == len(calls):
+            for step, call in zip(steps, calls, strict=True):
+                metrics = step.setdefault("metrics", {})
+                if isinstance(metrics, dict):
+                    for key in _STEP_KEYS:
+                        if call.get(key) is not None:
+                            metrics.setdefault(key, call[key])
+    target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        target.write_text(json.dumps(document, indent=2, allow_nan=False), encoding="utf-8")
+    except (OSError, TypeError, ValueError):
+        return None
+    return target.relative_to(paths.root).as_posix()
+
+
+def existing_trajectory(paths: RunPaths, record: dict[str, Any]) -> str | None:
+    target = paths.trajectory_file(int(record["row_index"]), int(record["run_index"]))
+    if target.exists():
+        return target.relative_to(paths.root).as_posix()
+    return None
+
+
+def trajectory_for(
+    paths: RunPaths, record: dict[str, Any], calls: list[dict[str, Any]], *, rebuild: bool
+) -> str | None:
+    """The item's trajectory file, building it when ``rebuild`` (item finished this session)."""
+    if rebuild:
+        built = assemble_trajectory(paths, record, calls)
+        if built is not None:
+            return built
+    return existing_trajectory(paths, record)
+
+
+__all__ = ["assemble_trajectory", "load_calls", "trajectory_for"]

@@ -1,0 +1,128 @@
+"""Resolve ``--model`` / ``--base-url`` / ``--api-key-env`` into one OpenAI-compatible upstream.
+
+Why shorthands: ``openai/gpt-4.1-mini`` is what users type (and what eval TOMLs hold in
+``model_path``); it means "model ``gpt-4.1-mini`` at ``https://api.openai.com/v1`` with the key
+in ``OPENAI_API_KEY``". With an explicit ``--base-url`` (vLLM, SGLang, Ollama, llama.cpp, any
+gateway) the model name is sent verbatim, since served names such as ``Qwen/Qwen3-8B`` contain
+slashes. ``mock`` is the offline scripted policy (a plumbing check; its rewards mean nothing).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+from osmosis_ai.errors import ConfigurationError
+
+MOCK_MODEL = "mock"
+
+
+@dataclass(frozen=True, slots=True)
+class Provider:
+    base_url: str
+    key_env: str | None
+    key_required: bool = True
+
+
+PROVIDERS: dict[str, Provider] = {
+    "openai": Provider("https://api.openai.com/v1", "OPENAI_API_KEY"),
+    "anthropic": Provider("https://api.anthropic.com/v1", "ANTHROPIC_API_KEY"),
+    "gemini": Provider("https://generativelanguage.googleapis.com/v1beta/openai", "GEMINI_API_KEY"),
+    "openrouter": Provider("https://openrouter.ai/api/v1", "OPENROUTER_API_KEY"),
+    "together": Provider("https://api.together.xyz/v1", "TOGETHER_API_KEY"),
+    "together_ai": Provider("https://api.together.xyz/v1", "TOGETHER_API_KEY"),
+    "groq": Provider("https://api.groq.com/openai/v1", "GROQ_API_KEY"),
+    "deepseek": Provider("https://api.deepseek.com/v1", "DEEPSEEK_API_KEY"),
+    "fireworks": Provider("https://api.fireworks.ai/inference/v1", "FIREWORKS_API_KEY"),
+    "fireworks_ai": Provider("https://api.fireworks.ai/inference/v1", "FIREWORKS_API_KEY"),
+    "mistral": Provider("https://api.mistral.ai/v1", "MISTRAL_API_KEY"),
+    "xai": Provider("https://api.x.ai/v1", "XAI_API_KEY"),
+    "ollama": Provider("http://127.0.0.1:11434/v1", None, key_required=False),
+}
+
+
+class UpstreamError(ConfigurationError):
+    """The model/endpoint flags do not describe a usable upstream."""
+
+
+@dataclass(frozen=True, slots=True)
+class Upstream:
+    """Where the proxy sends chat-completions requests."""
+
+    model: str
+    base_url: str
+    api_key: str | None = field(default=None, repr=False)
+    key_env: str | None = None
+    is_mock: bool = False
+
+    @property
+    def chat_completions_url(self) -> str:
+        return f"{self.base_url}/chat/completions"
+
+    def locked_identity(self) -> dict[str, str | None]:
+        """What the run manifest locks (never the key)."""
+        return {"model": self.model, "base_url": None if self.is_mock else self.base_url}
+
+
+def resolve_upstream(
+    model: str,
+    *,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    api_key_env: str | None = None,
+    environ: dict[str, str] | None = None,
+) -> Upstream:
+    """Turn the flags into an :class:`Upstream`; errors say which flag or variable to set.
+
+    An explicit ``api_key`` wins over any variable (it is never written anywhere: the run
+    manifest locks the model and base URL only, and the run's log redacts the key).
+    """
+    env = os.environ if environ is None else environ
+    model = model.strip()
+    if not model:
+        raise UpstreamError("no model given: pass --model or set experiment.model_path")
+    if model == MOCK_MODEL and base_url is None:
+        return Upstream(model=MOCK_MODEL, base_url="", is_mock=True)
+    if base_url is not None:
+        base = _check_base_url(base_url)
+        key = api_key or _read_key(api_key_env, env, required=api_key_env is not None)
+        return Upstream(model=model, base_url=base, api_key=key, key_env=api_key_env)
+    provider_name, sep, provider_model = model.partition("/")
+    provider = PROVIDERS.get(provider_name.lower()) if sep else None
+    if provider is None or not provider_model:
+        known = ", ".join(sorted(PROVIDERS))
+        raise UpstreamError(
+            f"cannot tell where to send model {model!r}: use a provider shorthand "
+            f"('<provider>/<model>', providers: {known}), pass --base-url for any "
+            "OpenAI-compatible server, or --model mock for an offline plumbing check"
+        )
+    key_env = api_key_env or provider.key_env
+    if api_key:
+        return Upstream(model=provider_model, base_url=provider.base_url, api_key=api_key)
+    key = _read_key(key_env, env, required=provider.key_required or api_key_env is not None)
+    return Upstream(model=provider_model, base_url=provider.base_url, api_key=key, key_env=key_env)
+
+
+def _check_base_url(url: str) -> str:
+    url = url.strip().rstrip("/")
+    if not url.startswith(("http://", "https://")):
+        raise UpstreamError(f"--base-url {url!r} must start with http:// or https://")
+    if url.endswith("/chat/completions"):
+        url = url[: -len("/chat/completions")]
+    return url
+
+
+def _read_key(
+    var: str | None, env: os._Environ[str] | dict[str, str], *, required: bool
+) -> str | None:
+    if var is None:
+        return None
+    value = env.get(var, "").strip()
+    if not value:
+        if required:
+            raise UpstreamError(
+                f"the API key variable {var} is not set; export it (or put it in .env) "
+                "or name another variable with --api-key-env"
+            )
+        return None
+    return value

@@ -1,0 +1,64 @@
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from osmosis_ai.eval._journal import Journal, iter_records, load_latest
+
+
+def _record(row: int, run: int = 0, status: str = "success") -> dict[str, object]:
+    return {"row_index": row, "run_index": run, "status": status, "reward": 1.0}
+
+
+async def test_append_returns_after_fsync(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    synced: list[int] = []
+    real_fsync = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(fd), real_fsync(fd))[1])
+    journal = Journal(tmp_path / "events.jsonl")
+    await journal.append(_record(0))
+    assert synced, "append returned before the record was fsync'd"
+    assert list(iter_records(journal.path)) == [_record(0)]
+    await journal.aclose()
+
+
+async def test_concurrent_appends_are_group_committed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[int] = []
+    real_fsync = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: (calls.append(fd), real_fsync(fd))[1])
+    journal = Journal(tmp_path / "events.jsonl")
+    await asyncio.gather(*(journal.append(_record(i)) for i in range(200)))
+    await journal.aclose()
+    assert len(load_latest(journal.path)) == 200
+    assert len(calls) < 200  # batched: far fewer fsyncs than records
+
+
+async def test_torn_tail_is_ignored_and_cut_before_appending(tmp_path: Path) -> None:
+    path = tmp_path / "events.jsonl"
+    path.write_text(json.dumps(_record(0)) + "\n" + '{"row_index": 1, "run_ind')
+    assert list(load_latest(path)) == [(0, 0)]
+    journal = Journal(path)
+    await journal.append(_record(2))
+    await journal.aclose()
+    assert sorted(load_latest(path)) == [(0, 0), (2, 0)]
+    assert path.read_text().count("\n") == 2
+
+
+def test_latest_record_wins(tmp_path: Path) -> None:
+    journal = Journal(tmp_path / "events.jsonl")
+    journal.append_sync(_record(0, status="failed"))
+    journal.append_sync(_record(0, status="success"))
+    journal.close()
+    assert load_latest(journal.path)[(0, 0)]["status"] == "success"
+
+
+async def test_closed_journal_refuses(tmp_path: Path) -> None:
+    journal = Journal(tmp_path / "events.jsonl")
+    journal.close()
+    with pytest.raises(RuntimeError, match="closed"):
+        await journal.append(_record(0))

@@ -1,0 +1,115 @@
+"""The one entrypoint loader used by ``rollout validate``, ``rollout serve`` and ``eval run``."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from osmosis_ai.errors import ConfigurationError
+from osmosis_ai.rollout.entrypoint import (
+    RolloutEntrypointError,
+    import_entrypoint,
+    load_rollout_app,
+)
+
+
+def _rollout(tmp_path: Path, name: str, files: dict[str, str]) -> Path:
+    root = tmp_path / name
+    root.mkdir()
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    return root
+
+
+def test_relative_and_sibling_imports_work_and_main_block_does_not_run(tmp_path: Path) -> None:
+    root = _rollout(
+        tmp_path,
+        "rel",
+        {
+            "tools.py": "VALUE = 6\n",
+            "helpers.py": "FACTOR = 7\n",
+            "main.py": (
+                "from .tools import VALUE\n"
+                "import helpers\n"
+                "app = VALUE * helpers.FACTOR\n"
+                "if __name__ == '__main__':\n"
+                "    raise SystemExit('the __main__ block ran')\n"
+            ),
+        },
+    )
+    assert load_rollout_app(root, "main.py") == 42
+
+
+def test_same_module_name_in_two_rollouts_does_not_collide(tmp_path: Path) -> None:
+    one = _rollout(tmp_path, "one", {"main.py": "app = 'one'\n"})
+    two = _rollout(tmp_path, "two", {"main.py": "app = 'two'\n"})
+    assert load_rollout_app(one) == "one"
+    assert load_rollout_app(two) == "two"
+
+
+def test_create_app_factory_is_used_when_there_is_no_app(tmp_path: Path) -> None:
+    root = _rollout(tmp_path, "factory", {"main.py": "def create_app():\n    return 'built'\n"})
+    assert load_rollout_app(root) == "built"
+
+
+def test_missing_dependency_names_the_module(tmp_path: Path) -> None:
+    root = _rollout(tmp_path, "dep", {"main.py": "import numpyy_not_installed\napp = 1\n"})
+    with pytest.raises(RolloutEntrypointError) as info:
+        import_entrypoint(root, root / "main.py")
+    error = info.value
+    assert isinstance(error, ConfigurationError)
+    assert error.kind == "module_not_found"
+    assert error.missing_module == "numpyy_not_installed"
+    assert "Install the rollout's dependencies" in str(error)
+
+
+def test_error_in_rollout_code_points_at_its_line(tmp_path: Path) -> None:
+    root = _rollout(tmp_path, "boom", {"main.py": "x = 1\nraise KeyError('contnet')\n"})
+    with pytest.raises(RolloutEntrypointError) as info:
+        load_rollout_app(root)
+    error = info.value
+    assert error.kind == "import_error"
+    assert error.error_type == "KeyError"
+    assert error.file == str(root / "main.py")
+    assert error.line == 2
+    assert error.traceback_text is not None
+    assert "KeyError" in error.traceback_text
+
+
+def test_sys_exit_at_import_is_reported_not_propagated(tmp_path: Path) -> None:
+    root = _rollout(tmp_path, "exits", {"main.py": "raise SystemExit(3)\n"})
+    with pytest.raises(RolloutEntrypointError, match="SystemExit"):
+        load_rollout_app(root)
+
+
+def test_no_app_says_what_to_define(tmp_path: Path) -> None:
+    root = _rollout(tmp_path, "empty", {"agent.py": "x = 1\n"})
+    with pytest.raises(RolloutEntrypointError, match="create_rollout_server") as info:
+        load_rollout_app(root, "agent.py")
+    assert info.value.kind == "no_app"
+
+
+def test_entrypoint_outside_the_rollout_is_refused(tmp_path: Path) -> None:
+    root = _rollout(tmp_path, "inside", {"main.py": "app = 1\n"})
+    (tmp_path / "outside.py").write_text("app = 2\n")
+    with pytest.raises(RolloutEntrypointError, match="outside the rollout folder"):
+        load_rollout_app(root, tmp_path / "outside.py")
+
+
+def test_loader_imports_only_the_standard_library() -> None:
+    """The eval's server child may run in the rollout's own environment (``--isolated``)."""
+    code = (
+        "import sys\n"
+        "before = set(sys.modules)\n"
+        "import osmosis_ai.rollout.entrypoint\n"
+        "new = {m.split('.')[0] for m in set(sys.modules) - before}\n"
+        "print(sorted(new - set(sys.stdlib_module_names)))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    assert out.strip() == "['osmosis_ai']"
