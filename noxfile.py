@@ -61,8 +61,9 @@ def lint(session: nox.Session) -> None:
 
 @nox.session(python=PYTHONS, tags=["core"])
 def core(session: nox.Session) -> None:
-    """osmosis-core alone (with its server extra): the contract, LocalBackend, server, testing kit."""
-    session.install(*TEST_DEPS, *CORE)
+    """osmosis-core alone (with its server, rubric and eval extras): the contract, LocalBackend,
+    server, testing kit, judge and the local evaluation library."""
+    session.install(*TEST_DEPS, "-e", f"{PACKAGES / 'osmosis-core'}[server,rubric,eval]")
     _pytest(session, PACKAGES / "osmosis-core" / "tests")
 
 
