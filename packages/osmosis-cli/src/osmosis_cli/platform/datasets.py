@@ -32,7 +32,7 @@ COLUMNS = [
 
 def validate_dataset(path: Path, output: Output) -> int:
     """Check every row with the ``eval run`` rules; returns the row count."""
-    from osmosis_cli.local_eval.dataset import DatasetError, iter_dataset
+    from osmosis_ai.eval import DatasetError, iter_dataset
 
     output.progress(f"Validating {path}...")
     count = 0

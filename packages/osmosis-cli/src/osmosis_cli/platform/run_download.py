@@ -54,7 +54,7 @@ def _select(items: list[dict[str, Any]], types: list[str], rows: str | None, tot
     chosen = [item for item in items if item.get("type") in types]
     if rows is None:
         return chosen
-    from osmosis_cli.local_eval.selection import SelectionError, parse_rows_spec
+    from osmosis_ai.eval import SelectionError, parse_rows_spec
 
     try:
         wanted = set(parse_rows_spec(rows, total))

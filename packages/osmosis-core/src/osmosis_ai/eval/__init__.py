@@ -39,6 +39,13 @@ _EXPORTS = {
     "ManifestError": "osmosis_ai.eval._manifest",
     "ManifestMismatchError": "osmosis_ai.eval._manifest",
     "RunLayoutError": "osmosis_ai.eval._run_layout",
+    # dataset files and row selections, as run_eval reads them
+    "DatasetRow": "osmosis_ai.eval._dataset",
+    "DatasetError": "osmosis_ai.eval._dataset",
+    "iter_dataset": "osmosis_ai.eval._dataset",
+    "load_dataset": "osmosis_ai.eval._dataset",
+    "SelectionError": "osmosis_ai.eval._selection",
+    "parse_rows_spec": "osmosis_ai.eval._selection",
     # LLM-as-judge (osmosis_ai.eval.judge; 0.3's API in osmosis_ai.eval.rubric)
     "Judge": "osmosis_ai.eval.judge.judge",
     "JudgeUsage": "osmosis_ai.judge_usage",
@@ -50,12 +57,14 @@ __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 if TYPE_CHECKING:
     from osmosis_ai.eval._api import run_eval, run_eval_async
+    from osmosis_ai.eval._dataset import DatasetError, DatasetRow, iter_dataset, load_dataset
     from osmosis_ai.eval._errors import EvalExtraMissingError, EvalRunFailed, UpstreamRejected
     from osmosis_ai.eval._manifest import ManifestError, ManifestMismatchError
     from osmosis_ai.eval._progress import EvalProgress, EvalUpdate
     from osmosis_ai.eval._records import RowRecord, read_index
     from osmosis_ai.eval._run import EvalRun
     from osmosis_ai.eval._run_layout import RunLayoutError
+    from osmosis_ai.eval._selection import SelectionError, parse_rows_spec
     from osmosis_ai.eval._source import EvalPlanError
     from osmosis_ai.eval.judge.judge import Judge
     from osmosis_ai.eval.judge.result import RubricResult
@@ -63,6 +72,8 @@ if TYPE_CHECKING:
     from osmosis_ai.judge_usage import JudgeUsage
 
 __all__ = [
+    "DatasetError",
+    "DatasetRow",
     "EvalExtraMissingError",
     "EvalPlanError",
     "EvalProgress",
@@ -76,9 +87,13 @@ __all__ = [
     "RowRecord",
     "RubricResult",
     "RunLayoutError",
+    "SelectionError",
     "UpstreamRejected",
     "evaluate_rubric",
     "evaluate_rubric_sync",
+    "iter_dataset",
+    "load_dataset",
+    "parse_rows_spec",
     "read_index",
     "run_eval",
     "run_eval_async",
