@@ -18,7 +18,7 @@ A typical ``main.py``::
 
     from harbor.trial.queue import TrialQueue
     from harbor.models.job.config import RetryConfig
-    from osmosis_ai.rollout.backend.harbor import HarborBackend, environment_config_from_env
+    from . import HarborBackend, environment_config_from_env
 
     backend = HarborBackend(
         orchestrator=TrialQueue(n_concurrent=8, retry_config=RetryConfig(max_retries=0)),
@@ -58,15 +58,15 @@ __all__ = [
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 if TYPE_CHECKING:
-    from osmosis_ai.rollout.backend.harbor.backend import HarborBackend
-    from osmosis_ai.rollout.backend.harbor.environments import (
+    from .backend import HarborBackend
+    from .environments import (
         EnvironmentSelectionError,
         docker_environment_config,
         environment_config_from_env,
         local_environment_config,
         skypilot_environment_config,
     )
-    from osmosis_ai.rollout.backend.harbor.local_environment import (
+    from .local_environment import (
         LOCAL_ENVIRONMENT_IMPORT_PATH,
     )
-    from osmosis_ai.rollout.backend.harbor.tasks import TaskMode
+    from .tasks import TaskMode

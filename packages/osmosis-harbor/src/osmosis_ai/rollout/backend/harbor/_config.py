@@ -16,10 +16,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from osmosis_ai.rollout.backend.harbor._outcome import RewardRule
-from osmosis_ai.rollout.backend.harbor.bundle import Bundle
-from osmosis_ai.rollout.backend.harbor.native import NATIVE_AGENTS
-from osmosis_ai.rollout.backend.harbor.tasks import TaskMode
+from ._outcome import RewardRule
+from .bundle import Bundle
+from .native import NATIVE_AGENTS
+from .tasks import TaskMode
 
 if TYPE_CHECKING:
     from harbor.models.trial.config import EnvironmentConfig
@@ -140,6 +140,20 @@ def build_config(
         bundle=resolve_bundle(bundle),
         kwarg_secrets=tuple(secret_values(native_kwargs)),
     )
+
+
+def environment_name(environment: EnvironmentConfig | None) -> str:
+    """Where trials run, for ``health()``: docker (Harbor's default), local, or the type."""
+    if environment is None:
+        return "docker"
+    from .local_environment import (
+        LOCAL_ENVIRONMENT_IMPORT_PATH,
+    )
+
+    if environment.import_path == LOCAL_ENVIRONMENT_IMPORT_PATH:
+        return "local"
+    env_type = getattr(environment, "type", None)
+    return str(getattr(env_type, "value", env_type) or "custom")
 
 
 def legacy_message(legacy: dict[str, Any]) -> str:
@@ -311,7 +325,7 @@ def import_path_of(obj: Any, what: str, base: type) -> str:
     if isinstance(obj, str):
         if ":" not in obj:
             raise ValueError(f"{what}={obj!r} must be a class or a 'module:Class' import path")
-        from osmosis_ai.rollout.backend.harbor.runner import _import
+        from .runner import _import
 
         try:
             resolved = _import(obj)

@@ -12,23 +12,25 @@ the latter moves artifacts, scrubs secrets and deletes what is not kept.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
 import logging
 import re
 import shutil
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from osmosis_ai.rollout.backend.harbor import _sandbox_paths as paths
-from osmosis_ai.rollout.backend.harbor._outcome import TrialFacts
-from osmosis_ai.rollout.backend.harbor.agent import WORKFLOW_AGENT_IMPORT_PATH, install_script
-from osmosis_ai.rollout.backend.harbor.hygiene import relocate_artifacts, scrub_tree
-from osmosis_ai.rollout.backend.harbor.native import native_agent_config
-from osmosis_ai.rollout.backend.harbor.runner import sample_from_atif
-from osmosis_ai.rollout.backend.harbor.tasks import (
+from . import _sandbox_paths as paths
+from ._outcome import TrialFacts
+from .agent import WORKFLOW_AGENT_IMPORT_PATH, install_script
+from .hygiene import relocate_artifacts, scrub_tree
+from .native import native_agent_config
+from .runner import sample_from_atif
+from .tasks import (
     TaskMode,
     TaskSelectionError,
     fetch_task,
@@ -40,9 +42,10 @@ from osmosis_ai.rollout.backend.harbor.tasks import (
 
 if TYPE_CHECKING:
     from harbor.models.trial.config import AgentConfig, EnvironmentConfig, TrialConfig
-    from osmosis_ai.rollout.backend.harbor._config import HarborConfig
-    from osmosis_ai.rollout.backend.harbor.bundle import Bundle
     from osmosis_ai.rollout.types.execution import ExecutionRequest
+
+    from ._config import HarborConfig
+    from .bundle import Bundle
 
 logger = logging.getLogger(__name__)
 
@@ -52,6 +55,36 @@ def trial_name_for(rollout_id: str) -> str:
     # unique per rollout id (the digest disambiguates ids that sanitize to the same text).
     slug = re.sub(r"[^a-z0-9_-]+", "-", rollout_id.lower()).strip("-")[:40] or "rollout"
     return f"osmosis-{slug}-{hashlib.sha256(rollout_id.encode()).hexdigest()[:8]}"
+
+
+@dataclass(frozen=True, slots=True)
+class WorkDirs:
+    """A backend's scratch space: per-rollout task copies and (by default) trial dirs."""
+
+    root: Path
+    trials: Path
+    staging: Path
+
+    @classmethod
+    def create(cls, tasks_dir: Path, trials_dir: Path | str | None) -> WorkDirs:
+        root = Path(tempfile.mkdtemp(prefix=f"osmosis-harbor-{tasks_dir.name[:32]}-"))
+        trials = Path(trials_dir).expanduser().resolve() if trials_dir else root / "trials"
+        return cls(root=root, trials=trials, staging=root / "rollouts")
+
+    @property
+    def removable(self) -> list[Path]:
+        """Directories removed when empty (innermost first)."""
+        return [self.staging, self.root / "trials", self.root]
+
+    def staging_root(self) -> Path:
+        self.staging.mkdir(parents=True, exist_ok=True)
+        return self.staging
+
+
+def remove_empty_dirs(directories: list[Path]) -> None:
+    for directory in directories:
+        with contextlib.suppress(OSError):
+            directory.rmdir()
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,7 +22,8 @@ from harbor.agents.base import BaseAgent
 from harbor.environments.base import BaseEnvironment
 from harbor.models.agent.context import AgentContext
 from osmosis_ai.errors import BackendError
-from osmosis_ai.rollout.backend.harbor._sandbox_paths import (
+
+from ._sandbox_paths import (
     AGENT_INPUT,
     AGENT_RESULT,
     PYTHON_MARKER,
@@ -30,7 +31,7 @@ from osmosis_ai.rollout.backend.harbor._sandbox_paths import (
     SANDBOX_BUNDLE_DIR,
     SANDBOX_VENV_PYTHON,
 )
-from osmosis_ai.rollout.backend.harbor.environments import BUNDLE_NO_DEPS_ENV, SANDBOX_PYTHON_ENV
+from .environments import BUNDLE_NO_DEPS_ENV, SANDBOX_PYTHON_ENV
 
 WORKFLOW_AGENT_IMPORT_PATH = "osmosis_ai.rollout.backend.harbor.agent:OsmosisWorkflowAgent"
 RESULT_METADATA_KEY = "osmosis_result"

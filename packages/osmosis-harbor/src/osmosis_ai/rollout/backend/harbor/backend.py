@@ -34,15 +34,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from osmosis_ai.rollout.backend.base import ExecutionBackend
-from osmosis_ai.rollout.backend.harbor import _config, _outcome, _trial
-from osmosis_ai.rollout.backend.harbor.agent import RESULT_METADATA_KEY
-from osmosis_ai.rollout.backend.harbor.bundle import Bundle, BundleError, build_bundle
-from osmosis_ai.rollout.backend.harbor.hygiene import scrub_paths
-from osmosis_ai.rollout.backend.harbor.local_environment import LOCAL_ENVIRONMENT_IMPORT_PATH
-from osmosis_ai.rollout.backend.harbor.tasks import TaskMode, TaskSelectionError
 from osmosis_ai.rollout.context import RolloutContext, get_rollout_context
 from osmosis_ai.rollout.types.enums import RolloutErrorCategory, RolloutStatus
 from osmosis_ai.rollout.types.execution import ExecutionOutcome, ExecutionRequest
+
+from . import _config, _outcome, _trial
+from .agent import RESULT_METADATA_KEY
+from .bundle import Bundle, BundleError, build_bundle
+from .hygiene import scrub_paths
+from .tasks import TaskMode, TaskSelectionError
 
 if TYPE_CHECKING:
     from harbor.models.trial.config import EnvironmentConfig
@@ -70,10 +70,13 @@ def _failure(message: str, category: RolloutErrorCategory) -> ExecutionOutcome:
     return ExecutionOutcome(workflow=_outcome.failure(message, category))
 
 
-def _remove_empty_dirs(directories: list[Path]) -> None:
-    for directory in directories:
-        with contextlib.suppress(OSError):
-            directory.rmdir()
+class _Withdrawn(Exception):
+    """The trial was cancelled by the backend itself (queue deadline, shutdown)."""
+
+    def __init__(self, message: str, category: RolloutErrorCategory) -> None:
+        super().__init__(message)
+        self.message = message
+        self.category = category
 
 
 class HarborBackend(ExecutionBackend):
@@ -134,30 +137,17 @@ class HarborBackend(ExecutionBackend):
             reward_key=reward_key,
             reward_weights=reward_weights,
         )
-        queue = self._config.queue
-        resolved_tasks_dir = self._config.tasks_dir
         self._bundle: Bundle | None = self._config.bundle
         self._bundle_lock = asyncio.Lock()
-        self._work_dir = Path(
-            tempfile.mkdtemp(prefix=f"osmosis-harbor-{resolved_tasks_dir.name[:32]}-")
-        )
-        self._trials_dir = (
-            Path(trials_dir).expanduser().resolve()
-            if trials_dir is not None
-            else self._work_dir / "trials"
-        )
-        self._staging_root = self._work_dir / "rollouts"
+        self._dirs = _trial.WorkDirs.create(self._config.tasks_dir, trials_dir)
         # A process that exits without shutdown() (or never ran a rollout) leaves no empty dirs.
-        weakref.finalize(
-            self,
-            _remove_empty_dirs,
-            [self._staging_root, self._work_dir / "trials", self._work_dir],
-        )
+        weakref.finalize(self, _trial.remove_empty_dirs, self._dirs.removable)
         self._live: dict[str, _Live] = {}  # by trial name
-        self._tasks: set[asyncio.Task[Any]] = set()
+        self._trial_tasks: set[asyncio.Future[TrialResult]] = set()
         self._closed = False
         from harbor.trial.hooks import TrialEvent
 
+        queue = self._config.queue
         queue.add_hook(TrialEvent.START, self._on_start)
         queue.add_hook(TrialEvent.VERIFICATION_START, self._on_verification_start)
 
@@ -165,7 +155,7 @@ class HarborBackend(ExecutionBackend):
 
     @property
     def trials_dir(self) -> Path:
-        return self._trials_dir
+        return self._dirs.trials
 
     def has_capacity(self) -> bool:
         if self._closed:
@@ -174,13 +164,7 @@ class HarborBackend(ExecutionBackend):
         return limit is None or self._queued() < limit
 
     def health(self) -> dict[str, Any]:
-        environment = self._config.environment
-        env_name = "docker"
-        if environment is not None:
-            env_type = getattr(environment, "type", None)
-            env_name = str(getattr(env_type, "value", env_type) or "custom")
-            if environment.import_path == LOCAL_ENVIRONMENT_IMPORT_PATH:
-                env_name = "local"
+        env_name = _config.environment_name(self._config.environment)
         queued = self._queued()
         return {
             "status": "ok" if not self._closed else "shutting_down",
@@ -199,16 +183,16 @@ class HarborBackend(ExecutionBackend):
         }
 
     async def shutdown(self) -> None:
-        """Refuse new rollouts, cancel the running ones (Harbor stops their environments)."""
+        """Refuse new rollouts and stop running trials (their rollouts fail as shut down)."""
         self._closed = True
-        tasks = list(self._tasks)
+        tasks = list(self._trial_tasks)
         for task in tasks:
             task.cancel()
         if tasks:
             await asyncio.gather(*tasks, return_exceptions=True)
-        await asyncio.to_thread(shutil.rmtree, self._staging_root, True)
+        await asyncio.to_thread(shutil.rmtree, self._dirs.staging, True)
         # Failed trials are kept for diagnosis; an otherwise empty work dir is removed.
-        _remove_empty_dirs([self._work_dir / "trials", self._work_dir])
+        _trial.remove_empty_dirs(self._dirs.removable)
 
     async def prewarm(self) -> dict[str, Any]:
         """Build the bundle and, in template mode, run one ``install_only`` trial so images
@@ -259,15 +243,10 @@ class HarborBackend(ExecutionBackend):
         secrets = tuple(s for s in (endpoint.api_key, *self._config.kwarg_secrets) if s)
         live = _Live(trial_name=trial_name, secrets=secrets, context=ctx)
         self._live[trial_name] = live
-        current = asyncio.current_task()
-        if current is not None:
-            self._tasks.add(current)
         try:
             return await self._run(request, live, endpoint, admitted)
         finally:
             self._live.pop(trial_name, None)
-            if current is not None:
-                self._tasks.discard(current)
 
     async def _run(
         self, request: ExecutionRequest, live: _Live, endpoint: _trial.Endpoint, admitted: float
@@ -275,13 +254,13 @@ class HarborBackend(ExecutionBackend):
         try:
             bundle = await self._ensure_bundle()
             prepared = await _trial.prepare(
-                self._config, request, endpoint, bundle, self._ensure_staging(), self._trials_dir
+                self._config, request, endpoint, bundle, self._dirs.staging_root(), self.trials_dir
             )
         except (TaskSelectionError, BundleError, ValueError, TypeError) as exc:
             if isinstance(exc, BundleError):
                 return _failure(str(exc), RolloutErrorCategory.INTERNAL_ERROR)
             return _failure(str(exc), RolloutErrorCategory.VALIDATION_ERROR)
-        live.trials_dir = self._trials_dir
+        live.trials_dir = self.trials_dir
         keep = functools.partial(_trial.tidy, prepared, request.id, live.secrets, keep_trial=True)
         try:
             result = await self._submit(request, live, prepared, admitted)
@@ -289,16 +268,13 @@ class HarborBackend(ExecutionBackend):
             # The trial was cancelled with this task; Harbor has stopped its environment.
             await asyncio.to_thread(keep)
             raise
+        except _Withdrawn as withdrawn:
+            await asyncio.to_thread(keep)
+            return _failure(withdrawn.message, withdrawn.category)
         except Exception as exc:  # a bug or an infrastructure failure, never reward 0
             logger.exception("harbor rollout %s failed", request.id)
             await asyncio.to_thread(keep)
             return _failure(f"harbor backend error: {exc}", RolloutErrorCategory.INTERNAL_ERROR)
-        if result is None:
-            await asyncio.to_thread(keep)
-            return _failure(
-                "the agent deadline passed while the rollout waited for a trial slot",
-                RolloutErrorCategory.TIMEOUT,
-            )
         return await asyncio.to_thread(self._finish, request, live, prepared, result)
 
     async def _submit(
@@ -307,13 +283,11 @@ class HarborBackend(ExecutionBackend):
         live: _Live,
         prepared: _trial.PreparedTrial,
         admitted: float,
-    ) -> TrialResult | None:
-        """Run the trial; ``None`` when the agent budget ran out while it was still queued.
-
-        The budget counts from admission; once the trial has started, Harbor enforces the
-        agent phase's own timeout.
-        """
+    ) -> TrialResult:
+        """Run the trial. The agent budget counts from admission: a trial still queued when
+        it runs out is withdrawn (once started, Harbor enforces the agent phase's timeout)."""
         trial_task = asyncio.ensure_future(self._config.queue.submit(prepared.trial))
+        self._trial_tasks.add(trial_task)
         expired = False
 
         def expire() -> None:
@@ -329,10 +303,19 @@ class HarborBackend(ExecutionBackend):
         try:
             return await trial_task
         except asyncio.CancelledError:
-            if expired and not _cancelling():
-                return None
-            raise
+            task = asyncio.current_task()
+            if task is not None and task.cancelling():
+                raise  # our caller cancelled the rollout
+            if expired:
+                raise _Withdrawn(
+                    "the agent deadline passed while the rollout waited for a trial slot",
+                    RolloutErrorCategory.TIMEOUT,
+                ) from None
+            raise _Withdrawn(
+                "the backend shut down while the trial ran", RolloutErrorCategory.INTERNAL_ERROR
+            ) from None
         finally:
+            self._trial_tasks.discard(trial_task)
             if timer is not None:
                 timer.cancel()
 
@@ -379,16 +362,12 @@ class HarborBackend(ExecutionBackend):
     def _queued(self) -> int:
         return sum(1 for live in self._live.values() if live.status == RolloutStatus.QUEUED)
 
-    def _ensure_staging(self) -> Path:
-        self._staging_root.mkdir(parents=True, exist_ok=True)
-        return self._staging_root
-
     async def _ensure_bundle(self) -> Bundle | None:
         if self._config.code_dir is None:
             return None
         async with self._bundle_lock:
             if self._bundle is None:
-                exclude = (self._trials_dir, self._work_dir)
+                exclude = (self._dirs.trials, self._dirs.root)
                 self._bundle = await asyncio.to_thread(
                     build_bundle,
                     self._config.code_dir,
@@ -399,15 +378,10 @@ class HarborBackend(ExecutionBackend):
 
     async def _install_trial(self, bundle: Bundle | None) -> str:
         """One ``install_only`` trial of the template task (prewarm)."""
-        staging = Path(tempfile.mkdtemp(prefix="prewarm-", dir=self._ensure_staging()))
+        staging = Path(tempfile.mkdtemp(prefix="prewarm-", dir=self._dirs.staging_root()))
         try:
             config = await _trial.install_only_trial(self._config, bundle, staging)
             result = await self._config.queue.submit(config)
             return "ok" if result.exception_info is None else result.exception_info.exception_type
         finally:
             await asyncio.to_thread(shutil.rmtree, staging, True)
-
-
-def _cancelling() -> bool:
-    task = asyncio.current_task()
-    return task is not None and task.cancelling() > 0

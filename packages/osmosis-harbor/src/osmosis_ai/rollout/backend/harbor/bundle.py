@@ -30,8 +30,9 @@ from pathlib import Path
 from typing import Any
 
 from osmosis_ai.errors import BackendError
-from osmosis_ai.rollout.backend.harbor import _sandbox_paths
-from osmosis_ai.rollout.backend.harbor import runner as runner_module
+
+from . import _sandbox_paths
+from . import runner as runner_module
 
 logger = logging.getLogger(__name__)
 

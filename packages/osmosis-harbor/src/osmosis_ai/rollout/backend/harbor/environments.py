@@ -3,7 +3,7 @@
 The backend treats the environment as a pure injection point; the trial, agent and verifier
 configuration is identical everywhere. A rollout's ``main.py`` picks the target from settings::
 
-    from osmosis_ai.rollout.backend.harbor import environment_config_from_env
+    from . import environment_config_from_env
 
     backend = HarborBackend(..., environment_config=environment_config_from_env())
 
@@ -105,7 +105,8 @@ def local_environment_config(python: str | None = None) -> EnvironmentConfig:
     dependencies; the bundle is installed without resolving them again.
     """
     from harbor.models.trial.config import EnvironmentConfig
-    from osmosis_ai.rollout.backend.harbor.local_environment import (
+
+    from .local_environment import (
         LOCAL_ENVIRONMENT_IMPORT_PATH,
     )
 

@@ -46,8 +46,9 @@ from typing import Any
 from harbor.environments.base import BaseEnvironment, ExecResult
 from harbor.environments.capabilities import EnvironmentCapabilities
 from osmosis_ai.errors import BackendError
-from osmosis_ai.rollout.backend.harbor._dockerfile import ImagePlan, Step, is_archive, plan_image
-from osmosis_ai.rollout.backend.harbor._sandbox_paths import LOG_DIRS
+
+from ._dockerfile import ImagePlan, Step, is_archive, plan_image
+from ._sandbox_paths import LOG_DIRS
 
 LOCAL_ENVIRONMENT_IMPORT_PATH = (
     "osmosis_ai.rollout.backend.harbor.local_environment:LocalNamespaceEnvironment"

@@ -156,7 +156,7 @@ async def fetch_task(source: TaskSource) -> Path:
             git_commit_id=source.git_commit_id,
             path=source.path or Path("."),
         )
-    from osmosis_ai.rollout.backend.harbor.bundle import osmosis_cache_dir
+    from .bundle import osmosis_cache_dir
 
     try:
         result = await TaskClient().download_tasks(
