@@ -3,7 +3,10 @@
 Binds 127.0.0.1 unless told otherwise. The port comes from the argument, else
 ``_OSMOSIS_ROLLOUT_PORT`` (set by supervisors such as ``osmosis eval run``), else 8000.
 ``timeout_keep_alive`` defaults to 2160 s, above the 2100 s idle timeout of the platform's load
-balancer, so pooled controller connections are not cut mid-run. On SIGTERM/SIGINT the app is
+balancer, so pooled controller connections are not cut mid-run. Connections are bounded
+(:mod:`.connections`): a request head must arrive within ``header_timeout_sec``, and past
+``max_connections`` (default: the descriptor limit less an eighth) the connection idle the
+longest is closed, so idle connections cannot lock out working clients. On SIGTERM/SIGINT the app is
 told to drain at once (503 for new rollouts, long polls woken) instead of after uvicorn has
 waited for every open long poll to time out.
 """
@@ -15,6 +18,8 @@ import logging
 import os
 from types import FrameType
 from typing import Any
+
+from osmosis_ai.rollout.server.connections import DEFAULT_HEADER_TIMEOUT_SEC, guarded_protocol
 
 ENV_ROLLOUT_PORT = "_OSMOSIS_ROLLOUT_PORT"
 DEFAULT_PORT = 8000
@@ -47,19 +52,54 @@ def serve(
     host: str = "127.0.0.1",
     port: int | None = None,
     timeout_keep_alive: int = DEFAULT_TIMEOUT_KEEP_ALIVE,
+    header_timeout_sec: float = DEFAULT_HEADER_TIMEOUT_SEC,
+    max_connections: int | None = None,
     **uvicorn_options: Any,
 ) -> None:
-    """Serve ``app`` (from ``create_rollout_server``) until SIGINT/SIGTERM, then drain."""
+    """Serve ``app`` (from ``create_rollout_server``) until SIGINT/SIGTERM, then drain.
+
+    ``header_timeout_sec`` bounds how long a connection may take to send a request head;
+    ``max_connections`` caps open connections (``None``: the descriptor limit less an eighth,
+    at least 64, of headroom). Other keyword arguments go to ``uvicorn.Config``.
+    """
+    _DrainingServer(
+        uvicorn_config(
+            app,
+            host=host,
+            port=port,
+            timeout_keep_alive=timeout_keep_alive,
+            header_timeout_sec=header_timeout_sec,
+            max_connections=max_connections,
+            **uvicorn_options,
+        )
+    ).run()
+
+
+def uvicorn_config(
+    app: Any,
+    *,
+    host: str = "127.0.0.1",
+    port: int | None = None,
+    timeout_keep_alive: int = DEFAULT_TIMEOUT_KEEP_ALIVE,
+    header_timeout_sec: float = DEFAULT_HEADER_TIMEOUT_SEC,
+    max_connections: int | None = None,
+    **uvicorn_options: Any,
+) -> Any:
+    """The ``uvicorn.Config`` that :func:`serve` runs (for callers that run uvicorn themselves,
+    such as on a pre-bound socket): the same defaults and connection bounds."""
     import uvicorn
 
-    config = uvicorn.Config(
+    uvicorn_options.setdefault(
+        "http",
+        guarded_protocol(max_connections=max_connections, header_timeout_sec=header_timeout_sec),
+    )
+    return uvicorn.Config(
         app,
         host=host,
         port=resolve_port(port),
         timeout_keep_alive=timeout_keep_alive,
         **uvicorn_options,
     )
-    _DrainingServer(config).run()
 
 
 class _DrainingServer:
