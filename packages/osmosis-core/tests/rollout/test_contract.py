@@ -44,7 +44,7 @@ def test_missing_integration_names_the_pip_command() -> None:
     from osmosis_ai.rollout.optional_imports import MissingExtraFinder
 
     leaf = "osmosis_ai.rollout.integrations.agents.strands"
-    with pytest.raises(ModuleNotFoundError, match=r"pip install 'osmosis-ai\[strands\]'"):
+    with pytest.raises(ModuleNotFoundError, match=r'pip install "osmosis-ai\[strands\]"'):
         MissingExtraFinder().find_spec(leaf)
     # A real import: in the core-only test venv the integration distribution is absent.
     try:
@@ -53,7 +53,7 @@ def test_missing_integration_names_the_pip_command() -> None:
         installed = False
     if installed:
         pytest.skip("osmosis-strands is installed in this environment")
-    with pytest.raises(ModuleNotFoundError, match=r"pip install 'osmosis-ai\[strands\]'"):
+    with pytest.raises(ModuleNotFoundError, match=r'pip install "osmosis-ai\[strands\]"'):
         importlib.import_module(leaf)
 
 
@@ -81,7 +81,7 @@ def test_testing_kit_without_fastapi_names_the_extra() -> None:
         "    print(exc)\n"
     )
     out = _fresh_python(code)
-    assert "pip install 'osmosis-ai[server]'" in out
+    assert 'pip install "osmosis-ai[server]"' in out
     assert "osmosis-core[server]" in out
 
 

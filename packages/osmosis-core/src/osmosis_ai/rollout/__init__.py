@@ -54,75 +54,39 @@ _EXPORTS = {
     "RolloutCompleteRequest": _TYPES,
 }
 
-__all__ = [
-    "AgentWorkflow",
-    "AgentWorkflowConfig",
-    "AgentWorkflowContext",
-    "AgentWorkflowOutput",
-    "BaseConfig",
-    "ConcurrencyConfig",
-    "ExecutionBackend",
-    "ExecutionOutcome",
-    "ExecutionRequest",
-    "ExecutionResult",
-    "Grader",
-    "GraderCompleteRequest",
-    "GraderConfig",
-    "GraderContext",
-    "GraderInitRequest",
-    "GraderInitResponse",
-    "GraderStatus",
-    "LocalBackend",
-    "MessageDict",
-    "Messages",
-    "RolloutCompleteRequest",
-    "RolloutContext",
-    "RolloutErrorCategory",
-    "RolloutInitRequest",
-    "RolloutInitResponse",
-    "RolloutProgress",
-    "RolloutResultResponse",
-    "RolloutSample",
-    "RolloutStatus",
-    "SampleSource",
-    "get_rollout_context",
-]
+__all__ = sorted(_EXPORTS)
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
-if TYPE_CHECKING:
-    from osmosis_ai.rollout.agent_workflow import AgentWorkflow
-    from osmosis_ai.rollout.backend.base import ExecutionBackend
-    from osmosis_ai.rollout.backend.local import LocalBackend
-    from osmosis_ai.rollout.context import (
-        AgentWorkflowContext,
-        GraderContext,
-        RolloutContext,
-        RolloutProgress,
-        SampleSource,
-        get_rollout_context,
-    )
-    from osmosis_ai.rollout.grader import Grader
-    from osmosis_ai.rollout.types import (
-        AgentWorkflowConfig,
-        AgentWorkflowOutput,
-        BaseConfig,
-        ConcurrencyConfig,
-        ExecutionOutcome,
-        ExecutionRequest,
-        ExecutionResult,
-        GraderCompleteRequest,
-        GraderConfig,
-        GraderInitRequest,
-        GraderInitResponse,
-        GraderStatus,
-        MessageDict,
-        Messages,
-        RolloutCompleteRequest,
-        RolloutErrorCategory,
-        RolloutInitRequest,
-        RolloutInitResponse,
-        RolloutResultResponse,
-        RolloutSample,
-        RolloutStatus,
-    )
+if TYPE_CHECKING:  # the same names as _EXPORTS (checked by a core test)
+    from osmosis_ai.rollout.agent_workflow import AgentWorkflow as AgentWorkflow
+    from osmosis_ai.rollout.backend.base import ExecutionBackend as ExecutionBackend
+    from osmosis_ai.rollout.backend.local import LocalBackend as LocalBackend
+    from osmosis_ai.rollout.context import AgentWorkflowContext as AgentWorkflowContext
+    from osmosis_ai.rollout.context import GraderContext as GraderContext
+    from osmosis_ai.rollout.context import RolloutContext as RolloutContext
+    from osmosis_ai.rollout.context import RolloutProgress as RolloutProgress
+    from osmosis_ai.rollout.context import SampleSource as SampleSource
+    from osmosis_ai.rollout.context import get_rollout_context as get_rollout_context
+    from osmosis_ai.rollout.grader import Grader as Grader
+    from osmosis_ai.rollout.types import AgentWorkflowConfig as AgentWorkflowConfig
+    from osmosis_ai.rollout.types import AgentWorkflowOutput as AgentWorkflowOutput
+    from osmosis_ai.rollout.types import BaseConfig as BaseConfig
+    from osmosis_ai.rollout.types import ConcurrencyConfig as ConcurrencyConfig
+    from osmosis_ai.rollout.types import ExecutionOutcome as ExecutionOutcome
+    from osmosis_ai.rollout.types import ExecutionRequest as ExecutionRequest
+    from osmosis_ai.rollout.types import ExecutionResult as ExecutionResult
+    from osmosis_ai.rollout.types import GraderCompleteRequest as GraderCompleteRequest
+    from osmosis_ai.rollout.types import GraderConfig as GraderConfig
+    from osmosis_ai.rollout.types import GraderInitRequest as GraderInitRequest
+    from osmosis_ai.rollout.types import GraderInitResponse as GraderInitResponse
+    from osmosis_ai.rollout.types import GraderStatus as GraderStatus
+    from osmosis_ai.rollout.types import MessageDict as MessageDict
+    from osmosis_ai.rollout.types import Messages as Messages
+    from osmosis_ai.rollout.types import RolloutCompleteRequest as RolloutCompleteRequest
+    from osmosis_ai.rollout.types import RolloutErrorCategory as RolloutErrorCategory
+    from osmosis_ai.rollout.types import RolloutInitRequest as RolloutInitRequest
+    from osmosis_ai.rollout.types import RolloutInitResponse as RolloutInitResponse
+    from osmosis_ai.rollout.types import RolloutResultResponse as RolloutResultResponse
+    from osmosis_ai.rollout.types import RolloutSample as RolloutSample
+    from osmosis_ai.rollout.types import RolloutStatus as RolloutStatus

@@ -17,12 +17,12 @@ from types import ModuleType
 # leaf module -> (feature name, extra of the osmosis-ai umbrella package, distribution)
 OPTIONAL_MODULES: dict[str, tuple[str, str, str]] = {
     "osmosis_ai.rollout.integrations.agents.strands": (
-        "The Strands Agents integration",
+        "The Strands integration",
         "strands",
         "osmosis-strands",
     ),
     "osmosis_ai.rollout.integrations.agents.openai_agents": (
-        "The OpenAI Agents SDK integration",
+        "The OpenAI Agents integration",
         "openai-agents",
         "osmosis-openai-agents",
     ),
@@ -35,7 +35,8 @@ OPTIONAL_MODULES: dict[str, tuple[str, str, str]] = {
 
 
 def install_hint(extra: str) -> str:
-    return f"pip install 'osmosis-ai[{extra}]'"
+    """The install command for an extra, quoted as osmosis-ai 0.3.8 prints it."""
+    return f'pip install "osmosis-ai[{extra}]"'
 
 
 class MissingExtraFinder:
@@ -51,9 +52,10 @@ class MissingExtraFinder:
         if known is None:
             return None
         feature, extra, dist = known
+        # 0.3.8's wording, plus which distribution provides the missing module.
         raise ModuleNotFoundError(
-            f"{feature} is not installed: {fullname} is provided by the {dist!r} distribution. "
-            f"Install it with: {install_hint(extra)}",
+            f"{feature} requires optional dependencies. Install them with "
+            f"`{install_hint(extra)}` ({fullname} is provided by the {dist!r} distribution).",
             name=fullname,
         )
 

@@ -44,8 +44,8 @@ try:
 except ModuleNotFoundError as _exc:
     raise ModuleNotFoundError(
         f"osmosis_ai.testing requires {_exc.name or 'fastapi/uvicorn'}, which is not installed. "
-        "Install the server extra with: pip install 'osmosis-ai[server]' "
-        "(or 'osmosis-core[server]')",
+        'Install the server extra with: pip install "osmosis-ai[server]" '
+        '(or "osmosis-core[server]")',
         name=_exc.name,
     ) from _exc
 
@@ -74,53 +74,29 @@ _EXPORTS = {
     "scripted_judge": f"{_P}.judge",
     "candidate_text": f"{_P}.judge",
 }
-__all__ = [
-    "ErrorReply",
-    "RecordedRequest",
-    "Reply",
-    "RolloutRunResult",
-    "ScriptedPolicyServer",
-    "ToolCall",
-    "candidate_text",
-    "delayed",
-    "echo",
-    "error_reply",
-    "instant",
-    "instant_text",
-    "judge_verdict",
-    "malformed_verdict",
-    "multiply_solver",
-    "rollout_scope",
-    "run_rollout",
-    "run_rollout_sync",
-    "scripted_judge",
-    "serve_app",
-    "text_reply",
-    "tool_call_reply",
-]
+__all__ = sorted(_EXPORTS)
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
-if TYPE_CHECKING:
-    from osmosis_ai.testing.judge import (
-        candidate_text,
-        judge_verdict,
-        malformed_verdict,
-        scripted_judge,
-    )
-    from osmosis_ai.testing.policy_server import (
-        RecordedRequest,
-        ScriptedPolicyServer,
-        rollout_scope,
-    )
-    from osmosis_ai.testing.replies import (
-        ErrorReply,
-        Reply,
-        ToolCall,
-        delayed,
-        error_reply,
-        text_reply,
-        tool_call_reply,
-    )
-    from osmosis_ai.testing.responders import echo, instant, instant_text, multiply_solver
-    from osmosis_ai.testing.run import RolloutRunResult, run_rollout, run_rollout_sync
-    from osmosis_ai.testing.serving import serve_app
+if TYPE_CHECKING:  # the same names as _EXPORTS (checked by a core test)
+    from osmosis_ai.testing.judge import candidate_text as candidate_text
+    from osmosis_ai.testing.judge import judge_verdict as judge_verdict
+    from osmosis_ai.testing.judge import malformed_verdict as malformed_verdict
+    from osmosis_ai.testing.judge import scripted_judge as scripted_judge
+    from osmosis_ai.testing.policy_server import RecordedRequest as RecordedRequest
+    from osmosis_ai.testing.policy_server import ScriptedPolicyServer as ScriptedPolicyServer
+    from osmosis_ai.testing.policy_server import rollout_scope as rollout_scope
+    from osmosis_ai.testing.replies import ErrorReply as ErrorReply
+    from osmosis_ai.testing.replies import Reply as Reply
+    from osmosis_ai.testing.replies import ToolCall as ToolCall
+    from osmosis_ai.testing.replies import delayed as delayed
+    from osmosis_ai.testing.replies import error_reply as error_reply
+    from osmosis_ai.testing.replies import text_reply as text_reply
+    from osmosis_ai.testing.replies import tool_call_reply as tool_call_reply
+    from osmosis_ai.testing.responders import echo as echo
+    from osmosis_ai.testing.responders import instant as instant
+    from osmosis_ai.testing.responders import instant_text as instant_text
+    from osmosis_ai.testing.responders import multiply_solver as multiply_solver
+    from osmosis_ai.testing.run import RolloutRunResult as RolloutRunResult
+    from osmosis_ai.testing.run import run_rollout as run_rollout
+    from osmosis_ai.testing.run import run_rollout_sync as run_rollout_sync
+    from osmosis_ai.testing.serving import serve_app as serve_app

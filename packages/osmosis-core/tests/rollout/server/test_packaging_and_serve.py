@@ -35,7 +35,7 @@ def test_server_import_without_fastapi_names_the_extra() -> None:
         "except ModuleNotFoundError as exc:\n"
         "    print(exc)\n"
     )
-    assert "pip install 'osmosis-ai[server]'" in result.stdout, result.stderr
+    assert 'pip install "osmosis-ai[server]"' in result.stdout, result.stderr
 
 
 def test_client_needs_only_httpx() -> None:

@@ -15,12 +15,9 @@ _EXPORTS = {
     "ExecutionBackend": "osmosis_ai.rollout.backend.base",
     "LocalBackend": "osmosis_ai.rollout.backend.local",
 }
-__all__ = [
-    "ExecutionBackend",
-    "LocalBackend",
-]
+__all__ = sorted(_EXPORTS)
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
-if TYPE_CHECKING:
-    from osmosis_ai.rollout.backend.base import ExecutionBackend
-    from osmosis_ai.rollout.backend.local import LocalBackend
+if TYPE_CHECKING:  # the same names as _EXPORTS (checked by a core test)
+    from osmosis_ai.rollout.backend.base import ExecutionBackend as ExecutionBackend
+    from osmosis_ai.rollout.backend.local import LocalBackend as LocalBackend

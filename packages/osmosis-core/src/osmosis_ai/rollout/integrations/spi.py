@@ -8,9 +8,9 @@ through this module. Everything here is kept compatible within a core minor vers
 
 What an integration needs, in one place:
 
-* packaging: :func:`lazy_exports` (lazy ``__getattr__``/``__dir__`` for a package ``__init__``,
-  so importing an integration does not import its framework) and :func:`lazy_all` (its
-  ``__all__`` derived from the same export table);
+* packaging: :func:`lazy_exports` (lazy ``__getattr__``/``__dir__`` for a package ``__init__``
+  built from an ``_EXPORTS`` table, so importing an integration does not import its framework;
+  derive ``__all__ = sorted(_EXPORTS)`` and list the same names under ``if TYPE_CHECKING:``);
 * the rollout contract: :class:`RolloutContext`, :func:`get_rollout_context`,
   :class:`SampleSource` (register one per rollout), :class:`RolloutSample`,
   :func:`share_in_config_copies` (objects that ``LocalBackend`` may share between config copies);
@@ -26,16 +26,9 @@ Names resolve on first use, so importing this module costs nothing measurable.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from osmosis_ai._lazy import lazy_exports
-
-
-def lazy_all(exports: Mapping[str, str]) -> list[str]:
-    """The ``__all__`` of a lazy package: the names of its export table, sorted."""
-    return sorted(exports)
-
 
 _CONTEXT = "osmosis_ai.rollout.context"
 _POLICY = "osmosis_ai.rollout.policy"
@@ -61,7 +54,7 @@ _EXPORTS = {
     "NoActiveRolloutError": _ERRORS,
     "ConfigurationError": _ERRORS,
 }
-__all__ = ["lazy_all", "lazy_exports", *lazy_all(_EXPORTS)]
+__all__ = ["lazy_exports", *sorted(_EXPORTS)]
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 

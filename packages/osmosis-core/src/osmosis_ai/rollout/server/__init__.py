@@ -37,22 +37,19 @@ _EXPORTS = {
     "POLLING_LEASE_HEADER": _APP,
     "serve": "osmosis_ai.rollout.server.serving",
 }
-__all__ = [
-    "DEFAULT_POLLING_LEASE_TIMEOUT_SEC",
-    "DEFAULT_RESULT_RETENTION_SEC",
-    "DEFAULT_RESULT_WAIT_TIMEOUT_SEC",
-    "POLLING_LEASE_HEADER",
-    "create_rollout_server",
-    "serve",
-]
+__all__ = sorted(_EXPORTS)
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the same names as _EXPORTS (checked by a core test)
     from osmosis_ai.rollout.server.app import (
-        DEFAULT_POLLING_LEASE_TIMEOUT_SEC,
-        DEFAULT_RESULT_RETENTION_SEC,
-        DEFAULT_RESULT_WAIT_TIMEOUT_SEC,
-        POLLING_LEASE_HEADER,
-        create_rollout_server,
+        DEFAULT_POLLING_LEASE_TIMEOUT_SEC as DEFAULT_POLLING_LEASE_TIMEOUT_SEC,
     )
-    from osmosis_ai.rollout.server.serving import serve
+    from osmosis_ai.rollout.server.app import (
+        DEFAULT_RESULT_RETENTION_SEC as DEFAULT_RESULT_RETENTION_SEC,
+    )
+    from osmosis_ai.rollout.server.app import (
+        DEFAULT_RESULT_WAIT_TIMEOUT_SEC as DEFAULT_RESULT_WAIT_TIMEOUT_SEC,
+    )
+    from osmosis_ai.rollout.server.app import POLLING_LEASE_HEADER as POLLING_LEASE_HEADER
+    from osmosis_ai.rollout.server.app import create_rollout_server as create_rollout_server
+    from osmosis_ai.rollout.server.serving import serve as serve

@@ -25,31 +25,19 @@ _EXPORTS = {
     "TrajectoryReport": f"{_P}.report",
     "report_from_response": f"{_P}.report",
 }
-__all__ = [
-    "SCHEMA_VERSION",
-    "RetentionPolicy",
-    "Trajectory",
-    "TrajectoryReport",
-    "configure_retention",
-    "convert_sample_to_trajectory",
-    "dumps_trajectory",
-    "prune_rollout_dirs",
-    "report_from_response",
-    "save_trajectory",
-]
+__all__ = sorted(_EXPORTS)
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the same names as _EXPORTS (checked by a core test)
+    from osmosis_ai.rollout.trajectory.atif import SCHEMA_VERSION as SCHEMA_VERSION
+    from osmosis_ai.rollout.trajectory.atif import Trajectory as Trajectory
     from osmosis_ai.rollout.trajectory.atif import (
-        SCHEMA_VERSION,
-        Trajectory,
-        convert_sample_to_trajectory,
+        convert_sample_to_trajectory as convert_sample_to_trajectory,
     )
-    from osmosis_ai.rollout.trajectory.report import TrajectoryReport, report_from_response
-    from osmosis_ai.rollout.trajectory.writer import (
-        RetentionPolicy,
-        configure_retention,
-        dumps_trajectory,
-        prune_rollout_dirs,
-        save_trajectory,
-    )
+    from osmosis_ai.rollout.trajectory.report import TrajectoryReport as TrajectoryReport
+    from osmosis_ai.rollout.trajectory.report import report_from_response as report_from_response
+    from osmosis_ai.rollout.trajectory.writer import RetentionPolicy as RetentionPolicy
+    from osmosis_ai.rollout.trajectory.writer import configure_retention as configure_retention
+    from osmosis_ai.rollout.trajectory.writer import dumps_trajectory as dumps_trajectory
+    from osmosis_ai.rollout.trajectory.writer import prune_rollout_dirs as prune_rollout_dirs
+    from osmosis_ai.rollout.trajectory.writer import save_trajectory as save_trajectory

@@ -3,8 +3,8 @@
 ==============================================  ======================================
 import path                                     install
 ==============================================  ======================================
-``osmosis_ai.rollout.integrations.agents.strands``        ``pip install 'osmosis-ai[strands]'``
-``osmosis_ai.rollout.integrations.agents.openai_agents``  ``pip install 'osmosis-ai[openai-agents]'``
+``osmosis_ai.rollout.integrations.agents.strands``        ``pip install "osmosis-ai[strands]"``
+``osmosis_ai.rollout.integrations.agents.openai_agents``  ``pip install "osmosis-ai[openai-agents]"``
 ==============================================  ======================================
 """
 
@@ -16,3 +16,5 @@ from osmosis_ai.rollout.optional_imports import install_missing_extra_hints
 
 __path__ = pkgutil.extend_path(__path__, __name__)
 install_missing_extra_hints()
+# As in osmosis-ai 0.3.8: import each framework's integration explicitly; nothing re-exported.
+__all__: list[str] = []

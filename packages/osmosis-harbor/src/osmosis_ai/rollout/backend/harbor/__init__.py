@@ -45,28 +45,15 @@ _EXPORTS = {
     "local_environment_config": "osmosis_ai.rollout.backend.harbor.environments",
     "LOCAL_ENVIRONMENT_IMPORT_PATH": "osmosis_ai.rollout.backend.harbor.local_environment",
 }
-__all__ = [
-    "LOCAL_ENVIRONMENT_IMPORT_PATH",
-    "EnvironmentSelectionError",
-    "HarborBackend",
-    "TaskMode",
-    "docker_environment_config",
-    "environment_config_from_env",
-    "local_environment_config",
-    "skypilot_environment_config",
-]
+__all__ = sorted(_EXPORTS)
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
-if TYPE_CHECKING:
-    from .backend import HarborBackend
-    from .environments import (
-        EnvironmentSelectionError,
-        docker_environment_config,
-        environment_config_from_env,
-        local_environment_config,
-        skypilot_environment_config,
-    )
-    from .local_environment import (
-        LOCAL_ENVIRONMENT_IMPORT_PATH,
-    )
-    from .tasks import TaskMode
+if TYPE_CHECKING:  # the same names as _EXPORTS (checked by a core test)
+    from .backend import HarborBackend as HarborBackend
+    from .environments import EnvironmentSelectionError as EnvironmentSelectionError
+    from .environments import docker_environment_config as docker_environment_config
+    from .environments import environment_config_from_env as environment_config_from_env
+    from .environments import local_environment_config as local_environment_config
+    from .environments import skypilot_environment_config as skypilot_environment_config
+    from .local_environment import LOCAL_ENVIRONMENT_IMPORT_PATH as LOCAL_ENVIRONMENT_IMPORT_PATH
+    from .tasks import TaskMode as TaskMode

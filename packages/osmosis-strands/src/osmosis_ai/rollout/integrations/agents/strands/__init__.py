@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from osmosis_ai.rollout.integrations.spi import lazy_all, lazy_exports
+from osmosis_ai.rollout.integrations.spi import lazy_exports
 
 _SPI = "osmosis_ai.rollout.integrations.spi"
 _EXPORTS = {
@@ -32,11 +32,11 @@ _EXPORTS = {
     "aclose_clients": f"{__name__}.model",
 }
 # 0.3's two public names (OsmosisRolloutModel, OsmosisStrandsAgent) plus this implementation's.
-__all__ = lazy_all(_EXPORTS)
+__all__ = sorted(_EXPORTS)
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
-if TYPE_CHECKING:  # the same names as _EXPORTS (tests/test_public_names.py checks it)
+if TYPE_CHECKING:  # the same names as _EXPORTS (checked by a core test)
     from osmosis_ai.rollout.integrations.spi import (
         NoActiveRolloutError as NoActiveRolloutError,
     )
