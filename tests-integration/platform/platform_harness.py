@@ -12,6 +12,18 @@ from typing import Any
 
 from stand_in import PlatformState
 
+# Runs the CLI in this interpreter, then writes the process's memory high-water mark.
+MEASURED = """
+import sys
+from osmosis_cli.main import run
+code = run(sys.argv[2:])
+with open("/proc/self/status") as status:
+    hwm = next(line.split()[1] for line in status if line.startswith("VmHWM:"))
+with open(sys.argv[1], "w") as out:
+    out.write(hwm)
+sys.exit(code)
+"""
+
 
 @dataclass
 class Platform:
@@ -50,6 +62,26 @@ class Cli:
             check=False,
         )
         return CliResult(completed.returncode, completed.stdout, completed.stderr)
+
+    def measured(self, *args: str, cwd: Path) -> tuple[CliResult, float]:
+        """Run the CLI and also return its peak resident memory in MiB (Linux ``VmHWM``).
+
+        Read by the CLI process itself at exit: ``ru_maxrss`` of a child would also count the
+        parent's pages it borrowed between fork and exec, i.e. this test process's memory.
+        """
+        report = self.home.parent / f"peak-rss-{len(args)}-{id(args)}.txt"
+        completed = subprocess.run(
+            [sys.executable, "-c", MEASURED, str(report), *args],
+            cwd=cwd,
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        peak_kib = int(report.read_text(encoding="utf-8"))
+        report.unlink()
+        return CliResult(completed.returncode, completed.stdout, completed.stderr), peak_kib / 1024
 
     def popen(self, *args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.Popen:
         """Start the CLI without waiting (for ``--follow``, kills and memory measurements)."""

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 from pathlib import Path
 
 from platform_harness import Cli, Platform  # pyright: ignore[reportMissingImports]
@@ -24,25 +22,16 @@ def write_jsonl(path: Path, size: int) -> Path:
     return path
 
 
-def peak_rss_mib(process: subprocess.Popen[str]) -> tuple[int, float]:
-    """Wait for ``process``; its exit code and peak resident memory (Linux: ru_maxrss in KiB)."""
-    _, status, usage = os.wait4(process.pid, 0)
-    process.returncode = os.waitstatus_to_exitcode(status)
-    return process.returncode, usage.ru_maxrss / 1024
-
-
 def test_upload_in_parts_with_bounded_memory(cli: Cli, platform: Platform, tmp_path: Path) -> None:
     cli.env["OSMOSIS_TOKEN"] = platform.token
     platform.state.part_size = 4 * 1024 * 1024
     data = write_jsonl(tmp_path / "big.jsonl", 48 * 1024 * 1024)
     size = data.stat().st_size
-    upload = cli.popen("--json", "dataset", "upload", str(data), cwd=tmp_path)
-    code, rss = peak_rss_mib(upload)
-    stdout, stderr = upload.stdout.read(), upload.stderr.read()  # type: ignore[union-attr]
-    assert code == 0, stderr
+    result, rss = cli.measured("--json", "dataset", "upload", str(data), cwd=tmp_path)
+    assert result.code == 0, result.stderr
     print(f"dataset upload of {size / 2**20:.0f} MiB: peak RSS {rss:.0f} MiB")
-    assert rss < 120, f"peak RSS {rss:.0f} MiB for a {size / 2**20:.0f} MiB file"
-    envelope = json.loads(stdout)
+    assert rss < size / 2**20, f"peak RSS {rss:.0f} MiB for a {size / 2**20:.0f} MiB file"
+    envelope = result.envelope()
     assert envelope["operation"] == "dataset.upload"
     dataset = envelope["resource"]
     assert (dataset["name"], dataset["size_bytes"], dataset["status"]) == ("big", size, "ready")
