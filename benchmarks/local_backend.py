@@ -56,7 +56,6 @@ async def run(args: argparse.Namespace) -> None:
         workflow=Noop,
         grader=One,
         max_concurrency=args.concurrency,
-        status_retention_sec=args.retention_sec,
     )
     prompt = [{"role": "user", "content": "hi"}]
 
@@ -87,7 +86,7 @@ async def run(args: argparse.Namespace) -> None:
 
     async def expire() -> None:
         await asyncio.sleep(args.retention_sec + 0.2)
-        backend.health()  # prunes expired statuses
+        backend.health()
         gc.collect()
 
     print(f"RSS before warm-up:          {rss_mb():8.1f} MB")

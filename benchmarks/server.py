@@ -81,7 +81,9 @@ def run_server(port: int, save_trajectories: bool, backend_kind: str, agent_sec:
     class Bare(ExecutionBackend):
         """A fixed graded outcome: what is left is the server's own work."""
 
-        async def execute(self, request: ExecutionRequest) -> ExecutionOutcome:
+        async def execute(
+            self, request: ExecutionRequest, progress: Any = None
+        ) -> ExecutionOutcome:
             if agent_sec:
                 await asyncio.sleep(agent_sec * random.uniform(0.5, 1.5))
             sample = RolloutSample(

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from osmosis_ai.rollout.types.enums import RolloutStatus
 
 if TYPE_CHECKING:
+    from osmosis_ai.rollout.types.execution import ExecutionRequest
     from osmosis_ai.rollout.types.sample import RolloutSample
 
 ENV_CHAT_COMPLETIONS_URL = "OSMOSIS_CHAT_COMPLETIONS_URL"
@@ -122,7 +123,7 @@ class RolloutContext:
     """
 
     chat_completions_url: str = ""
-    api_key: str | None = None
+    api_key: str | None = field(default=None, repr=False)
     rollout_id: str = ""
     sample_source: SampleSource | None = None
     progress: RolloutProgress | None = None
@@ -178,6 +179,32 @@ class RolloutContext:
     async def set_status(self, status: RolloutStatus) -> None:
         if self.progress is not None:
             await self.progress.set_status(status)
+
+
+def rollout_context_for(
+    request: ExecutionRequest, progress: RolloutProgress | None = None
+) -> RolloutContext:
+    """The :class:`RolloutContext` a backend enters around one rollout's user code.
+
+    Built from the request (policy endpoint, key, rollout id, server process id) and the
+    server's ``progress``. A request without a policy endpoint takes the endpoint and key of the
+    caller's active context (code written for 0.3 entered one around ``execute``), then the
+    ``OSMOSIS_*`` environment.
+    """
+    url = request.chat_completions_url
+    api_key = request.api_key
+    if not url:
+        outer = rollout_contextvar.get()
+        if outer is not None:
+            url = outer.chat_completions_url
+            api_key = api_key or outer.api_key
+    return RolloutContext(
+        chat_completions_url=url,
+        api_key=api_key,
+        rollout_id=request.id,
+        progress=progress,
+        process_id=request.process_id,
+    )
 
 
 def get_rollout_context() -> RolloutContext | None:

@@ -1,8 +1,8 @@
 """``run_rollout``: one workflow (and grader) end to end, the way the rollout server runs it.
 
-It builds a :class:`~osmosis_ai.rollout.LocalBackend`, enters a fresh
-:class:`~osmosis_ai.rollout.RolloutContext` whose ``chat_completions_url`` is the policy's
-rollout-scoped base URL, calls ``execute`` and summarizes the outcome::
+It builds a :class:`~osmosis_ai.rollout.LocalBackend` and an ``ExecutionRequest`` whose
+``chat_completions_url`` is the policy's rollout-scoped base URL, calls ``execute`` (which
+enters the rollout's :class:`~osmosis_ai.rollout.RolloutContext`) and summarizes the outcome::
 
     async with ScriptedPolicyServer("multiply") as policy:
         result = await run_rollout(
@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from osmosis_ai.rollout.backend.local import LocalBackend
-from osmosis_ai.rollout.context import RolloutContext, RolloutProgress
+from osmosis_ai.rollout.context import RolloutProgress
 from osmosis_ai.rollout.types.enums import RolloutErrorCategory, RolloutStatus
 from osmosis_ai.rollout.types.execution import ExecutionOutcome, ExecutionRequest
 from osmosis_ai.testing.policy_server import ScriptedPolicyServer
@@ -91,15 +91,6 @@ async def run_rollout(
 ) -> RolloutRunResult:
     """Run one rollout through ``LocalBackend`` against ``policy``; see the module docstring."""
     rollout_id = rollout_id or f"test-{uuid.uuid4().hex[:12]}"
-    request = ExecutionRequest(
-        id=rollout_id,
-        prompt=_prompt(prompt),
-        label=label,
-        metadata=metadata,
-        agent_timeout_sec=agent_timeout_sec,
-        grader_timeout_sec=grader_timeout_sec,
-        grade=grade,
-    )
     if isinstance(policy, ScriptedPolicyServer):
         url = policy.chat_completions_url(rollout_id)
     elif isinstance(policy, str) and policy:
@@ -108,19 +99,24 @@ async def run_rollout(
         raise TypeError(
             "policy must be a running ScriptedPolicyServer or a chat-completions base URL"
         )
+    request = ExecutionRequest(
+        id=rollout_id,
+        prompt=_prompt(prompt),
+        label=label,
+        metadata=metadata,
+        agent_timeout_sec=agent_timeout_sec,
+        grader_timeout_sec=grader_timeout_sec,
+        grade=grade,
+        chat_completions_url=url,
+        api_key=api_key,
+    )
     backend = LocalBackend(
         workflow=workflow,
         workflow_config=workflow_config,
         grader=grader,
         grader_config=grader_config,
     )
-    with RolloutContext(
-        chat_completions_url=url,
-        api_key=api_key,
-        rollout_id=rollout_id,
-        progress=RolloutProgress(),
-    ):
-        outcome = await backend.execute(request)
+    outcome = await backend.execute(request, RolloutProgress())
     await backend.shutdown()
     trajectory_path = None
     if save_trajectory:

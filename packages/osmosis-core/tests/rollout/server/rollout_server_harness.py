@@ -27,7 +27,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from osmosis_ai.rollout.backend.base import ExecutionBackend
-from osmosis_ai.rollout.context import get_rollout_context
+from osmosis_ai.rollout.context import RolloutContext, RolloutProgress, rollout_context_for
 from osmosis_ai.rollout.server import create_rollout_server
 from osmosis_ai.rollout.server.service import RolloutService
 from osmosis_ai.rollout.types import (
@@ -140,10 +140,15 @@ class FakeBackend(ExecutionBackend):
     async def shutdown(self) -> None:
         self.shutdown_calls += 1
 
-    async def execute(self, request: ExecutionRequest) -> ExecutionOutcome:
+    async def execute(
+        self, request: ExecutionRequest, progress: RolloutProgress | None = None
+    ) -> ExecutionOutcome:
+        with rollout_context_for(request, progress) as ctx:
+            await ctx.set_status(RolloutStatus.RUNNING)
+            return await self._run(request, ctx)
+
+    async def _run(self, request: ExecutionRequest, ctx: RolloutContext) -> ExecutionOutcome:
         self.requests.append(request)
-        ctx = get_rollout_context()
-        assert ctx is not None, "the server must enter a RolloutContext around execute"
         self.contexts[request.id] = (ctx.chat_completions_url, ctx.api_key, ctx.rollout_id)
         self.started_event(request.id).set()
         metadata = request.metadata or {}

@@ -366,16 +366,22 @@ async def test_cancel_dispositions_and_result(backend: FakeBackend) -> None:
         assert "pass exactly one selector" in response.text
 
 
-async def test_cancel_by_prefix_and_all_and_backend_dispositions(backend: FakeBackend) -> None:
+async def test_cancel_by_prefix_and_all(backend: FakeBackend) -> None:
     async with running(backend) as (client, _):
         for rid in ("a-1", "a-2", "b-1"):
             await _admit(client, rid, metadata={"mode": "block"})
+            await backend.started_event(rid).wait()
         by_prefix = (await client.post("/rollout/cancel", json={"prefix": "a-"})).json()
-        backend.cancel_reply = {"b-1": "cancelled_queued"}
+        backend.cancel_reply = {"b-1": "cancelled_queued"}  # ignored: the server owns cancelling
         everything = (await client.post("/rollout/cancel", json={"all": True})).json()
-        backend.gate("b-1").set()
-    assert set(by_prefix["dispositions"]) == {"a-1", "a-2"}
-    assert everything["dispositions"]["b-1"] == "cancelled_queued"  # the backend's word is used
+    assert by_prefix["dispositions"] == {"a-1": "cancelled_running", "a-2": "cancelled_running"}
+    # a-1 and a-2 have finished (cancelled): not_found; b-1's disposition is the server's own.
+    assert everything["dispositions"] == {
+        "a-1": "not_found",
+        "a-2": "not_found",
+        "b-1": "cancelled_running",
+    }
+    assert backend.cancelled == {"a-1", "a-2", "b-1"}
 
 
 async def test_cancel_before_the_task_ran_is_cancelled_queued(backend: FakeBackend) -> None:

@@ -1,15 +1,34 @@
 """``ExecutionBackend``: the contract between the rollout server and whatever runs rollouts.
 
-Backends run work and own the truth about its lifecycle (queued, running, grading, done); the
-server owns the protocol (admission, leases, polls, callbacks, drain, trajectory saving).
+The server owns a rollout's lifecycle: admission, status, leases, polls, callbacks,
+cancellation, drain, the outbox and trajectory saving. A backend only runs work:
+
+* ``await execute(request, progress) -> ExecutionOutcome`` runs the workflow (and the grader
+  when ``request.grade``). The backend enters a :class:`~osmosis_ai.rollout.context.
+  RolloutContext` built from the request (:func:`~osmosis_ai.rollout.context.
+  rollout_context_for`) around user code, and reports progress through ``progress``: ``running``
+  once the rollout holds whatever slot it waits for, ``grading`` before the grader. The server
+  reads status from that one object. Cancellation is the server cancelling the task that awaits
+  ``execute``; the backend releases what it holds and lets ``CancelledError`` propagate.
+* ``has_capacity()``: ``False`` makes the server answer 429 instead of admitting.
+* ``health()``: merged into the server's ``/health``.
+* ``await shutdown()``: called once after the server has drained.
+
+Backends written for osmosis-ai 0.3.8 (``execute(self, request)``, reading the ambient
+context) keep working: the server sees that ``execute`` takes no ``progress`` and then enters
+the context itself and reports ``running`` when the call starts, as 0.3.8 did.
+``rollout_status`` and ``cancel_rollouts`` keep 0.3.8's signatures and defaults for code that
+calls them, but the server no longer does.
 """
 
 from __future__ import annotations
 
+import inspect
 from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from osmosis_ai.rollout.context import RolloutProgress
     from osmosis_ai.rollout.types.execution import ExecutionOutcome, ExecutionRequest
 
 CANCELLED_QUEUED = "cancelled_queued"
@@ -21,37 +40,50 @@ class ExecutionBackend(ABC):
     """Runs rollouts. Only :meth:`execute` is required; the rest have safe defaults."""
 
     @abstractmethod
-    async def execute(self, request: ExecutionRequest) -> ExecutionOutcome:
+    async def execute(
+        self, request: ExecutionRequest, progress: RolloutProgress | None = None
+    ) -> ExecutionOutcome:
         """Run the workflow (and the grader when ``request.grade``) and report both phases.
 
         Must not raise for failures of rollout code: those are reported in the outcome with a
-        category. Cancellation of the calling task cancels the rollout.
+        category. ``progress`` (``None`` outside a server) receives ``running`` and
+        ``grading``. Cancelling the calling task cancels the rollout.
         """
 
     def has_capacity(self) -> bool:
         """``False`` makes the server answer 429 with ``Retry-After`` instead of queueing."""
         return True
 
-    def rollout_status(self, rollout_id: str) -> dict[str, Any] | None:
-        """``{"status": ..., "reward"?: ..., "err_message"?: ...}`` or ``None`` if unknown.
-
-        A backend that reports ``not_found`` from :meth:`cancel_rollouts` for finished work must
-        keep the terminal status here until the result has been delivered.
-        """
-        return None
-
-    def cancel_rollouts(
-        self, ids: list[str] | None = None, prefix: str | None = None, all: bool = False
-    ) -> dict[str, str]:
-        """Cancel by ``ids``, ``prefix`` or ``all``; return ``{id: disposition}``.
-
-        Dispositions: ``cancelled_queued``, ``cancelled_running``, ``not_found``. An empty dict
-        means "not supported": the server then cancels its own task.
-        """
-        return {}
-
     def health(self) -> dict[str, Any]:
         return {"status": "ok"}
 
     async def shutdown(self) -> None:  # noqa: B027 - optional hook, a no-op by default
         """Release resources; called once by the server after draining."""
+
+    # -- 0.3.8 names kept for callers; the server does not use them ---------------------------
+
+    def rollout_status(self, rollout_id: str) -> dict[str, Any] | None:
+        """0.3.8's per-rollout status hook; ``None`` (unknown). The server's ``/status`` is
+        the one source of a rollout's status."""
+        return None
+
+    def cancel_rollouts(
+        self, ids: list[str] | None = None, prefix: str | None = None, all: bool = False
+    ) -> dict[str, str]:
+        """0.3.8's cancel hook; ``{}`` (not supported). Cancel through the server
+        (``POST /rollout/cancel``) or by cancelling the task awaiting :meth:`execute`."""
+        return {}
+
+
+def accepts_progress(backend: ExecutionBackend) -> bool:
+    """Whether ``backend.execute`` takes the ``progress`` argument (0.3.8 backends do not)."""
+    try:
+        parameters = inspect.signature(backend.execute).parameters.values()
+    except (TypeError, ValueError):
+        return True
+    positional = [
+        p
+        for p in parameters
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.VAR_POSITIONAL)
+    ]
+    return len(positional) >= 2 or any(p.kind is p.VAR_POSITIONAL for p in positional)

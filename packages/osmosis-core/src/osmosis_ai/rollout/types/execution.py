@@ -29,6 +29,12 @@ class ExecutionRequest:
     ``agent_timeout_sec`` counts from admission (time spent queued uses up the budget);
     ``grader_timeout_sec`` is the grader's own budget. ``None`` means unbounded; zero or a
     negative value means the deadline has already passed. ``grade=False`` skips grading.
+
+    ``chat_completions_url`` and ``api_key`` are the policy endpoint the rollout's code calls;
+    the backend enters a :class:`~osmosis_ai.rollout.context.RolloutContext` carrying them
+    around user code (empty values fall back to the caller's active context, then to the
+    ``OSMOSIS_*`` environment). ``process_id`` is the serving rollout server's ``/health``
+    ``process_id`` (``None`` outside a server).
     """
 
     id: str
@@ -38,6 +44,9 @@ class ExecutionRequest:
     agent_timeout_sec: float | None = None
     grader_timeout_sec: float | None = None
     grade: bool = True
+    chat_completions_url: str = ""
+    api_key: str | None = field(default=None, repr=False)
+    process_id: str | None = None
 
     def __post_init__(self) -> None:
         validate_rollout_id(self.id)

@@ -30,7 +30,6 @@ from osmosis_ai.rollout import (
     SampleSource,
     get_rollout_context,
 )
-from osmosis_ai.rollout.backend.local import registry as registry_module
 from osmosis_ai.rollout.backend.local.artifacts import ArtifactsDir
 
 ANSWER = [{"role": "assistant", "content": "42"}]
@@ -84,17 +83,6 @@ class Gated(AgentWorkflow[AgentWorkflowConfig]):
 class Forever(AgentWorkflow[AgentWorkflowConfig]):
     async def run(self, ctx: AgentWorkflowContext[AgentWorkflowConfig]) -> Any:
         await asyncio.Event().wait()
-
-
-class Stubborn(AgentWorkflow[AgentWorkflowConfig]):
-    """Swallows its cancellation and returns anyway (badly behaved rollout code)."""
-
-    async def run(self, ctx: AgentWorkflowContext[AgentWorkflowConfig]) -> Any:
-        assert ctx.config is not None
-        gate: Gate = ctx.config.gate  # type: ignore[attr-defined]
-        with contextlib.suppress(asyncio.CancelledError):
-            await gate.hold()
-        return ANSWER
 
 
 class ListSource(SampleSource):
@@ -329,11 +317,7 @@ async def test_remove_sample_is_a_success_without_reward() -> None:
     assert result.status == RolloutStatus.SUCCESS
     assert result.sample is not None
     assert result.sample.remove_sample is True
-    assert backend.rollout_status("r1") == {
-        "status": "success",
-        "reward": None,
-        "err_message": None,
-    }
+    assert result.sample.reward is None
 
 
 async def test_grader_without_sample_fails_and_set_reward_raises() -> None:
@@ -506,7 +490,7 @@ async def test_uncopyable_config_fields_are_shared_not_fatal(
     assert sum("cannot be deep-copied" in r.getMessage() for r in caplog.records) == 1
 
 
-async def test_uses_the_active_rollout_context_and_reports_progress() -> None:
+async def test_enters_a_context_built_from_the_request_and_reports_progress() -> None:
     seen: list[RolloutContext | None] = []
     statuses: list[RolloutStatus] = []
 
@@ -517,20 +501,32 @@ async def test_uses_the_active_rollout_context_and_reports_progress() -> None:
 
     progress = RolloutProgress(on_status=statuses.append)
     backend = LocalBackend(workflow=Looks, grader=ExactGrader)
-    with RolloutContext(
-        chat_completions_url="http://policy/v1/rollouts/r1",
-        api_key="k",
-        rollout_id="r1",
-        progress=progress,
-    ) as active:
-        await backend.execute(request("r1"))
-        assert get_rollout_context() is active
-    assert seen == [active]
+    await backend.execute(
+        request(
+            "r1",
+            chat_completions_url="http://policy/v1/rollouts/r1",
+            api_key="k",
+            process_id="p-1",
+        ),
+        progress,
+    )
+    ctx = seen[0]
+    assert ctx is not None
+    assert (ctx.chat_completions_url, ctx.api_key, ctx.rollout_id, ctx.process_id) == (
+        "http://policy/v1/rollouts/r1",
+        "k",
+        "r1",
+        "p-1",
+    )
+    assert ctx.progress is progress
     assert statuses == [RolloutStatus.RUNNING, RolloutStatus.GRADING]
     assert get_rollout_context() is None
 
 
-async def test_mismatched_context_gets_a_fresh_env_context(monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_endpoint_falls_back_to_the_callers_context_then_env(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """0.3.8 callers entered their own RolloutContext around execute(request)."""
     monkeypatch.setenv("OSMOSIS_CHAT_COMPLETIONS_URL", "http://env-policy/v1")
     seen: list[RolloutContext | None] = []
 
@@ -540,15 +536,18 @@ async def test_mismatched_context_gets_a_fresh_env_context(monkeypatch: pytest.M
             return ANSWER
 
     backend = LocalBackend(workflow=Looks)
-    with RolloutContext(rollout_id="other", chat_completions_url="http://x") as outer:
+    with RolloutContext(rollout_id="outer", chat_completions_url="http://x", api_key="k") as outer:
         await backend.execute(request("mine"))
         assert get_rollout_context() is outer
     await backend.execute(request("bare"))
     assert seen[0] is not None
-    assert seen[0].rollout_id == "mine"
-    assert seen[0].chat_completions_url == "http://env-policy/v1"
+    assert (seen[0].rollout_id, seen[0].chat_completions_url, seen[0].api_key) == (
+        "mine",
+        "http://x",
+        "k",
+    )
     assert seen[1] is not None
-    assert seen[1].rollout_id == "bare"
+    assert (seen[1].rollout_id, seen[1].chat_completions_url) == ("bare", "http://env-policy/v1")
     assert get_rollout_context() is None
 
 
@@ -625,8 +624,6 @@ async def test_config_concurrency_caps_and_kwarg_overrides() -> None:
     await wait_until(lambda: gate.count == 2)
     await wait_until(lambda: backend.health()["concurrency"]["queued"] == 3)
     assert backend.health()["concurrency"]["running"] == 2
-    assert backend.rollout_status("r0") == {"status": "running"}
-    assert backend.rollout_status("r4") == {"status": "queued"}
     gate.release.set()
     await asyncio.gather(*tasks)
     assert gate.count == 5
@@ -650,73 +647,47 @@ async def test_has_capacity_follows_max_queue_depth() -> None:
     assert LocalBackend(workflow=Noop).has_capacity()
 
 
-async def test_status_lifecycle_through_grading() -> None:
+async def test_progress_is_running_only_with_a_slot_then_grading() -> None:
     gate = Gate()
-    observed: list[dict[str, Any] | None] = []
+    observed: list[RolloutStatus] = []
+    progress = {rid: RolloutProgress() for rid in ("a", "b")}
 
     class WaitsInGrading(Grader):
         async def grade(self, ctx: GraderContext) -> None:
-            observed.append(backend.rollout_status("r1"))
+            rollout = get_rollout_context()
+            assert rollout is not None
+            assert rollout.progress is not None
+            observed.append(rollout.progress.status)
             ctx.set_reward(1.0)
 
     backend = LocalBackend(
-        workflow=Gated, workflow_config=gated_config(gate), grader=WaitsInGrading
+        workflow=Gated,
+        workflow_config=gated_config(gate),
+        grader=WaitsInGrading,
+        max_concurrency=1,
     )
-    assert backend.rollout_status("r1") is None
-    task = asyncio.create_task(backend.execute(request("r1")))
+    first = asyncio.create_task(backend.execute(request("a"), progress["a"]))
     await gate.entered.wait()
-    assert backend.rollout_status("r1") == {"status": "running"}
+    second = asyncio.create_task(backend.execute(request("b"), progress["b"]))
+    await wait_until(lambda: backend.health()["concurrency"]["queued"] == 1)
+    assert (progress["a"].status, progress["b"].status) == (
+        RolloutStatus.RUNNING,
+        RolloutStatus.QUEUED,
+    )
     gate.release.set()
-    await task
-    assert observed == [{"status": "grading"}]
-    assert backend.rollout_status("r1") == {"status": "success", "reward": 1.0, "err_message": None}
+    await asyncio.gather(first, second)
+    assert observed == [RolloutStatus.GRADING, RolloutStatus.GRADING]
+    assert progress["b"].status == RolloutStatus.GRADING  # terminal states are the server's
     assert backend.health()["grading"] == 0
 
 
-async def test_failure_status_keeps_the_message() -> None:
-    backend = LocalBackend(workflow=Forever)
-    await backend.execute(request("t", agent_timeout_sec=0))
-    assert backend.rollout_status("t") == {
-        "status": "failure",
-        "reward": None,
-        "err_message": "workflow exceeded its 0s deadline",
-    }
-
-
-async def test_retention_is_bounded_by_count() -> None:
-    backend = LocalBackend(workflow=Noop, status_retention_max=3)
-    for i in range(10):
-        await backend.execute(request(f"r{i}"))
-    assert backend.health()["retained_results"] == 3
-    assert backend.rollout_status("r6") is None
-    assert backend.rollout_status("r9") is not None
-
-
-async def test_retention_is_bounded_by_age(monkeypatch: pytest.MonkeyPatch) -> None:
-    now = [1000.0]
-
-    class FakeTime:
-        @staticmethod
-        def monotonic() -> float:
-            return now[0]
-
-    monkeypatch.setattr(registry_module, "time", FakeTime)
-    backend = LocalBackend(workflow=Noop, status_retention_sec=60)
-    await backend.execute(request("old"))
-    now[0] += 30
-    await backend.execute(request("new"))
-    assert backend.health()["retained_results"] == 2
-    now[0] += 31
-    assert backend.rollout_status("old") is None
-    assert backend.rollout_status("new") is not None
-    now[0] += 30
-    assert backend.health()["retained_results"] == 0
-
-
-async def test_zero_retention_keeps_nothing() -> None:
-    backend = LocalBackend(workflow=Noop, status_retention_max=0)
-    await backend.execute(request())
+async def test_0_3_8_status_and_cancel_hooks_are_inert() -> None:
+    """0.3.8's LocalBackend answered ``None`` / ``{}``; the server owns status and cancel."""
+    backend = LocalBackend(workflow=Noop)
+    await backend.execute(request("r1"))
     assert backend.rollout_status("r1") is None
+    assert backend.cancel_rollouts(ids=["r1"]) == {}
+    assert backend.cancel_rollouts(all=True) == {}
 
 
 async def test_thousand_noop_rollouts_at_concurrency_256() -> None:
@@ -746,125 +717,31 @@ async def test_duplicate_in_flight_id_is_rejected() -> None:
 # -- cancellation ---------------------------------------------------------------------------
 
 
-async def test_cancel_queued_and_running_rollouts() -> None:
+async def test_cancelling_queued_and_running_callers_frees_slots_and_counts() -> None:
     gate = Gate()
     backend = LocalBackend(workflow=Gated, workflow_config=gated_config(gate), max_concurrency=1)
     running = asyncio.create_task(backend.execute(request("run")))
+    await gate.entered.wait()
     queued = asyncio.create_task(backend.execute(request("wait")))
-    await gate.entered.wait()
-    await wait_until(lambda: backend.rollout_status("wait") == {"status": "queued"})
-    dispositions = backend.cancel_rollouts(ids=["run", "wait", "nope"])
-    assert dispositions == {
-        "run": "cancelled_running",
-        "wait": "cancelled_queued",
-        "nope": "not_found",
-    }
-    # repeating a cancel before the rollout finishes gives the same answer
-    assert backend.cancel_rollouts(ids=["run"]) == {"run": "cancelled_running"}
+    third = asyncio.create_task(backend.execute(request("third")))
+    await wait_until(lambda: backend.health()["concurrency"]["queued"] == 2)
+    queued.cancel()
+    running.cancel()
     for task in (running, queued):
-        result = (await task).result
-        assert result.status == RolloutStatus.CANCELLED
-        assert result.err_message == "cancelled"
-        assert result.err_category is None
-    assert gate.count == 1
-    assert backend.rollout_status("wait") == {
-        "status": "cancelled",
-        "reward": None,
-        "err_message": "cancelled",
-    }
-    # finished rollouts are not_found
-    assert backend.cancel_rollouts(ids=["run"]) == {"run": "not_found"}
-    assert backend.health()["in_flight"] == 0
-
-
-async def test_cancelling_the_running_rollout_frees_its_slot() -> None:
-    gate = Gate()
-    backend = LocalBackend(workflow=Gated, workflow_config=gated_config(gate), max_concurrency=1)
-    first = asyncio.create_task(backend.execute(request("first")))
-    await gate.entered.wait()
-    second = asyncio.create_task(backend.execute(request("second")))
-    await wait_until(lambda: backend.rollout_status("second") == {"status": "queued"})
-    assert backend.cancel_rollouts(ids=["first"]) == {"first": "cancelled_running"}
-    assert (await first).result.status == RolloutStatus.CANCELLED
-    await wait_until(lambda: gate.count == 2)  # the queued rollout got the slot
+        with pytest.raises(asyncio.CancelledError):
+            await task
+    await wait_until(lambda: gate.count == 2)  # the third rollout got the freed slot
     gate.release.set()
-    assert (await second).result.status == RolloutStatus.SUCCESS
+    assert (await third).result.status == RolloutStatus.SUCCESS
     assert backend.health()["concurrency"] == {"max_concurrent": 1, "queued": 0, "running": 0}
+    assert backend.health()["in_flight"] == 0
+    # the id is free again
+    assert (await backend.execute(request("run"))).result.status == RolloutStatus.SUCCESS
 
 
-async def test_caller_cancellation_frees_the_slot() -> None:
-    gate = Gate()
-    backend = LocalBackend(workflow=Gated, workflow_config=gated_config(gate), max_concurrency=1)
-    first = asyncio.create_task(backend.execute(request("first")))
-    await gate.entered.wait()
-    first.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await first
-    gate.release.set()
-    assert (await backend.execute(request("after"))).result.status == RolloutStatus.SUCCESS
-
-
-async def test_cancel_by_prefix_and_all() -> None:
-    gate = Gate()
-    backend = LocalBackend(workflow=Gated, workflow_config=gated_config(gate))
-    tasks = {
-        rid: asyncio.create_task(backend.execute(request(rid))) for rid in ("a-1", "a-2", "b-1")
-    }
-    await wait_until(lambda: gate.count == 3)
-    assert backend.cancel_rollouts(prefix="a-") == {
-        "a-1": "cancelled_running",
-        "a-2": "cancelled_running",
-    }
-    assert backend.cancel_rollouts(all=True) == {
-        "b-1": "cancelled_running",
-        "a-1": "cancelled_running",
-        "a-2": "cancelled_running",
-    }
-    results = {rid: (await task).result.status for rid, task in tasks.items()}
-    assert set(results.values()) == {RolloutStatus.CANCELLED}
-    with pytest.raises(ValueError, match="exactly one"):
-        backend.cancel_rollouts()
-    with pytest.raises(ValueError, match="exactly one"):
-        backend.cancel_rollouts(ids=["a"], all=True)
-
-
-async def test_cancel_of_code_that_swallows_cancellation_does_not_leak() -> None:
-    gate = Gate()
-    backend = LocalBackend(workflow=Stubborn, workflow_config=gated_config(gate))
-
-    async def caller() -> tuple[RolloutStatus, str]:
-        outcome = await backend.execute(request("s"))
-        await asyncio.sleep(0)  # the caller keeps running: no cancellation leaked into it
-        return outcome.result.status, "continued"
-
-    task = asyncio.create_task(caller())
-    await gate.entered.wait()
-    assert backend.cancel_rollouts(ids=["s"]) == {"s": "cancelled_running"}
-    assert await task == (RolloutStatus.CANCELLED, "continued")
-
-
-async def test_caller_cancellation_propagates_and_is_recorded() -> None:
-    gate = Gate()
-    backend = LocalBackend(workflow=Gated, workflow_config=gated_config(gate))
-    task = asyncio.create_task(backend.execute(request("c")))
-    await gate.entered.wait()
-    task.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await task
-    assert backend.rollout_status("c") == {
-        "status": "cancelled",
-        "reward": None,
-        "err_message": "cancelled",
-    }
-
-
-async def test_shutdown_cancels_and_refuses() -> None:
-    gate = Gate()
-    backend = LocalBackend(workflow=Gated, workflow_config=gated_config(gate))
-    task = asyncio.create_task(backend.execute(request("x")))
-    await gate.entered.wait()
+async def test_shutdown_refuses_new_rollouts() -> None:
+    backend = LocalBackend(workflow=Noop)
     await backend.shutdown()
-    assert (await task).result.status == RolloutStatus.CANCELLED
     after = (await backend.execute(request("y"))).result
     assert after.err_category == RolloutErrorCategory.INTERNAL_ERROR
     assert after.err_message == "LocalBackend is shut down"

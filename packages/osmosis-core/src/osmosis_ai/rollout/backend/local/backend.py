@@ -5,26 +5,28 @@ Behaviour (each point fixes a gap of the reference SDK):
 * **Concurrency.** Unbounded by default: rollouts are I/O-bound waits on the policy, and the
   rollout server (``has_capacity``/429) and the training controller already decide how many are
   sent. A cap comes from ``max_concurrency=`` or else ``workflow_config.concurrency.max_concurrent``
-  (no hidden default of 4). A rollout holds its slot through workflow and grading.
+  (no hidden default of 4). A rollout holds its slot through workflow and grading; the slots
+  and their counts are :attr:`LocalBackend.limiter` (0.3.8's name).
 * **Queue.** With a cap, rollouts beyond it wait in FIFO order; ``max_queue_depth`` makes
   :meth:`has_capacity` report ``False`` once that many are waiting, so the server answers 429
   instead of queueing without bound. (Without a cap nothing ever waits, so ``max_queue_depth``
   only matters together with a concurrency cap.)
-* **Status.** :meth:`rollout_status` reports ``queued``, ``running``, ``grading`` and the terminal
-  ``success``/``failure``/``cancelled`` (with reward and error message). Finished records are
-  kept for ``status_retention_sec`` (900 s) and at most ``status_retention_max`` (10,000).
-* **Cancel.** :meth:`cancel_rollouts` really cancels queued and running rollouts; ``execute``
-  then returns a ``cancelled`` outcome (message ``"cancelled"``).
+* **Status.** The server's progress object (``execute(request, progress)``) is the one status:
+  LocalBackend moves it to ``running`` only once the rollout holds a slot, and to ``grading``
+  before the grader. It keeps no per-rollout records of its own.
+* **Cancel.** Cancelling the task awaiting :meth:`execute` cancels the rollout, queued or
+  running; its slot is released and ``CancelledError`` propagates. (The rollout server does
+  this for ``POST /rollout/cancel``, lease expiry and shutdown.)
 * **Deadlines.** ``agent_timeout_sec`` counts from the call to :meth:`execute`, so time spent
   queued uses up the budget: ``"workflow exceeded its 5s deadline (2.3s of it spent queued)"``.
   The grader has its own ``grader_timeout_sec``: ``"grader exceeded its 5s deadline"``. Both are
   ``timeout`` failures; code that swallows the cancellation or blocks past the deadline is still
   reported as a timeout.
-* **Grading.** When a grader is configured and ``request.grade`` is true, it runs after every
-  successful workflow, even without a label (``ctx.label is None``) or without a sample (then
-  the grade fails saying so). It succeeds only with a sample carrying a finite reward, or with
-  ``remove_sample=True``. Without a grader (or with ``grade=False``) the workflow's result is the
-  result: ``success`` with ``reward: None``.
+* **Grading and rewards** follow the one execution engine (:mod:`osmosis_ai.rollout._execution`):
+  the grader runs after every successful workflow when one is configured and ``request.grade``
+  is true, even without a label; it succeeds only with a sample carrying a finite reward, or
+  with ``remove_sample=True``. Without a grader (or with ``grade=False``) the workflow's result
+  is the result: ``success`` with ``reward: None``.
 * **Failures** always carry a category (``timeout``, ``validation_error``, ``http_error``,
   ``agent_error``, ``internal_error``) and a message; :meth:`execute` never raises for them.
 * **Isolation.** Each rollout gets a fresh workflow instance built with a deep copy of
@@ -32,87 +34,88 @@ Behaviour (each point fixes a gap of the reference SDK):
   types an integration registered with :func:`~osmosis_ai.rollout.backend.local.loading.
   share_in_config_copies`, e.g. stateless framework tool objects; see
   :class:`~osmosis_ai.rollout.backend.local.loading.ConfigCopier`) and a fresh grader instance.
-* **Artifacts.** Workflow and grader get the same ``<home>/<rollout_id>/artifacts/``, created
-  on first use (:mod:`~osmosis_ai.rollout.backend.local.artifacts`).
-* **Sample.** An explicit return value becomes ``RolloutSample(messages, label=request.label,
-  metrics)``; ``None`` asks the rollout's registered sample source (an integration's agent or
-  session); a source's sample without a label gets ``request.label``. ``AgentWorkflowOutput.info``
-  goes to the result's diagnostics (``extra_fields["workflow_info"]``), never to the grader.
+* **Artifacts.** Workflow and grader get the same ``<artifact_root>/<rollout_id>/artifacts/``,
+  created on first use (:mod:`~osmosis_ai.rollout.backend.local.artifacts`); ``artifact_root``
+  defaults to the osmosis home at construction.
+* **Context.** :meth:`execute` enters a :class:`~osmosis_ai.rollout.context.RolloutContext`
+  built from the request (:func:`~osmosis_ai.rollout.context.rollout_context_for`) around the
+  workflow, which is where integrations find the policy endpoint and register the sample source.
 
-The caller of :meth:`execute` (the rollout server, :func:`osmosis_ai.testing.run_rollout`)
-normally enters a :class:`RolloutContext` for the rollout; if none is active, or the active one
-belongs to another rollout, LocalBackend enters one built from ``OSMOSIS_*`` environment
-variables. Progress (``running``, ``grading``) is reported through ``RolloutContext.set_status``.
-All methods must be called from the event loop thread that runs :meth:`execute`.
+:meth:`run_workflow` and :meth:`run_grader` are the two phases as public coroutines (0.3.8), for
+unit-testing a workflow's deadline behaviour without a slot. All methods must be called from
+the event loop thread that runs :meth:`execute`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import math
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from osmosis_ai.rollout._execution import (
-    failure as _failure,
-)
-from osmosis_ai.rollout._execution import (
+    failure,
     run_grader_phase,
     run_workflow_phase,
     seconds,
     should_grade,
 )
 from osmosis_ai.rollout.agent_workflow import AgentWorkflow
-from osmosis_ai.rollout.backend.base import (
-    CANCELLED_QUEUED,
-    CANCELLED_RUNNING,
-    NOT_FOUND,
-    ExecutionBackend,
-)
+from osmosis_ai.rollout.backend.base import ExecutionBackend
 from osmosis_ai.rollout.backend.local.artifacts import ArtifactsDir, artifacts_dir
+from osmosis_ai.rollout.backend.local.limiter import ConcurrencyLimiter
 from osmosis_ai.rollout.backend.local.loading import ConfigCopier, resolve
-from osmosis_ai.rollout.backend.local.registry import (
-    DEFAULT_RETENTION_MAX,
-    DEFAULT_RETENTION_SEC,
-    RolloutRecord,
-    RolloutRegistry,
-)
-from osmosis_ai.rollout.context import RolloutContext, get_rollout_context
+from osmosis_ai.rollout.context import RolloutContext, get_rollout_context, rollout_context_for
 from osmosis_ai.rollout.errors import describe_exception
 from osmosis_ai.rollout.grader import Grader
 from osmosis_ai.rollout.home import osmosis_home
 from osmosis_ai.rollout.types.config import BaseConfig
 from osmosis_ai.rollout.types.enums import RolloutErrorCategory, RolloutStatus
 from osmosis_ai.rollout.types.execution import ExecutionOutcome, ExecutionRequest, ExecutionResult
-from osmosis_ai.rollout.types.sample import RolloutSample
 
-_SUCCESS = RolloutStatus.SUCCESS
-_FAILURE = RolloutStatus.FAILURE
-_CANCELLED = RolloutStatus.CANCELLED
+if TYPE_CHECKING:
+    from osmosis_ai.rollout.context import RolloutProgress
+
+_RUNNING = RolloutStatus.RUNNING
+_GRADING = RolloutStatus.GRADING
 _TIMEOUT = RolloutErrorCategory.TIMEOUT
-_VALIDATION = RolloutErrorCategory.VALIDATION_ERROR
 
 
-class _Cancelled(Exception):
-    """Raised inside :meth:`LocalBackend.execute` when ``cancel_rollouts`` selected the rollout."""
+def _check_class(name: str, value: Any, base: type) -> Any:
+    if value is None and base is Grader:
+        return None
+    if isinstance(value, type) and issubclass(value, base):
+        return value
+    hint = (
+        "; pass the class itself: LocalBackend creates a fresh instance per rollout"
+        if isinstance(value, base)
+        else ""
+    )
+    raise TypeError(
+        f"{name} must be a{'n' if base is AgentWorkflow else ''} {base.__name__} subclass or "
+        f"'module:Class'; got {value!r}{hint}"
+    )
 
 
-async def _absorb_own_cancellation(task: asyncio.Task[Any] | None) -> None:
-    """Consume the cancellation ``cancel_rollouts`` requested, so it cannot leak to the caller.
+def _check_config(name: str, value: Any) -> Any:
+    if value is not None and not isinstance(value, BaseConfig):
+        raise TypeError(
+            f"{name} must be an AgentWorkflowConfig/GraderConfig instance or 'module:attr'; "
+            f"got {type(value).__name__}"
+        )
+    return value
 
-    The request may still be pending (not yet delivered as ``CancelledError``) when the rollout
-    ended on its own; one loop iteration delivers it. If the caller *also* cancelled the task,
-    its cancellation is re-raised.
-    """
-    if task is None:
-        return
-    with contextlib.suppress(asyncio.CancelledError):
-        await asyncio.sleep(0)
-    if task.cancelling():
-        task.uncancel()
-    if task.cancelling():
-        raise asyncio.CancelledError
+
+def _check_limit(name: str, value: Any, none_means: str) -> int | None:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        raise ValueError(f"{name} must be an integer >= 1, or None for {none_means}")
+    return value
+
+
+def _deadline_message(timeout: float, queued_sec: float) -> str:
+    message = f"workflow exceeded its {seconds(timeout)}s deadline"
+    if queued_sec >= 0.1:
+        message += f" ({queued_sec:.1f}s of it spent queued)"
+    return message
 
 
 class LocalBackend(ExecutionBackend):
@@ -127,327 +130,175 @@ class LocalBackend(ExecutionBackend):
         grader_config: BaseConfig | str | None = None,
         max_concurrency: int | None = None,
         max_queue_depth: int | None = None,
-        status_retention_sec: float = DEFAULT_RETENTION_SEC,
-        status_retention_max: int = DEFAULT_RETENTION_MAX,
         artifact_root: Path | str | None = None,
     ) -> None:
-        workflow_cls = resolve(workflow)
-        if not (isinstance(workflow_cls, type) and issubclass(workflow_cls, AgentWorkflow)):
-            hint = (
-                "; pass the class itself: LocalBackend creates a fresh instance per rollout"
-                if isinstance(workflow_cls, AgentWorkflow)
-                else ""
-            )
-            raise TypeError(
-                f"workflow must be an AgentWorkflow subclass or 'module:Class'; got {workflow_cls!r}{hint}"
-            )
-        grader_cls = resolve(grader)
-        if grader_cls is not None and not (
-            isinstance(grader_cls, type) and issubclass(grader_cls, Grader)
-        ):
-            hint = (
-                "; pass the class itself: LocalBackend creates a fresh instance per rollout"
-                if isinstance(grader_cls, Grader)
-                else ""
-            )
-            raise TypeError(
-                f"grader must be a Grader subclass or 'module:Class'; got {grader_cls!r}{hint}"
-            )
-        wf_config = resolve(workflow_config)
-        gr_config = resolve(grader_config)
-        for name, value in (("workflow_config", wf_config), ("grader_config", gr_config)):
-            if value is not None and not isinstance(value, BaseConfig):
-                raise TypeError(
-                    f"{name} must be an AgentWorkflowConfig/GraderConfig instance or 'module:attr'; "
-                    f"got {type(value).__name__}"
-                )
-        if max_concurrency is None and wf_config is not None:
-            concurrency = getattr(wf_config, "concurrency", None)
+        self.workflow_cls: type[AgentWorkflow[Any]] = _check_class(
+            "workflow", resolve(workflow), AgentWorkflow
+        )
+        self.grader_cls: type[Grader] | None = _check_class("grader", resolve(grader), Grader)
+        self.workflow_config = _check_config("workflow_config", resolve(workflow_config))
+        self.grader_config = _check_config("grader_config", resolve(grader_config))
+        if max_concurrency is None and self.workflow_config is not None:
+            concurrency = getattr(self.workflow_config, "concurrency", None)
             max_concurrency = getattr(concurrency, "max_concurrent", None)
-        if max_concurrency is not None and (
-            isinstance(max_concurrency, bool)
-            or not isinstance(max_concurrency, int)
-            or max_concurrency < 1
-        ):
-            raise ValueError("max_concurrency must be an integer >= 1, or None for no cap")
-        if max_queue_depth is not None and (
-            isinstance(max_queue_depth, bool)
-            or not isinstance(max_queue_depth, int)
-            or max_queue_depth < 1
-        ):
-            raise ValueError(
-                "max_queue_depth must be an integer >= 1, or None for an unbounded queue"
-            )
-        if not math.isfinite(status_retention_sec):
-            raise ValueError("status_retention_sec must be finite")
-
-        self.workflow_cls: type[AgentWorkflow[Any]] = workflow_cls
-        self.grader_cls: type[Grader] | None = grader_cls
-        self.workflow_config = wf_config
-        self.grader_config = gr_config
-        self.max_concurrency: int | None = max_concurrency
-        self.max_queue_depth: int | None = max_queue_depth
-        self._artifact_root = Path(artifact_root).expanduser() if artifact_root else None
-        self._config_copier = ConfigCopier(wf_config)
-        self._semaphore: asyncio.Semaphore | None = (
-            asyncio.Semaphore(max_concurrency) if max_concurrency is not None else None
+        self.limiter = ConcurrencyLimiter(
+            max_concurrent=_check_limit("max_concurrency", max_concurrency, "no cap")
         )
-        self._registry = RolloutRegistry(
-            retention_sec=status_retention_sec, retention_max=status_retention_max
+        self.max_queue_depth: int | None = _check_limit(
+            "max_queue_depth", max_queue_depth, "an unbounded queue"
         )
+        self.artifact_root: Path = (
+            Path(artifact_root).expanduser() if artifact_root else osmosis_home()
+        )
+        self._config_copier = ConfigCopier(self.workflow_config)
+        self._in_flight: set[str] = set()
+        self._grading = 0
         self._shut_down = False
+
+    @property
+    def max_concurrency(self) -> int | None:
+        return self.limiter.max_concurrent
 
     # -- ExecutionBackend ------------------------------------------------------------------
 
-    async def execute(self, request: ExecutionRequest) -> ExecutionOutcome:
-        registry = self._registry
+    async def execute(
+        self, request: ExecutionRequest, progress: RolloutProgress | None = None
+    ) -> ExecutionOutcome:
         if self._shut_down:
             return ExecutionOutcome(
-                _failure(RolloutErrorCategory.INTERNAL_ERROR, "LocalBackend is shut down")
+                failure(RolloutErrorCategory.INTERNAL_ERROR, "LocalBackend is shut down")
             )
         rollout_id = request.id
-        if rollout_id in registry.active:
+        if rollout_id in self._in_flight:
             return ExecutionOutcome(
-                _failure(
-                    _VALIDATION,
+                failure(
+                    RolloutErrorCategory.VALIDATION_ERROR,
                     f"rollout {rollout_id!r} is already executing in this backend; "
                     "rollout ids must be unique while in flight",
                 )
             )
-        loop = asyncio.get_running_loop()
-        admitted_at = loop.time()
-        task = asyncio.current_task()
-        record = RolloutRecord(status=RolloutStatus.QUEUED, task=task)
-        registry.active[rollout_id] = record
-        registry.queued += 1
-
-        ctx = get_rollout_context()
-        own_ctx: RolloutContext | None = None
-        if ctx is None or ctx.rollout_id != rollout_id:
-            own_ctx = ctx = RolloutContext(rollout_id=rollout_id)
-            own_ctx.__enter__()
+        admitted_at = asyncio.get_running_loop().time()
+        self._in_flight.add(rollout_id)
         try:
-            try:
-                outcome = await self._execute(request, record, ctx, admitted_at)
-            except (asyncio.CancelledError, _Cancelled):
-                if not record.cancel_requested:
-                    raise  # the caller cancelled us: propagate
-                await _absorb_own_cancellation(task)
-                outcome = ExecutionOutcome(
-                    ExecutionResult(status=_CANCELLED, err_message="cancelled")
+            with rollout_context_for(request, progress):
+                return await self._execute(request, progress, admitted_at)
+        except Exception as exc:  # a bug in LocalBackend itself; never blame rollout code
+            return ExecutionOutcome(
+                failure(
+                    RolloutErrorCategory.INTERNAL_ERROR,
+                    f"LocalBackend internal error: {describe_exception(exc)}",
                 )
-            except Exception as exc:  # a bug in LocalBackend itself; never blame rollout code
-                outcome = ExecutionOutcome(
-                    _failure(
-                        RolloutErrorCategory.INTERNAL_ERROR,
-                        f"LocalBackend internal error: {describe_exception(exc)}",
-                    )
-                )
-            else:
-                if record.cancel_requested:
-                    # The rollout code swallowed the cancellation; it was still cancelled.
-                    await _absorb_own_cancellation(task)
-                    outcome = ExecutionOutcome(
-                        ExecutionResult(status=_CANCELLED, err_message="cancelled")
-                    )
-        except BaseException:
-            self._finish(rollout_id, record, _CANCELLED, None, "cancelled")
-            raise
+            )
         finally:
-            if own_ctx is not None:
-                own_ctx.__exit__(None, None, None)
-        result = outcome.result
-        self._finish(rollout_id, record, result.status, result.wire_reward, result.err_message)
-        return outcome
-
-    def _finish(
-        self,
-        rollout_id: str,
-        record: RolloutRecord,
-        status: RolloutStatus,
-        reward: float | None,
-        err_message: str | None,
-    ) -> None:
-        registry = self._registry
-        if record.status is RolloutStatus.QUEUED:
-            registry.queued -= 1
-        elif record.status is RolloutStatus.GRADING:
-            registry.grading -= 1
-        record.status = status
-        record.reward = reward
-        record.err_message = err_message
-        registry.finish(rollout_id, record)
+            self._in_flight.discard(rollout_id)
 
     async def _execute(
-        self,
-        request: ExecutionRequest,
-        record: RolloutRecord,
-        ctx: RolloutContext,
-        admitted_at: float,
+        self, request: ExecutionRequest, progress: RolloutProgress | None, admitted_at: float
     ) -> ExecutionOutcome:
-        semaphore = self._semaphore
-        artifacts = self._artifacts(request.id)
-        try:
-            workflow_result = await self._run_workflow(
-                request, record, ctx, admitted_at, semaphore, artifacts
-            )
-            if not should_grade(
-                grade=request.grade,
-                has_grader=self.grader_cls is not None,
-                workflow=workflow_result,
-            ):
-                return ExecutionOutcome(workflow_result)
-            self._registry.grading += 1
-            record.status = RolloutStatus.GRADING
-            await ctx.set_status(RolloutStatus.GRADING)
-            grader_result = await self._run_grader(request, workflow_result.sample, artifacts)
-            return ExecutionOutcome(workflow_result, grader_result)
-        finally:
-            # Released here, whatever ended the rollout (including cancellation mid-workflow).
-            if record.holds_slot and semaphore is not None:
-                record.holds_slot = False
-                semaphore.release()
-
-    def _artifacts(self, rollout_id: str) -> ArtifactsDir:
-        root = self._artifact_root if self._artifact_root is not None else osmosis_home()
-        return artifacts_dir(root, rollout_id)
-
-    async def _run_workflow(
-        self,
-        request: ExecutionRequest,
-        record: RolloutRecord,
-        ctx: RolloutContext,
-        admitted_at: float,
-        semaphore: asyncio.Semaphore | None,
-        artifacts: ArtifactsDir,
-    ) -> ExecutionResult:
-        """Wait for a slot and run the workflow, all within the agent deadline."""
+        limiter = self.limiter
         loop = asyncio.get_running_loop()
         timeout = request.agent_timeout_sec
-        deadline = None if timeout is None else admitted_at + timeout
-        started_at: float | None = admitted_at if semaphore is None else None
-        if deadline is not None and loop.time() >= deadline:
-            # Already expired on arrival (zero or negative budget): do not start the workflow.
-            self._registry.queued -= 1
-            record.status = RolloutStatus.RUNNING
-            return _failure(_TIMEOUT, self._deadline_message(timeout, admitted_at, started_at))
-        if semaphore is not None:
+        if timeout is None:
+            await limiter.take()
+        else:
+            deadline = admitted_at + timeout
+            if loop.time() >= deadline:
+                # Expired on arrival (zero or negative budget): do not start the workflow.
+                return ExecutionOutcome(failure(_TIMEOUT, _deadline_message(timeout, 0.0)))
             try:
                 async with asyncio.timeout_at(deadline):
-                    await semaphore.acquire()
+                    await limiter.take()
             except TimeoutError:
-                if record.cancel_requested:
-                    raise _Cancelled from None
-                return _failure(_TIMEOUT, self._deadline_message(timeout, admitted_at, None))
-            record.holds_slot = True
-            started_at = loop.time()
-        self._registry.queued -= 1
-        record.status = RolloutStatus.RUNNING
-        await ctx.set_status(RolloutStatus.RUNNING)
-        if record.cancel_requested:
-            raise _Cancelled
-        result = await run_workflow_phase(
-            lambda: self.workflow_cls(self._config_copier.copy()),
+                queued = loop.time() - admitted_at
+                return ExecutionOutcome(failure(_TIMEOUT, _deadline_message(timeout, queued)))
+        try:
+            if progress is not None:
+                await progress.set_status(_RUNNING)
+            workflow = await self.run_workflow(request, queued_sec=loop.time() - admitted_at)
+            if not should_grade(
+                grade=request.grade, has_grader=self.grader_cls is not None, workflow=workflow
+            ):
+                return ExecutionOutcome(workflow)
+            self._grading += 1
+            try:
+                if progress is not None:
+                    await progress.set_status(_GRADING)
+                return ExecutionOutcome(workflow, await self.run_grader(request, workflow))
+            finally:
+                self._grading -= 1
+        finally:
+            limiter.give_back()
+
+    def _artifacts(self, rollout_id: str) -> ArtifactsDir:
+        return artifacts_dir(self.artifact_root, rollout_id)
+
+    async def run_workflow(
+        self, request: ExecutionRequest, *, queued_sec: float = 0.0
+    ) -> ExecutionResult:
+        """Run the workflow phase alone (no slot), its deadline shortened by ``queued_sec``.
+
+        Runs in the active :class:`RolloutContext` (``execute`` enters one); called directly
+        outside any, it enters one built from the request.
+        """
+        ctx = get_rollout_context()
+        if ctx is None:
+            with rollout_context_for(request) as own:
+                return await self._workflow_phase(request, queued_sec, own)
+        return await self._workflow_phase(request, queued_sec, ctx)
+
+    async def _workflow_phase(
+        self, request: ExecutionRequest, queued_sec: float, ctx: RolloutContext
+    ) -> ExecutionResult:
+        timeout = request.agent_timeout_sec
+        deadline = None
+        message = ""
+        if timeout is not None:
+            deadline = asyncio.get_running_loop().time() + timeout - queued_sec
+            message = _deadline_message(timeout, queued_sec)
+        copier = self._config_copier
+        workflow_cls = self.workflow_cls
+        return await run_workflow_phase(
+            lambda: workflow_cls(copier.copy()),
             prompt=request.prompt,
             metadata=request.metadata,
             label=request.label,
-            artifacts_dir=artifacts,
+            artifacts_dir=self._artifacts(request.id),
             rollout=ctx,
             deadline=deadline,
-            deadline_message=(
-                "" if timeout is None else self._deadline_message(timeout, admitted_at, started_at)
-            ),
+            deadline_message=message,
         )
-        if record.cancel_requested:
-            raise _Cancelled
-        return result
 
-    @staticmethod
-    def _deadline_message(
-        timeout: float | None, admitted_at: float, started_at: float | None
-    ) -> str:
-        message = f"workflow exceeded its {seconds(timeout or 0.0)}s deadline"
-        if started_at is None:  # never left the queue
-            started_at = asyncio.get_running_loop().time()
-        queued = started_at - admitted_at
-        if queued >= 0.1:
-            message += f" ({queued:.1f}s of it spent queued)"
-        return message
-
-    async def _run_grader(
-        self,
-        request: ExecutionRequest,
-        workflow_sample: RolloutSample | None,
-        artifacts: ArtifactsDir,
+    async def run_grader(
+        self, request: ExecutionRequest, result: ExecutionResult
     ) -> ExecutionResult:
+        """Grade ``result``'s sample (the grader phase alone); without a grader, ``result``."""
         grader_cls = self.grader_cls
-        assert grader_cls is not None
+        if grader_cls is None:
+            return result
+        config = self.grader_config
         return await run_grader_phase(
-            lambda: grader_cls(self.grader_config),  # type: ignore[arg-type]
-            workflow_sample=workflow_sample,
+            lambda: grader_cls(config),  # type: ignore[arg-type]
+            workflow_sample=result.sample,
             label=request.label,
             metadata=request.metadata,
-            artifacts_dir=artifacts,
+            artifacts_dir=self._artifacts(request.id),
             timeout=request.grader_timeout_sec,
         )
 
     def has_capacity(self) -> bool:
-        return self.max_queue_depth is None or self._registry.queued < self.max_queue_depth
-
-    def rollout_status(self, rollout_id: str) -> dict[str, Any] | None:
-        record = self._registry.get(rollout_id)
-        return record.as_status() if record is not None else None
-
-    def cancel_rollouts(
-        self, ids: list[str] | None = None, prefix: str | None = None, all: bool = False
-    ) -> dict[str, str]:
-        selectors = sum((ids is not None, prefix is not None, bool(all)))
-        if selectors != 1:
-            raise ValueError("cancel_rollouts takes exactly one of ids=, prefix= or all=True")
-        registry = self._registry
-        registry.prune()
-        if ids is not None:
-            selected = list(dict.fromkeys(ids))
-        elif prefix is not None:
-            selected = [i for i in (*registry.active, *registry.finished) if i.startswith(prefix)]
-        else:
-            selected = [*registry.active, *registry.finished]
-        dispositions: dict[str, str] = {}
-        for rollout_id in selected:
-            record = registry.active.get(rollout_id)
-            if record is None or record.task is None:
-                dispositions[rollout_id] = NOT_FOUND
-                continue
-            if not record.cancel_requested:
-                record.cancel_requested = True
-                record.task.cancel()
-                record.cancel_disposition = (
-                    CANCELLED_QUEUED if record.status is RolloutStatus.QUEUED else CANCELLED_RUNNING
-                )
-            dispositions[rollout_id] = record.cancel_disposition
-        return dispositions
+        return self.max_queue_depth is None or self.limiter.queued < self.max_queue_depth
 
     def health(self) -> dict[str, Any]:
-        registry = self._registry
-        registry.prune()
-        in_flight = len(registry.active)
         return {
             "status": "ok",
-            "concurrency": {
-                "max_concurrent": self.max_concurrency,
-                "queued": registry.queued,
-                "running": in_flight - registry.queued,
-            },
+            "concurrency": self.limiter.snapshot(),
             "backend": "local",
-            "in_flight": in_flight,
-            "grading": registry.grading,
+            "in_flight": len(self._in_flight),
+            "grading": self._grading,
             "max_queue_depth": self.max_queue_depth,
-            "retained_results": len(registry.finished),
             "accepting": not self._shut_down,
         }
 
     async def shutdown(self) -> None:
-        """Refuse new rollouts and cancel the in-flight ones."""
+        """Refuse new rollouts (the server has already cancelled what was in flight)."""
         self._shut_down = True
-        if self._registry.active:
-            self.cancel_rollouts(all=True)

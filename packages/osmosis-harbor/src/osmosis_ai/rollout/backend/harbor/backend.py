@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from osmosis_ai.rollout.backend.base import ExecutionBackend
-from osmosis_ai.rollout.context import RolloutContext, get_rollout_context
+from osmosis_ai.rollout.context import RolloutContext, RolloutProgress, rollout_context_for
 from osmosis_ai.rollout.types.enums import RolloutErrorCategory, RolloutStatus
 from osmosis_ai.rollout.types.execution import ExecutionOutcome, ExecutionRequest
 
@@ -221,7 +221,9 @@ class HarborBackend(ExecutionBackend):
 
     # --- execution ------------------------------------------------------------------------
 
-    async def execute(self, request: ExecutionRequest) -> ExecutionOutcome:
+    async def execute(
+        self, request: ExecutionRequest, progress: RolloutProgress | None = None
+    ) -> ExecutionOutcome:
         if self._closed:
             return _failure("the backend is shutting down", RolloutErrorCategory.INTERNAL_ERROR)
         trial_name = trial_name_for(request.id)
@@ -236,9 +238,7 @@ class HarborBackend(ExecutionBackend):
                 RolloutErrorCategory.TIMEOUT,
             )
         admitted = asyncio.get_running_loop().time()
-        ctx = get_rollout_context()
-        if ctx is None or (ctx.rollout_id and ctx.rollout_id != request.id):
-            ctx = RolloutContext(rollout_id=request.id)
+        ctx = rollout_context_for(request, progress)
         endpoint = _trial.Endpoint(url=ctx.chat_completions_url, api_key=ctx.api_key)
         secrets = tuple(s for s in (endpoint.api_key, *self._config.kwarg_secrets) if s)
         live = _Live(trial_name=trial_name, secrets=secrets, context=ctx)

@@ -1,0 +1,192 @@
+"""Getting a finished result to where it goes: trajectories, and the 0.3.0 callback protocol.
+
+:class:`TrajectorySaver` writes each rollout's ATIF trajectory in the background.
+:class:`CallbackDelivery` is the whole 0.3.0 protocol: which callbacks a result produces, sending
+them with retries, and parking what could not be delivered in the outbox. A poll-mode (0.3.8)
+result needs no delivery: the controller fetches the stored bytes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Coroutine
+from typing import TYPE_CHECKING, Any
+
+from osmosis_ai.rollout.server import wire
+from osmosis_ai.rollout.server.callbacks import CallbackSender, DeliveryState, RetryPolicy
+from osmosis_ai.rollout.server.retention import outbox_record
+from osmosis_ai.rollout.types.enums import RolloutStatus
+
+if TYPE_CHECKING:
+    from osmosis_ai.rollout.server.entry import RolloutEntry
+    from osmosis_ai.rollout.server.outbox import Outbox
+    from osmosis_ai.rollout.server.settings import ServerSettings
+    from osmosis_ai.rollout.types.execution import ExecutionOutcome
+    from osmosis_ai.rollout.types.protocol import RolloutInitRequest
+
+logger = logging.getLogger("osmosis_ai.rollout.server")
+
+# Saves in flight at once: the writer batches queued saves into one thread hand-off, so a
+# narrow limit here would defeat the batching and let a backlog (holding samples) build up.
+_TRAJECTORY_CONCURRENCY = 256
+
+
+class TrajectorySaver:
+    """Writes trajectories in background tasks (the writer keeps file I/O off the loop)."""
+
+    def __init__(self) -> None:
+        self._save: Callable[..., Coroutine[Any, Any, Any]] | None = None
+        self._report_type: Any = None
+        self._slots: asyncio.Semaphore | None = None
+        self._background: set[asyncio.Task[Any]] = set()
+
+    def start(self, enabled: bool) -> None:
+        self._slots = asyncio.Semaphore(_TRAJECTORY_CONCURRENCY)
+        if not enabled:
+            return
+        try:
+            from osmosis_ai.rollout import trajectory
+        except ImportError as exc:  # the writer ships with core; guard against partial installs
+            logger.warning("trajectory saving is disabled: %s", exc)
+            return
+        self._save = getattr(trajectory, "save_trajectory", None)
+        self._report_type = getattr(trajectory, "TrajectoryReport", None)
+
+    def spawn(self, coro: Coroutine[Any, Any, Any]) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    def spawn_save(
+        self, rollout_id: str, request: RolloutInitRequest, outcome: ExecutionOutcome
+    ) -> None:
+        if self._save is not None:
+            self.spawn(self.save(rollout_id, request, outcome, None))
+
+    async def save(
+        self,
+        rollout_id: str,
+        request: RolloutInitRequest,
+        outcome: ExecutionOutcome,
+        report: Any,
+    ) -> None:
+        save = self._save
+        if save is None or self._slots is None:
+            return
+        result = outcome.result_to_save
+        try:
+            async with self._slots:
+                await save(
+                    rollout_id=rollout_id,
+                    result=result,
+                    request_label=request.label,
+                    request_metadata=request.metadata,
+                    request_extra_fields=request.extra_fields,
+                    report=report,
+                    diagnostics=result.extra_fields,
+                )
+        except Exception:  # the writer promises not to raise; a bug there must not spread
+            logger.exception("saving the trajectory of rollout %s failed", rollout_id)
+
+    def report_from_ack(self, ack: Any) -> Any:
+        """A ``TrajectoryReport`` from a callback acknowledgement, if it carries one."""
+        if not isinstance(ack, dict) or not isinstance(ack.get("trajectory"), dict):
+            return None
+        if self._report_type is None:
+            return None
+        try:
+            return self._report_type.from_dict(ack["trajectory"])
+        except Exception:
+            logger.warning("ignoring an invalid trajectory report in a callback acknowledgement")
+            return None
+
+    async def drain(self, timeout: float) -> None:  # noqa: ASYNC109 - a bounded wait is the API
+        if self._background:
+            await asyncio.wait(set(self._background), timeout=timeout)
+
+
+class CallbackDelivery:
+    """The 0.3.0 protocol: completion and grader callbacks, retried, then parked."""
+
+    def __init__(
+        self,
+        settings: ServerSettings,
+        trajectories: TrajectorySaver,
+        outbox: Callable[[], Outbox | None],
+    ) -> None:
+        self._sender = CallbackSender(
+            RetryPolicy(
+                budget_sec=settings.callback_retry_budget_sec,
+                initial_delay_sec=settings.callback_backoff_initial_sec,
+                max_delay_sec=settings.callback_backoff_max_sec,
+                request_timeout_sec=settings.callback_timeout_sec,
+            )
+        )
+        self._trajectories = trajectories
+        self._outbox = outbox
+        self.tasks: set[asyncio.Task[None]] = set()
+
+    def schedule(
+        self,
+        entry: RolloutEntry,
+        request: RolloutInitRequest,
+        outcome: ExecutionOutcome,
+        forced: bool,
+    ) -> None:
+        """Encode the callbacks this result produces and start sending them."""
+        assert request.completion_callback_url is not None
+        completion = wire.completion_json(entry.rollout_id, outcome.workflow)
+        pending = [("completion", request.completion_callback_url, completion)]
+        if request.grader_callback_url is not None:
+            grader = outcome.grader
+            if forced or outcome.workflow.status != RolloutStatus.SUCCESS:
+                grader = None
+            body = wire.grader_json(entry.rollout_id, grader)
+            pending.append(("grader", request.grader_callback_url, body))
+        entry.callbacks = pending
+        self.spawn(entry, outcome)
+
+    def spawn(self, entry: RolloutEntry, outcome: ExecutionOutcome | None) -> None:
+        """Send ``entry.callbacks`` (also for entries restored from the outbox: no outcome)."""
+        task = asyncio.get_running_loop().create_task(self._deliver(entry, outcome))
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+
+    async def _deliver(self, entry: RolloutEntry, outcome: ExecutionOutcome | None) -> None:
+        request = entry.request
+        report: Any = None
+        while entry.callbacks:
+            phase, url, body = entry.callbacks[0]
+            result = await self._sender.deliver(
+                url, body, api_key=entry.callback_key, what=f"{phase} ({entry.rollout_id})"
+            )
+            if result.state is DeliveryState.EXHAUSTED:
+                # Keep it: persisted now so a crash does not lose it, re-sent at the next start.
+                record = outbox_record(entry)
+                outbox = self._outbox()
+                if record is not None and outbox is not None:
+                    await asyncio.to_thread(outbox.write, [record])
+                    entry.callbacks = None
+                break
+            entry.callbacks.pop(0)
+            if result.state is DeliveryState.DELIVERED:
+                ack_report = self._trajectories.report_from_ack(result.ack)
+                if ack_report is not None:
+                    report = ack_report
+        if not entry.callbacks:
+            entry.callbacks = None
+        entry.request = None
+        if outcome is not None and request is not None:
+            await self._trajectories.save(entry.rollout_id, request, outcome, report)
+
+    async def flush(self, timeout: float) -> None:  # noqa: ASYNC109 - a bounded wait is the API
+        """Give deliveries ``timeout`` seconds, then stop them (what is left goes to the outbox)."""
+        if self.tasks:
+            await asyncio.wait(set(self.tasks), timeout=timeout)
+            for task in list(self.tasks):
+                task.cancel()
+            await asyncio.gather(*self.tasks, return_exceptions=True)
+
+    async def aclose(self) -> None:
+        await self._sender.aclose()
