@@ -50,7 +50,9 @@ def run_server(port: int, wait: float, lease: float, rollout_sec: float) -> None
     )
 
     class Waits(ExecutionBackend):
-        async def execute(self, request: ExecutionRequest) -> ExecutionOutcome:
+        async def execute(
+            self, request: ExecutionRequest, progress: Any = None
+        ) -> ExecutionOutcome:
             await asyncio.sleep(rollout_sec * random.uniform(0.5, 1.5))
             sample = RolloutSample(
                 messages=[*request.prompt, {"role": "assistant", "content": "#### 42"}],
