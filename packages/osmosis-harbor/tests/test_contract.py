@@ -14,7 +14,6 @@ from harbor.trial.queue import TrialQueue
 
 from osmosis_ai.rollout.backend.harbor import HarborBackend, local_environment_config
 from osmosis_ai.rollout.backend.local import LocalBackend
-from osmosis_ai.rollout.context import RolloutContext
 from osmosis_ai.rollout.types.execution import ExecutionOutcome, ExecutionRequest
 
 # case -> (workflow, grader, label)
@@ -62,6 +61,7 @@ def _request(case: str) -> ExecutionRequest:
         id=f"contract-{case}",
         prompt=[{"role": "user", "content": "What is 6 times 7?"}],
         label=CASES[case][2],
+        chat_completions_url="http://127.0.0.1:9/v1",
     )
 
 
@@ -87,10 +87,8 @@ async def _harbor(case: str, queue: TrialQueue, task: Path) -> ExecutionOutcome:
         grader=f"contract_cases:{grader}",
         environment_config=local_environment_config(),
     )
-    request = _request(case)
     try:
-        with RolloutContext(chat_completions_url="http://127.0.0.1:9/v1", rollout_id=request.id):
-            return await backend.execute(request)
+        return await backend.execute(_request(case))
     finally:
         await backend.shutdown()
 

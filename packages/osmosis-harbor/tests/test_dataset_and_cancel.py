@@ -13,16 +13,24 @@ from harbor.trial.queue import TrialQueue
 
 from osmosis_ai.rollout.backend.harbor import HarborBackend, TaskMode, local_environment_config
 from osmosis_ai.rollout.backend.harbor.backend import trial_name_for
-from osmosis_ai.rollout.context import RolloutContext
+from osmosis_ai.rollout.context import RolloutContext, RolloutProgress
 from osmosis_ai.rollout.types.enums import RolloutErrorCategory, RolloutStatus
 from osmosis_ai.rollout.types.execution import ExecutionOutcome, ExecutionRequest
 
 
-async def _execute(backend: HarborBackend, rollout_id: str, **metadata: Any) -> ExecutionOutcome:
-    with RolloutContext(chat_completions_url="http://127.0.0.1:9/v1", rollout_id=rollout_id):
-        return await backend.execute(
-            ExecutionRequest(id=rollout_id, prompt=[], metadata=metadata or None)
-        )
+async def _execute(
+    backend: HarborBackend,
+    rollout_id: str,
+    progress: RolloutProgress | None = None,
+    **metadata: Any,
+) -> ExecutionOutcome:
+    request = ExecutionRequest(
+        id=rollout_id,
+        prompt=[],
+        metadata=metadata or None,
+        chat_completions_url="http://127.0.0.1:9/v1",
+    )
+    return await backend.execute(request, progress)
 
 
 def _sandboxes() -> set[str]:
@@ -75,11 +83,19 @@ async def test_cancelling_execute_withdraws_a_queued_trial_and_stops_a_running_o
     )
     agent_started = trials.agent_started(queue)
     before = _sandboxes()
-    running = asyncio.create_task(_execute(backend, "c-running", harbor_task_id="blocking"))
+    running_progress, queued_progress = RolloutProgress(), RolloutProgress()
+    running = asyncio.create_task(
+        _execute(backend, "c-running", running_progress, harbor_task_id="blocking")
+    )
     await agent_started("c-running")
-    queued = asyncio.create_task(_execute(backend, "c-queued", harbor_task_id="hello"))
+    queued = asyncio.create_task(
+        _execute(backend, "c-queued", queued_progress, harbor_task_id="hello")
+    )
     await trials.wait_until(lambda: backend.health()["queued"] == 1)
     assert backend.health()["running"] == 1
+    # One status source: the server's progress objects, moved by the trial hooks.
+    assert running_progress.status == RolloutStatus.RUNNING
+    assert queued_progress.status == RolloutStatus.QUEUED
 
     queued.cancel()
     with pytest.raises(asyncio.CancelledError):

@@ -8,9 +8,10 @@ This module is the lifecycle only; the other concerns live next to it:
 - :mod:`._outcome`: the pure ``TrialResult`` → ``ExecutionOutcome`` translation and the
   reward rule for multi-reward verifiers.
 
-Data flow of :meth:`HarborBackend.execute`: prepare the trial, submit it to the queue, let
-the queue hooks report ``running`` (trial start) and ``grading`` (verifier start) and scrub
-secrets from ``config.json`` as soon as Harbor writes it, then translate the ``TrialResult``.
+Data flow of :meth:`HarborBackend.execute`: prepare the trial (the policy endpoint comes from
+the request), submit it to the queue, let the queue hooks report ``running`` (trial start) and
+``grading`` (verifier start) to the server's ``progress`` and scrub secrets from
+``config.json`` as soon as Harbor writes it, then translate the ``TrialResult``.
 The rollout server owns status, retention and cancellation: cancelling ``execute``'s task
 cancels the trial, whose environment Harbor stops before the cancellation returns.
 
