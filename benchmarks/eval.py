@@ -84,6 +84,10 @@ def main() -> None:
     parser.add_argument("--mode", choices=["one-call", "noop"], default="one-call")
     args = parser.parse_args()
 
+    # Import the engine (and the pydantic config models) before measuring: the figures are
+    # per-row costs, and one-off imports are ~0.4 s of CPU that would read as 0.4 ms per row.
+    import osmosis_ai.config
+    import osmosis_ai.eval._session  # noqa: F401
     from osmosis_ai.eval import run_eval
 
     tiny = _tiny_rollout()

@@ -117,3 +117,32 @@ async def test_run_eval_async_takes_a_rollout_folder_dataset_and_model(
     assert [r.reward for r in run.rows] == [1.0, 0.0]  # the second label is wrong on purpose
     assert run.pass_rate == 0.5
     assert "not-a-real-key" not in (run.run_dir / "manifest.json").read_text()
+
+
+def test_the_docs_example_runs(cli: Cli, tmp_path: Path) -> None:
+    """docs/eval-library.md's first Python block, run as written in a template workspace."""
+    import re
+    import subprocess
+    import sys
+
+    docs = Path(__file__).resolve().parents[2] / "docs" / "eval-library.md"
+    match = re.search(r"```python\n(.*?)```", docs.read_text(encoding="utf-8"), re.S)
+    assert match is not None
+    ws = _apply_template(cli, tmp_path / "ws")
+    done = subprocess.run(
+        [sys.executable, "-c", match.group(1)],
+        cwd=ws,
+        env=cli.env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()[-11:]  # before them: the \r-updated progress line
+    assert lines[0] == f"success 1.0 1.0 {ws / '.osmosis' / 'evals' / 'from-python'}"
+    assert lines[1:] == [
+        f"{row} {sample} success 1.0 2 {line.split()[-1]}"
+        for (row, sample), line in zip(
+            [(r, s) for r in range(5) for s in range(2)], lines[1:], strict=True
+        )
+    ]

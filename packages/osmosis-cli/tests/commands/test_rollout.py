@@ -280,3 +280,47 @@ def test_serve_reports_an_import_error_of_the_rollout(
     error = result.error()["error"]
     assert error["code"] == "VALIDATION"
     assert "main.py:2: RuntimeError: pick an environment" in error["message"]
+
+
+# -- one loader: validate and serve agree ----------------------------------------------------
+RELATIVE_IMPORT_ROLLOUT = LOCAL_ROLLOUT.replace(
+    "from osmosis_ai.rollout import",
+    "from .tools import GREETING  # noqa: F401\nfrom osmosis_ai.rollout import",
+)
+
+
+def test_validate_and_serve_load_a_relative_import_the_same_way(
+    run_cli: RunCli, git_repo: Path, rollout_factory: RolloutFactory
+) -> None:
+    from osmosis_cli.serving import _load_app
+
+    folder = rollout_factory(
+        git_repo,
+        "relative",
+        RELATIVE_IMPORT_ROLLOUT,
+        dependencies=["osmosis-core"],
+        extra_files={"tools.py": "GREETING = 'hi'\n"},
+    )
+    validated = run_cli("--json", "rollout", "validate", "rollouts/relative", cwd=git_repo)
+    assert validated.code == 0, validated.stderr
+    checks = {c["name"]: c for c in validated.envelope()["resource"]["checks"]}
+    assert checks["import"]["status"] == "ok", checks["import"]
+    app = _load_app(folder, folder / "main.py", "app")
+    assert callable(app)
+
+
+def test_validate_and_serve_report_the_same_import_failure(
+    run_cli: RunCli, git_repo: Path, rollout_factory: RolloutFactory
+) -> None:
+    from osmosis_cli.errors import CLIError
+    from osmosis_cli.serving import _load_app
+
+    folder = rollout_factory(git_repo, "broken", "x = 1\nraise KeyError('contnet')\n")
+    validated = run_cli("--json", "rollout", "validate", "rollouts/broken", cwd=git_repo)
+    assert validated.code == 1
+    error = validated.error()["error"]
+    assert "main.py:2: KeyError: 'contnet'" in error["message"]
+    assert error["details"]["line"] == 2
+    with pytest.raises(CLIError) as info:
+        _load_app(folder, folder / "main.py", "app")
+    assert "main.py:2: KeyError: 'contnet'" in str(info.value)

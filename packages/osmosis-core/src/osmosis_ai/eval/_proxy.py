@@ -24,25 +24,29 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hmac
 import json
 import secrets
 import socket
 import time
-from collections.abc import Awaitable, Callable, Generator, MutableMapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
 
 import httpx
 
+from osmosis_ai.eval._asgi import (
+    QuietServer,
+    Receive,
+    Scope,
+    Send,
+    authorized,
+    read_body,
+    send_error,
+    send_json,
+)
 from osmosis_ai.eval._proxy_calls import CallRecord, RetryPolicy, SSEWatcher
 from osmosis_ai.eval._upstream import Upstream
-
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
 
 RETRYABLE_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504})
 _RETRYABLE_ERRORS = (httpx.TransportError,)
@@ -53,28 +57,6 @@ _CHAT_SUFFIX = ("chat", "completions")
 class _Route:
     token: str
     calls: list[CallRecord] = field(default_factory=list)
-
-
-class _QuietServer:
-    """uvicorn server that leaves signal handling to the eval command."""
-
-    def __init__(self, app: Any) -> None:
-        import uvicorn
-
-        class _Server(uvicorn.Server):
-            @contextlib.contextmanager
-            def capture_signals(self) -> Generator[None, None, None]:
-                yield
-
-        config = uvicorn.Config(
-            app,
-            log_level="warning",
-            access_log=False,
-            lifespan="off",
-            timeout_graceful_shutdown=2,
-            timeout_keep_alive=120,
-        )
-        self.server = _Server(config)
 
 
 class PolicyProxy:
@@ -117,7 +99,7 @@ class PolicyProxy:
 
         sock = bind_tcp_listener(host, port)
         self._sock = sock
-        self._server = _QuietServer(self).server
+        self._server = QuietServer(self).server
         self._serve_task = asyncio.create_task(self._server.serve(sockets=[sock]))
         while not self._server.started:
             if self._serve_task.done():
@@ -210,37 +192,37 @@ class PolicyProxy:
         path: str = scope["path"]
         method: str = scope["method"]
         if path == "/health":
-            await _send_json(send, 200, {"status": "ok"})
+            await send_json(send, 200, {"status": "ok"})
             return
         parts = path.strip("/").split("/")
         if len(parts) < 4 or parts[0] != "v1" or parts[1] != "rollouts":
-            await _send_error(send, 404, "not found", "not_found")
+            await send_error(send, 404, "not found", "not_found")
             return
         rollout_id, rest = parts[2], tuple(parts[3:])
         route = self._routes.get(rollout_id)
         if route is None:
-            await _send_error(send, 404, f"unknown or finished rollout {rollout_id!r}", "not_found")
+            await send_error(send, 404, f"unknown or finished rollout {rollout_id!r}", "not_found")
             return
-        if not _authorized(scope, route.token):
-            await _send_error(send, 401, "invalid or missing bearer token for this rollout", "auth")
+        if not authorized(scope, route.token):
+            await send_error(send, 401, "invalid or missing bearer token for this rollout", "auth")
             return
         if rest == ("models",) and method == "GET":
-            await _send_json(
+            await send_json(
                 send,
                 200,
                 {"object": "list", "data": [{"id": self.upstream.model, "object": "model"}]},
             )
             return
         if rest != _CHAT_SUFFIX or method != "POST":
-            await _send_error(send, 404, f"unsupported endpoint {method} {path}", "not_found")
+            await send_error(send, 404, f"unsupported endpoint {method} {path}", "not_found")
             return
-        body = await _read_body(receive)
+        body = await read_body(receive)
         try:
             request = json.loads(body)
         except (json.JSONDecodeError, UnicodeDecodeError):
             request = None
         if not isinstance(request, dict):
-            await _send_error(
+            await send_error(
                 send, 400, "request body must be a JSON object", "invalid_request_error"
             )
             return
@@ -280,7 +262,7 @@ class PolicyProxy:
             break
         if response is None:
             record.error = error or "upstream unreachable"
-            await _send_error(
+            await send_error(
                 send, 502, f"upstream model endpoint failed: {record.error}", "upstream_error"
             )
             return
@@ -335,7 +317,7 @@ class PolicyProxy:
             finally:
                 await response.aclose()
         record.error = error or "upstream unreachable"
-        await _send_error(
+        await send_error(
             send, 502, f"upstream model endpoint failed: {record.error}", "upstream_error"
         )
 
@@ -392,44 +374,3 @@ class PolicyProxy:
                 {"attempt": attempt, "reason": reason, "delay_sec": round(delay, 3)},
             )
         await asyncio.sleep(delay)
-
-
-def _authorized(scope: Scope, token: str) -> bool:
-    for name, value in scope["headers"]:
-        if name == b"authorization":
-            scheme, _, given = value.decode("latin-1").partition(" ")
-            return scheme.lower() == "bearer" and hmac.compare_digest(
-                given.strip().encode(), token.encode()
-            )
-    return False
-
-
-async def _read_body(receive: Receive) -> bytes:
-    chunks: list[bytes] = []
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            break
-        chunks.append(message.get("body", b""))
-        if not message.get("more_body", False):
-            break
-    return b"".join(chunks)
-
-
-async def _send_json(send: Send, status: int, data: Any) -> None:
-    body = json.dumps(data).encode()
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(body)).encode()),
-            ],
-        }
-    )
-    await send({"type": "http.response.body", "body": body})
-
-
-async def _send_error(send: Send, status: int, message: str, kind: str) -> None:
-    await _send_json(send, status, {"error": {"message": message, "type": kind, "code": status}})

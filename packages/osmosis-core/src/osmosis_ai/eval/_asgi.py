@@ -1,0 +1,77 @@
+"""The policy proxy's bare-ASGI plumbing: message types, a quiet uvicorn server, JSON replies."""
+
+from __future__ import annotations
+
+import contextlib
+import hmac
+import json
+from collections.abc import Awaitable, Callable, Generator, MutableMapping
+from typing import Any
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+
+
+class QuietServer:
+    """uvicorn server that leaves signal handling to the eval command."""
+
+    def __init__(self, app: Any) -> None:
+        import uvicorn
+
+        class _Server(uvicorn.Server):
+            @contextlib.contextmanager
+            def capture_signals(self) -> Generator[None, None, None]:
+                yield
+
+        config = uvicorn.Config(
+            app,
+            log_level="warning",
+            access_log=False,
+            lifespan="off",
+            timeout_graceful_shutdown=2,
+            timeout_keep_alive=120,
+        )
+        self.server = _Server(config)
+
+
+def authorized(scope: Scope, token: str) -> bool:
+    for name, value in scope["headers"]:
+        if name == b"authorization":
+            scheme, _, given = value.decode("latin-1").partition(" ")
+            return scheme.lower() == "bearer" and hmac.compare_digest(
+                given.strip().encode(), token.encode()
+            )
+    return False
+
+
+async def read_body(receive: Receive) -> bytes:
+    chunks: list[bytes] = []
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            break
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body", False):
+            break
+    return b"".join(chunks)
+
+
+async def send_json(send: Send, status: int, data: Any) -> None:
+    body = json.dumps(data).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
+async def send_error(send: Send, status: int, message: str, kind: str) -> None:
+    await send_json(send, status, {"error": {"message": message, "type": kind, "code": status}})
