@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from osmosis_ai._lazy import lazy_exports
+from osmosis_ai.rollout.integrations.spi import lazy_exports
 
 _EXPORTS = {
     "HarborBackend": "osmosis_ai.rollout.backend.harbor.backend",
