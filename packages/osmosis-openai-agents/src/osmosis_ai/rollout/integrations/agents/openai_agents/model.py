@@ -18,6 +18,7 @@ from agents.models.interface import Model
 from agents.models.openai_chatcompletions import OpenAIChatCompletionsModel
 
 from osmosis_ai.rollout.integrations.spi import (
+    ConfigurationError,
     PolicyCall,
     RolloutContext,
     policy_client,
@@ -82,13 +83,13 @@ class OsmosisRolloutModel(Model):
         require_session: bool = True,
     ) -> None:
         if not isinstance(model, str) or not model.strip():
-            raise ValueError(
+            raise ConfigurationError(
                 f"OsmosisRolloutModel(model=...) must be a non-empty model name; got {model!r}"
             )
         if max_retries < 0:
-            raise ValueError(f"max_retries must be >= 0; got {max_retries}")
+            raise ConfigurationError(f"max_retries must be >= 0; got {max_retries}")
         if timeout is not None and not timeout > 0:
-            raise ValueError(f"timeout must be a positive number of seconds; got {timeout}")
+            raise ConfigurationError(f"timeout must be a positive number of seconds; got {timeout}")
         self.model = model.removeprefix("openai/")
         self.timeout = timeout
         self.max_retries = max_retries

@@ -15,6 +15,8 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from osmosis_ai.rollout.integrations.spi import ConfigurationError
+
 _SYSTEM_ROLES = frozenset({"system", "developer"})
 # Keys of Strands content blocks that may appear in an already-native message.
 _NATIVE_BLOCK_KEYS = frozenset(
@@ -33,8 +35,8 @@ _NATIVE_BLOCK_KEYS = frozenset(
 )
 
 
-class PromptConversionError(ValueError):
-    """A prompt message cannot be expressed as a Strands message."""
+class PromptConversionError(ConfigurationError):
+    """A prompt message cannot be expressed as a Strands message (a ``ValueError``)."""
 
 
 def split_prompt(
