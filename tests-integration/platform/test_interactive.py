@@ -122,3 +122,32 @@ def test_secret_set_prompts_without_echo(cli: Cli, platform: Platform, tmp_path:
     assert "Stored secret OPENAI_API_KEY" in screen
     assert value not in screen  # getpass turned echo off
     assert platform.state.secrets[("personal", "OPENAI_API_KEY")]["value"] == value
+
+
+def test_download_and_upload_on_a_terminal_draw_progress_and_confirm(
+    cli: Cli, platform: Platform, tmp_path: Path
+) -> None:
+    from stand_in_state import Artifact  # pyright: ignore[reportMissingImports]
+
+    env = {**cli.env, "OSMOSIS_TOKEN": platform.token}
+    run = platform.state.add_run("eval", "tty-run", status="succeeded")
+    content = os.urandom(3 * 1024 * 1024)
+    platform.state.artifacts[run["id"]] = [Artifact("metrics", "metrics.json", content)]
+    code, screen = run_in_terminal(
+        ["eval", "download", "tty-run"], cwd=tmp_path, env=env, answers=[]
+    )
+    assert code == 0, screen
+    assert "Downloaded 1 file(s)" in screen
+    assert (tmp_path / "tty-run" / "metrics.json").read_bytes() == content
+
+    data = tmp_path / "calc.jsonl"
+    data.write_text('{"user_prompt": "1+1", "ground_truth": "2"}\n', encoding="utf-8")
+    platform.state.datasets["calc"] = {"name": "calc"}
+    code, screen = run_in_terminal(
+        ["dataset", "upload", str(data), "--overwrite"],
+        cwd=tmp_path,
+        env=env,
+        answers=[("[y/n]", "y")],
+    )
+    assert code == 0, screen
+    assert "Uploaded dataset calc (1 rows" in screen

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Mapping
-from typing import IO, Any
+from typing import Any, Protocol
 
 from osmosis_cli import __version__
 from osmosis_cli.errors import CLIError, CLIErrorCode
@@ -28,7 +28,16 @@ RETRY_STATUSES = frozenset({429, 502, 503, 504})
 MAX_ATTEMPTS = 4
 MAX_RETRY_WAIT_SEC = 30.0
 
-Body = bytes | Callable[[], IO[bytes]]
+
+class Readable(Protocol):
+    """A request body streamed from a file (an upload part)."""
+
+    def read(self, amount: int = -1, /) -> bytes: ...
+
+    def close(self) -> None: ...
+
+
+Body = bytes | Callable[[], Readable]
 
 
 class PlatformClient:

@@ -17,7 +17,7 @@ from urllib.parse import quote
 
 from osmosis_cli.errors import CLIError, CLIErrorCode
 from osmosis_cli.output import Column, Output
-from osmosis_cli.platform.client import PlatformClient
+from osmosis_cli.platform.client import PlatformClient, Readable
 
 ENDPOINT = "/api/cli/datasets"
 COLUMNS = [
@@ -89,11 +89,11 @@ def _send_part(
 ) -> dict[str, Any]:
     readers: list[_PartReader] = []
 
-    def body() -> IO[bytes]:
+    def body() -> Readable:
         if readers:  # a retry: take back what the failed attempt reported
             on_bytes(-(size - readers[-1].remaining))
         readers.append(_PartReader(file, offset, size, on_bytes))
-        return readers[-1]  # type: ignore[return-value]
+        return readers[-1]
 
     headers = {"Content-Type": "application/octet-stream", "Content-Length": str(size)}
     with client.open("PUT", path, body=body, headers=headers) as response:
