@@ -128,3 +128,22 @@ def test_a_changed_remote_file_restarts_instead_of_resuming(
     assert [r.headers.get("range") for r in platform.state.requests if "artifacts/" in r.path] == [
         None
     ]
+
+
+class _WrongChecksum(Artifact):
+    def listing(self) -> dict:
+        return {**super().listing(), "sha256": "0" * 64}
+
+
+def test_a_corrupt_download_is_removed_not_kept(
+    cli: Cli, platform: Platform, tmp_path: Path
+) -> None:
+    cli.env["OSMOSIS_TOKEN"] = platform.token
+    run = platform.state.add_run("eval", "corrupt", status="succeeded")
+    platform.state.artifacts[run["id"]] = [_WrongChecksum("metrics", "metrics.json", b"{}")]
+    result = cli("--json", "eval", "download", "corrupt", cwd=tmp_path)
+    assert result.code == 1
+    error = result.error()["error"]
+    assert error["code"] == "PLATFORM_ERROR"
+    assert "sha256 does not match" in error["message"]
+    assert list((tmp_path / "corrupt").iterdir()) == []  # no destination, no partial file

@@ -50,7 +50,9 @@ def parse_types(spec: str) -> list[str]:
     return names
 
 
-def _select(items: list[dict[str, Any]], types: list[str], rows: str | None, total: int) -> list:
+def _select(
+    items: list[dict[str, Any]], types: list[str], rows: str | None, total: int
+) -> list[dict[str, Any]]:
     chosen = [item for item in items if item.get("type") in types]
     if rows is None:
         return chosen
@@ -119,7 +121,9 @@ def download_run(kind: Kind, options: DownloadOptions, output: Output) -> None:
     )
 
 
-def _plan(remotes: Sequence[RemoteFile], *, overwrite: bool) -> tuple[list, list]:
+def _plan(
+    remotes: Sequence[RemoteFile], *, overwrite: bool
+) -> tuple[list[RemoteFile], list[RemoteFile]]:
     """Split into files to fetch and files already identical; refuse silent overwrites."""
     todo: list[RemoteFile] = []
     kept: list[RemoteFile] = []
