@@ -21,6 +21,12 @@ try:
             "run",
             "Run an eval locally against any OpenAI-compatible model.",
         )
+    if find_spec("osmosis_cli.commands.eval_rubric") is not None:
+        LAZY_SUBCOMMANDS["rubric"] = LazyCommand(
+            "osmosis_cli.commands.eval_rubric",
+            "rubric",
+            "Grade conversations against a rubric with an LLM judge.",
+        )
 except ImportError:  # pragma: no cover - find_spec on a broken package
     pass
 
