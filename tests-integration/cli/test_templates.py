@@ -78,6 +78,38 @@ async def test_local_template_validates_and_scores_one(
     assert calls == 2  # one tool call, then the answer
 
 
+async def test_judge_template_validates_and_is_graded_by_the_scripted_judge(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """rubric-judge-local offline: a scripted policy answers, the built-in scripted judge grades."""
+    from osmosis_ai.testing import ScriptedPolicyServer, run_rollout
+
+    template = "rubric-judge-local"
+    assert _osmosis("template", "apply", template, cwd=repo).returncode == 0
+    validated = _osmosis("--json", "rollout", "validate", f"configs/eval/{template}.toml", cwd=repo)
+    assert validated.returncode == 0, validated.stderr
+    monkeypatch.syspath_prepend(str(repo / "rollouts" / template))
+    workflow = importlib.import_module("rubric_judge_local.workflow").AnswerWorkflow
+    grader = importlib.import_module("rubric_judge_local.grader").RubricGrader
+    row = json.loads((repo / "data" / "capitals.jsonl").read_text().splitlines()[0])
+    rewards = []
+    async with ScriptedPolicyServer("judge") as judge:
+        monkeypatch.setenv("OSMOSIS_JUDGE_BASE_URL", judge.url)
+        for answer in ("The capital of France is Paris.", "It is Lyon."):
+            async with ScriptedPolicyServer([answer]) as policy:
+                result = await run_rollout(
+                    workflow, grader, prompt=row["user_prompt"], label=row["ground_truth"],
+                    policy=policy,
+                )  # fmt: skip
+            assert result.status == "success", (result.err_category, result.err_message)
+            assert result.sample is not None
+            assert result.sample.metrics["judge_calls"] == 1
+            rewards.append(result.reward)
+        judged = [r.messages[1]["content"] for r in judge.requests]
+    assert rewards == [1.0, 0.0]
+    assert all("<<<BEGIN_GROUND_TRUTH>>>\nParis" in text for text in judged)
+
+
 def test_harbor_template_needs_an_environment_choice(repo: Path) -> None:
     pytest.importorskip("harbor")
     assert _osmosis("template", "apply", "multiply-harbor-strands", cwd=repo).returncode == 0

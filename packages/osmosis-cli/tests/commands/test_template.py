@@ -7,7 +7,12 @@ from pathlib import Path
 
 from cli_harness import RunCli  # pyright: ignore[reportMissingImports]
 
-TEMPLATES = ["multiply-harbor-strands", "multiply-local-openai", "multiply-local-strands"]
+TEMPLATES = [
+    "multiply-harbor-strands",
+    "multiply-local-openai",
+    "multiply-local-strands",
+    "rubric-judge-local",
+]
 
 
 def test_list_json_is_one_envelope(run_cli: RunCli) -> None:
@@ -16,7 +21,7 @@ def test_list_json_is_one_envelope(run_cli: RunCli) -> None:
     envelope = result.envelope()
     assert envelope["schema_version"] == 1
     assert [item["name"] for item in envelope["items"]] == TEMPLATES
-    assert envelope["total_count"] == 3
+    assert envelope["total_count"] == len(TEMPLATES)
     assert envelope["has_more"] is False
     assert envelope["next_offset"] is None
     assert all(item["description"] for item in envelope["items"])

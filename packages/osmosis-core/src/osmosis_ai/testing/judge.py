@@ -77,6 +77,32 @@ def scripted_judge(
     return respond
 
 
+_GROUND_TRUTH = re.compile(r"<<<BEGIN_GROUND_TRUTH>>>\n(.*?)\n<<<END_GROUND_TRUTH>>>", re.DOTALL)
+
+
+def reference_text(body: Mapping[str, Any]) -> str:
+    """The reference answer inside a judge request (empty when there is none)."""
+    messages = body.get("messages")
+    for message in reversed(messages if isinstance(messages, list) else []):
+        if isinstance(message, Mapping) and message.get("role") == "user":
+            match = _GROUND_TRUTH.search(message_text(message))
+            if match:
+                return match.group(1)
+    return ""
+
+
+def reference_judge(body: Mapping[str, Any]) -> Reply | ErrorReply:
+    """Built-in policy ``"judge"``: 1.0 when the reference answer appears in the graded output.
+
+    Case-insensitive substring match; 0.0 otherwise, and 0.0 when there is no reference. Used
+    offline as a stand-in judge (``python -m osmosis_ai.testing.policy_server --policy judge``).
+    """
+    reference = reference_text(body).strip().lower()
+    answer = candidate_text(body).lower()
+    score = 1.0 if reference and reference in answer else 0.0
+    return scripted_judge(lambda _: score, explanation="reference answer match")(body)
+
+
 def _tool_name(body: Mapping[str, Any]) -> str:
     for tool in body.get("tools") or []:
         function = tool.get("function") if isinstance(tool, Mapping) else None
@@ -85,4 +111,11 @@ def _tool_name(body: Mapping[str, Any]) -> str:
     return "submit_score"
 
 
-__all__ = ["candidate_text", "judge_verdict", "malformed_verdict", "scripted_judge"]
+__all__ = [
+    "candidate_text",
+    "judge_verdict",
+    "malformed_verdict",
+    "reference_judge",
+    "reference_text",
+    "scripted_judge",
+]

@@ -31,7 +31,8 @@ From a shell (prints the base URL on its first stdout line, runs until SIGINT/SI
   HTTP 500 saying so;
 * a callable ``(request_body: dict) -> str | Reply | ErrorReply`` (sync or async);
 * a built-in name: ``"multiply"``, ``"echo"`` or ``"instant"`` (see
-  :mod:`osmosis_ai.testing.responders`).
+  :mod:`osmosis_ai.testing.responders`), or ``"judge"`` (an LLM-judge stand-in, see
+  :func:`osmosis_ai.testing.judge.reference_judge`).
 
 **Concurrency.** :attr:`ScriptedPolicyServer.in_flight` is the number of chat-completions
 requests being answered right now and :attr:`ScriptedPolicyServer.max_in_flight` the most seen
@@ -70,12 +71,15 @@ from fastapi.responses import JSONResponse, Response, StreamingResponse
 
 from osmosis_ai.listening_socket import bind_tcp_listener
 from osmosis_ai.testing.completions import completion_object, new_completion_id, stream_events
+from osmosis_ai.testing.judge import reference_judge
 from osmosis_ai.testing.replies import ErrorReply, Reply, ScriptedTurn, as_reply
-from osmosis_ai.testing.responders import BUILTIN_POLICIES
+from osmosis_ai.testing.responders import BUILTIN_POLICIES as _RESPONDERS
 
 type Responder = Callable[[dict[str, Any]], ScriptedTurn | Awaitable[ScriptedTurn]]
 type Policy = Sequence[ScriptedTurn] | Responder | str
 
+#: Built-in policies by name: the responders plus ``"judge"`` (:func:`reference_judge`).
+BUILTIN_POLICIES: dict[str, Responder] = {**_RESPONDERS, "judge": reference_judge}
 _SCOPE = re.compile(r"/rollouts/([^/]+)/chat/completions/?$")
 DEFAULT_MODEL = "scripted-policy"
 
