@@ -63,11 +63,22 @@ def test_100_rows_with_the_judge_failing_on_10(cli: Cli, tmp_path: Path) -> None
     assert (resource["succeeded"], resource["failed"]) == (90, 10)
     assert metrics["graded"] == 90
     assert metrics["failures_by_type"] == {"judge_error": 10}
-    assert metrics["agent_failures"] == 0
+    assert (metrics["judge_failures"], metrics["agent_failures"]) == (10, 0)
+    assert metrics["infrastructure_failures"] == 0
     assert metrics["reward_stats"]["mean"] == expected_mean  # over the 90 graded only
     assert metrics["pass_rate"] == expected_mean  # pass_threshold 0.5, scores are 0 or 1
     assert {row["error_type"] for row in resource["failed_rows"]} == {"judge_error"}
     assert {row["row_index"] for row in resource["failed_rows"]} == set(range(0, 100, 10))
     index = read_jsonl(Path(resource["output_path"]) / "index.jsonl")
     assert sum(1 for item in index if item["reward"] is None) == 10
+    # Judge usage per row and in total, apart from the policy's tokens.
+    judged = [item["judge"] for item in index]
+    assert all(j["calls"] == 1 for j in judged)
+    assert sum(j["failed_calls"] for j in judged) == 10
+    assert all(j["prompt_tokens"] > 0 for j in judged if not j["failed_calls"])
+    assert metrics["judge"]["calls"] == 100
+    assert metrics["judge"]["failed_calls"] == 10
+    assert metrics["judge"]["total_tokens"] > 0
+    policy_tokens = sum(item["tokens"] for item in index)
+    assert metrics["tokens_used"] == policy_tokens  # the judge's tokens are not in it
     assert judge_peak > 1  # the graders' judge calls overlapped

@@ -13,7 +13,7 @@ rollout, so a row's judge spend is reported with the row and never mixed into po
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
@@ -107,6 +107,43 @@ def judge_metrics(usage: JudgeUsage) -> dict[str, float]:
     if usage.cost_usd is not None:
         metrics["judge_cost_usd"] = usage.cost_usd
     return metrics
+
+
+#: The ``judge_*`` metric names, in the order the per-row ``judge`` object lists them.
+_METRIC_KEYS = (
+    "calls",
+    "failed_calls",
+    "cached_calls",
+    "prompt_tokens",
+    "completion_tokens",
+    "latency_s",
+    "cost_usd",
+)
+
+
+def judge_usage_from_metrics(metrics: Mapping[str, Any] | None) -> dict[str, float] | None:
+    """The per-row ``judge`` object (``calls``, tokens, ...) read back from ``judge_*`` metrics."""
+    if not metrics or not metrics.get("judge_calls"):
+        return None
+    usage: dict[str, float] = {}
+    for key in _METRIC_KEYS:
+        value = metrics.get(f"judge_{key}")
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            usage[key] = value
+    return usage
+
+
+def sum_judge_usage(rows: Iterable[Mapping[str, Any] | None]) -> dict[str, float] | None:
+    """Totals of per-row ``judge`` objects (``None`` when no row called a judge)."""
+    totals: dict[str, float] = {}
+    for row in rows:
+        for key, value in (row or {}).items():
+            if isinstance(value, int | float) and not isinstance(value, bool):
+                totals[key] = totals.get(key, 0) + value
+    if not totals:
+        return None
+    totals["total_tokens"] = totals.get("prompt_tokens", 0) + totals.get("completion_tokens", 0)
+    return totals
 
 
 def record_call(call: JudgeCall) -> None:

@@ -78,3 +78,31 @@ def test_threshold_and_empty_run() -> None:
     assert empty["pass_rate"] is None
     assert empty["reward_stats"]["mean"] is None
     assert "pass_at_k" not in empty
+
+
+def test_judge_failures_are_counted_apart_and_judge_usage_totalled() -> None:
+    from osmosis_ai.eval._metrics import ItemResult, compute_metrics
+
+    judge = {"calls": 1, "failed_calls": 0, "prompt_tokens": 100, "completion_tokens": 10}
+    failed_judge = {"calls": 1, "failed_calls": 1, "prompt_tokens": 0, "completion_tokens": 0}
+    items = [
+        ItemResult(0, 0, "success", 1.0, tokens=50, judge=judge),
+        ItemResult(1, 0, "success", 0.0, tokens=50, judge=judge),
+        ItemResult(2, 0, "failed", None, tokens=50, error_type="judge_error", judge=failed_judge),
+        ItemResult(3, 0, "failed", None, tokens=5, error_type="agent_error"),
+        ItemResult(4, 0, "failed", None, error_type="http_error"),
+    ]
+    summary = compute_metrics(items, samples_per_row=1, pass_threshold=1.0)
+    assert summary["graded"] == 2
+    assert summary["reward_stats"]["mean"] == 0.5  # the judge failure is not a 0
+    assert summary["pass_rate"] == 0.5
+    assert (summary["agent_failures"], summary["judge_failures"]) == (1, 1)
+    assert summary["infrastructure_failures"] == 1
+    assert summary["tokens_used"] == 155  # policy tokens only
+    assert summary["judge"] == {
+        "calls": 3,
+        "failed_calls": 1,
+        "prompt_tokens": 200,
+        "completion_tokens": 20,
+        "total_tokens": 220,
+    }

@@ -424,6 +424,16 @@ def _print_summary_table(result: EvalRun, out: Output) -> None:
             )
         )
     rows.append(("tokens", metrics.get("tokens_used")))
+    judge = metrics.get("judge")
+    if judge:  # the graders' LLM-judge calls, apart from the policy's tokens
+        cost = judge.get("cost_usd")
+        rows.append(
+            (
+                "judge calls / tokens",
+                f"{judge.get('calls', 0):g} / {judge.get('total_tokens', 0):g}"
+                + (f" (${cost:.4f})" if cost is not None else ""),
+            )
+        )
     for key, value in rows:
         table.add_row(key, fmt(value))
     Console(file=out.stdout, highlight=False).print(table)

@@ -57,6 +57,7 @@ def row_from_journal(
         trajectory_filename=trajectory,
         resumed=resumed,
         attempt=record.get("attempt"),
+        judge=record.get("judge"),
     )
 
 
@@ -97,7 +98,9 @@ def finalize(
     rows = collect_rows(plan, paths, items, end.session_ids)
     summary = compute_metrics(
         (
-            ItemResult(r.row_index, r.run_index, r.status, r.reward, r.tokens, r.error_type)
+            ItemResult(
+                r.row_index, r.run_index, r.status, r.reward, r.tokens, r.error_type, r.judge
+            )
             for r in rows
         ),
         samples_per_row=plan.n,

@@ -1,10 +1,13 @@
 """Run metrics: reward statistics, pass rate at a threshold, unbiased pass@k.
 
 Why failures are kept out of the reward numbers: a rollout that failed (a timeout, a policy
-HTTP error, a crashed server, or an exception in the agent) produced no reward. Counting it as
-reward 0 would make an outage look like a bad model. Failures are therefore reported by
-category next to the statistics, never inside them: ``reward_stats`` and ``pass_rate`` are over
-*graded* items only, and pass@k is over each row's graded attempts.
+HTTP error, a crashed server, an exception in the agent, or the grader's LLM judge failing)
+produced no reward. Counting it as reward 0 would make an outage look like a bad model. Failures
+are therefore reported by category next to the statistics, never inside them: ``reward_stats``
+and ``pass_rate`` are over *graded* items only, and pass@k is over each row's graded attempts.
+``failed = agent_failures + judge_failures + infrastructure_failures``. The graders' judge usage
+(calls, tokens, latency, cost) is totalled under ``judge``, apart from the policy's
+``tokens_used``.
 
 pass@k uses the unbiased estimator of Chen et al. (2021): for a row with ``n`` graded attempts of
 which ``c`` passed, ``pass@k = 1 - C(n-c, k) / C(n, k)``, averaged over the rows that have at
@@ -16,12 +19,16 @@ from __future__ import annotations
 import math
 import statistics
 from collections import Counter, defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-#: Error types that blame the rollout's own code; every other failure is infrastructure.
+from osmosis_ai.judge_usage import sum_judge_usage
+
+#: Error types that blame the rollout's own code; every other failure is infrastructure, except
+#: ``judge_error`` (the grader's LLM judge failed), which is counted on its own.
 AGENT_FAILURE_TYPES = frozenset({"agent_error", "validation_error"})
+JUDGE_FAILURE_TYPE = "judge_error"
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +41,7 @@ class ItemResult:
     reward: float | None = None
     tokens: int = 0
     error_type: str | None = None
+    judge: Mapping[str, Any] | None = None  # the row's LLM-judge usage (judge_usage)
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:
@@ -88,6 +96,7 @@ def compute_metrics(
     passed = sum(1 for value in rewards if value >= pass_threshold)
     by_type = Counter(r.error_type or "rollout_failed" for r in failed)
     agent_failures = sum(v for k, v in by_type.items() if k in AGENT_FAILURE_TYPES)
+    judge_failures = by_type.get(JUDGE_FAILURE_TYPE, 0)
 
     summary: dict[str, Any] = {
         "total_work_items": total_work_items if total_work_items is not None else len(items),
@@ -98,7 +107,8 @@ def compute_metrics(
         "failed": len(failed),
         "skipped": len(skipped),
         "agent_failures": agent_failures,
-        "infrastructure_failures": len(failed) - agent_failures,
+        "judge_failures": judge_failures,
+        "infrastructure_failures": len(failed) - agent_failures - judge_failures,
         "failures_by_type": dict(sorted(by_type.items())),
         "pass_rate": passed / len(graded) if graded else None,
         "pass_threshold": pass_threshold,
@@ -106,6 +116,9 @@ def compute_metrics(
         "reward_stats": reward_stats(rewards),
         "n_runs": samples_per_row,
     }
+    judge = sum_judge_usage(r.judge for r in items)
+    if judge is not None:
+        summary["judge"] = judge  # the graders' judge calls; tokens_used is the policy's only
     if samples_per_row >= 2:
         summary["pass_at_k"] = _pass_at_k_points(graded, samples_per_row, pass_threshold)
     return summary

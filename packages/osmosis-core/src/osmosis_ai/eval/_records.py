@@ -26,7 +26,10 @@ JSON form (one object per line of ``index.jsonl``; :meth:`RowRecord.to_json` /
 Keys are only ever added. Reserved for richer records (written only when known, absent
 otherwise): ``prompt`` (first user message, truncated), ``label``, ``answer`` (the final
 assistant message), ``traceback``, ``cost`` (an object: currency amounts per kind) and
-``metrics`` (the grader's metrics). Unknown keys read from a newer file land in ``extra``.
+``metrics`` (the grader's metrics) and ``judge`` (the grader's LLM-judge usage, apart from the
+policy's ``tokens``: ``{"calls", "failed_calls", "cached_calls", "prompt_tokens",
+"completion_tokens", "latency_s", "cost_usd"?}``; a row whose judge failed has
+``error_type: "judge_error"`` and no reward). Unknown keys read from a newer file land in ``extra``.
 """
 
 from __future__ import annotations
@@ -40,7 +43,7 @@ from typing import Any, Literal
 RowStatus = Literal["success", "failed", "skipped"]
 
 #: Optional fields: omitted from the JSON form while ``None``.
-_OPTIONAL = ("prompt", "label", "answer", "traceback", "cost", "metrics", "attempt")
+_OPTIONAL = ("prompt", "label", "answer", "traceback", "cost", "metrics", "attempt", "judge")
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +70,7 @@ class RowRecord:
     traceback: str | None = None
     cost: dict[str, Any] | None = None
     metrics: dict[str, Any] | None = None
+    judge: dict[str, Any] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property

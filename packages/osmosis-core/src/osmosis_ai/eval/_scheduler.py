@@ -33,6 +33,7 @@ from osmosis_ai.eval._dataset import DatasetRow
 from osmosis_ai.eval._journal import Journal
 from osmosis_ai.eval._proxy import PolicyProxy
 from osmosis_ai.eval._proxy_calls import CallRecord
+from osmosis_ai.judge_usage import judge_usage_from_metrics
 
 if TYPE_CHECKING:
     from osmosis_ai.rollout.client import RolloutClient
@@ -126,6 +127,7 @@ class Scheduler:
         self._in_flight[rollout_id] = item
         started = time.perf_counter()
         record: dict[str, Any] | None = None
+        judge: dict[str, float] | None = None
         handle: Any = None
         self.dispatched += 1
         try:
@@ -159,6 +161,8 @@ class Scheduler:
                 )
             else:
                 record = self._classify(item, rollout_id, started, result)
+                # LLM-judge usage of the grader, reported apart from the policy's tokens.
+                judge = judge_usage_from_metrics(result.sample.metrics if result.sample else None)
         except asyncio.CancelledError:
             await self._cancel_on_server(client, rollout_id, handle)
             raise
@@ -187,6 +191,8 @@ class Scheduler:
             calls = self.proxy.unregister(rollout_id)
         if record is None:
             return  # left pending (halted)
+        if judge:
+            record["judge"] = judge
         if calls:
             record["tokens"] = sum(call.total_tokens for call in calls)
             record["policy_calls"] = len(calls)
