@@ -116,6 +116,28 @@ def test_the_dockerfile_plan(tmp_path: Path) -> None:
         plan.check()
 
 
+def test_only_generic_base_images_are_stood_in_for(tmp_path: Path) -> None:
+    (tmp_path / "Dockerfile").write_text(
+        "FROM docker.io/library/python:3.12-slim AS base\n"
+        "WORKDIR /srv\n"
+        "FROM base\n"  # continues the earlier stage
+        "ENV MODE=x\n"
+    )
+    chained = plan_image(tmp_path)
+    assert (chained.workdir, chained.env, chained.unsupported) == ("/srv", {"MODE": "x"}, [])
+    (tmp_path / "Dockerfile").write_text("FROM swebench/sweb.eval.x86_64.django:v1\n")
+    assert plan_image(tmp_path).unsupported == [
+        "line 1: FROM swebench/sweb.eval.x86_64.django:v1 (the host's userland cannot stand "
+        "in for the base image swebench/sweb.eval.x86_64.django:v1)"
+    ]
+    (tmp_path / "Dockerfile").unlink()
+    assert plan_image(tmp_path, docker_image="ubuntu:24.04").unsupported == []
+    assert plan_image(tmp_path, docker_image="ghcr.io/acme/task@sha256:00").unsupported == [
+        "[environment] docker_image (the host's userland cannot stand in for the base image "
+        "ghcr.io/acme/task@sha256:00)"
+    ]
+
+
 @pytest.mark.parametrize(
     ("command", "tool"),
     [

@@ -1,7 +1,9 @@
 """What the local sandbox can honour of a task's ``environment/Dockerfile``, and what it cannot.
 
 The local sandbox has no container runtime: the host's userland stands in for the base image
-(``FROM`` and ``[environment] docker_image``). Everything else is either replayed at sandbox start,
+(``FROM`` and ``[environment] docker_image``) when that is an official Docker Hub image (a
+generic userland such as ``ubuntu`` or ``python``); an image of an organisation or another
+registry carries the task's own files and is unsupported. Everything else is either replayed at sandbox start,
 in Dockerfile order, or named as the reason the task cannot run faithfully:
 
 - honoured: ``WORKDIR`` (the default directory of every command; ``[environment] workdir`` in
@@ -152,6 +154,7 @@ class _Planner:
         self.plan = ImagePlan()
         self.args: dict[str, str] = {}
         self.workdir = "/"
+        self.stages: dict[str, tuple[ImagePlan, str]] = {}
 
     def _context(self) -> dict[str, str]:
         return {**self.base_env, **self.args, **self.plan.env}
@@ -160,10 +163,7 @@ class _Planner:
         plan = self.plan
         where = f"line {line}: {text}"
         if instruction == "FROM":
-            # A new build stage: only the last one is the image (earlier ones can only be
-            # reached by COPY --from, which is unsupported).
-            self.plan = plan = ImagePlan(unsupported=[])
-            self.workdir = "/"
+            self._stage(_substitute(value, self._context()), where)
         elif instruction == "ARG":
             name, _, default = value.partition("=")
             self.args.setdefault(name.strip(), _substitute(default.strip(), self._context()))
@@ -191,6 +191,23 @@ class _Planner:
             plan.unsupported.append(f"{where} (ENTRYPOINT starts a service at container start)")
         elif instruction not in _IGNORED:
             plan.unsupported.append(f"{where} (instruction {instruction} is not supported)")
+
+    def _stage(self, value: str, where: str) -> None:
+        """A new build stage. Only the last one is the image; a stage built ``FROM`` an
+        earlier one continues it, and any other base must be a generic userland."""
+        words = [w for w in value.split() if not w.startswith("--")]
+        image = words[0] if words else ""
+        alias = words[2] if len(words) >= 3 and words[1].lower() == "as" else None
+        if image in self.stages:
+            self.plan, self.workdir = self.stages[image]
+        else:
+            self.plan = ImagePlan()
+            self.workdir = "/"
+            problem = base_image_problem(image)
+            if problem is not None:
+                self.plan.unsupported.append(f"{where} ({problem})")
+        if alias:
+            self.stages[alias] = (self.plan, self.workdir)
 
     def _copy(self, instruction: str, value: str, line: int, text: str) -> None:
         where = f"line {line}: {text}"
@@ -222,8 +239,31 @@ class _Planner:
         self.plan.steps.append(Step(kind, line, text, sources=tuple(sources), target=target))
 
 
-def plan_image(environment_dir: Path, base_env: dict[str, str] | None = None) -> ImagePlan:
-    """Read ``environment/Dockerfile`` (if any) into an :class:`ImagePlan`."""
+def base_image_problem(image: str) -> str | None:
+    """Why the host's userland cannot stand in for ``image``, or ``None`` when it can.
+
+    Official Docker Hub images (``ubuntu:24.04``, ``python:3.12-slim``, ``library/debian``) are
+    generic userlands; an image under an organisation or another registry
+    (``ghcr.io/org/task:1``, ``swebench/sweb.eval...``) carries the task's own files.
+    """
+    head, _, last = image.split("@", 1)[0].rpartition("/")
+    parts = [*(head.split("/") if head else []), last.split(":", 1)[0]]
+    if parts[0] in ("docker.io", "index.docker.io"):
+        parts = parts[1:]
+    if parts and parts[0] == "library":
+        parts = parts[1:]
+    if len(parts) == 1 and parts[0] and parts[0] != "scratch":
+        return None
+    return f"the host's userland cannot stand in for the base image {image}"
+
+
+def plan_image(
+    environment_dir: Path,
+    base_env: dict[str, str] | None = None,
+    docker_image: str | None = None,
+) -> ImagePlan:
+    """Read ``environment/Dockerfile`` (if any) into an :class:`ImagePlan`; without one, the
+    task's prebuilt ``docker_image`` (``task.toml``) must be a generic userland too."""
     planner = _Planner(environment_dir, dict(base_env or {}))
     for compose in ("docker-compose.yaml", "docker-compose.yml"):
         if (environment_dir / compose).is_file():
@@ -232,6 +272,9 @@ def plan_image(environment_dir: Path, base_env: dict[str, str] | None = None) ->
             )
     dockerfile = environment_dir / "Dockerfile"
     if not dockerfile.is_file():
+        problem = base_image_problem(docker_image) if docker_image else None
+        if problem is not None:
+            planner.plan.unsupported.append(f"[environment] docker_image ({problem})")
         return planner.plan
     from dockerfile_parse import DockerfileParser
 

@@ -335,6 +335,13 @@ class HarborBackend(ExecutionBackend):
             or not self._config.cleanup_successful_trials
         )
         _trial.tidy(prepared, request.id, live.secrets, keep_trial=keep, collect_artifacts=result)
+        logger.debug(
+            "harbor rollout %s: %s, reward %s (trial %s)",
+            request.id,
+            outcome.result.status,
+            outcome.wire_reward,
+            live.trial_name,
+        )
         return outcome
 
     # --- hooks ----------------------------------------------------------------------------

@@ -254,7 +254,10 @@ class LocalNamespaceEnvironment(BaseEnvironment):
 
     async def start(self, force_build: bool) -> None:
         base_env = {k: os.environ[k] for k in _PASSTHROUGH_ENV if k in os.environ}
-        plan = await asyncio.to_thread(plan_image, Path(self.environment_dir), base_env)
+        docker_image = getattr(getattr(self, "task_env_config", None), "docker_image", None)
+        plan = await asyncio.to_thread(
+            plan_image, Path(self.environment_dir), base_env, docker_image
+        )
         plan.check()
         self._image_env = dict(plan.env)
         binds = [
