@@ -120,9 +120,11 @@ def test_gives_up_after_four_attempts_or_a_long_retry_after(
     assert info.value.details["retry_after"] == "600"
 
 
-def test_connection_refused_is_a_network_error() -> None:
-    client = PlatformClient("http://127.0.0.1:9", "tok", sleep=lambda _: None)
+def test_connection_refused_is_retried_once_then_a_network_error() -> None:
+    waits: list[float] = []
+    client = PlatformClient("http://127.0.0.1:9", "tok", sleep=waits.append)
     with pytest.raises(CLIError) as info:
         client.request("GET", "/x")
     assert info.value.code is CLIErrorCode.NETWORK
+    assert waits == [0.5]
     assert "tok" not in info.value.message

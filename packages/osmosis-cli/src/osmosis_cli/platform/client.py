@@ -2,9 +2,10 @@
 
 It owns the auth and version headers, the mapping of HTTP statuses to stable
 :class:`~osmosis_cli.errors.CLIError` codes (:mod:`osmosis_cli.platform.http_errors`), and
-retries: idempotent requests (``GET``, ``HEAD``, ``PUT``, ``DELETE``) are retried on connection
-errors and on ``429``/``502``/``503``/``504``, waiting what ``Retry-After`` asks (capped); a
-``POST`` is retried only on ``429`` (the platform refused it before doing anything). Streams
+retries: idempotent requests (``GET``, ``HEAD``, ``PUT``, ``DELETE``) are retried on
+``429``/``502``/``503``/``504`` (up to 4 attempts) and once on a connection error, waiting what
+``Retry-After`` asks (capped); a ``POST`` is retried only on ``429`` (the platform refused it
+before doing anything). Streams
 (downloads, uploads) go through the same path, so no command has its own copy.
 
 It uses :mod:`urllib.request` rather than httpx on purpose: importing httpx also imports its own
@@ -139,7 +140,8 @@ class PlatformClient:
                         status, raw, redact, retry_after=retry_header
                     ) from None
             except (urllib.error.URLError, OSError) as exc:
-                wait = self._retry_wait(attempt, method in IDEMPOTENT, None)
+                # Once only: a refused connection is more often a wrong URL than a blip.
+                wait = self._retry_wait(attempt, method in IDEMPOTENT and attempt < 2, None)
                 if wait is None:
                     raise self._network_error(exc, url) from None
             finally:
