@@ -11,7 +11,7 @@ from osmosis_cli.errors import CLIError, CLIErrorCode
 from osmosis_cli.output import Mode, Output
 from osmosis_cli.platform.datasets import validate_dataset
 from osmosis_cli.platform.downloads import RemoteFile, part_paths, resumable_bytes
-from osmosis_cli.platform.run_download import parse_types
+from osmosis_cli.platform.run_download import folder_name, parse_types
 
 
 def test_parse_types() -> None:
@@ -49,3 +49,9 @@ def test_validation_uses_the_eval_rules_for_every_format(tmp_path: Path) -> None
     (tmp_path / "empty.jsonl").write_text("\n", encoding="utf-8")
     with pytest.raises(CLIError, match="no rows"):
         validate_dataset(tmp_path / "empty.jsonl", quiet)
+
+
+def test_the_default_folder_is_one_safe_segment() -> None:
+    assert folder_name("my-run", "run_1") == "my-run"
+    assert folder_name("/etc/x", "run_1") == "_etc_x"
+    assert folder_name("..", "run_1") == "run_1"

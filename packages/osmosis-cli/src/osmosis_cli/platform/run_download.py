@@ -50,6 +50,12 @@ def parse_types(spec: str) -> list[str]:
     return names
 
 
+def folder_name(name: str, run_id: str) -> str:
+    """The default output folder: the run name made safe as one path segment."""
+    safe = name.replace("/", "_").replace("\\", "_").strip()
+    return run_id.replace("/", "_") if safe in ("", ".", "..") else safe
+
+
 def _select(
     items: list[dict[str, Any]], types: list[str], rows: str | None, total: int
 ) -> list[dict[str, Any]]:
@@ -97,7 +103,7 @@ def download_run(kind: Kind, options: DownloadOptions, output: Output) -> None:
     total_rows = listing.get("total_rows")
     total_rows = total_rows if isinstance(total_rows, int) else 0
     selected = _select([i for i in items if isinstance(i, dict)], types, options.rows, total_rows)
-    root = options.output_dir or Path(name)
+    root = options.output_dir or Path(folder_name(name, run_id))
     remotes = [_remote(kind, run_id, item, root) for item in selected]
     todo, kept = _plan(remotes, overwrite=options.overwrite)
     remaining = sum((r.size or 0) - resumable_bytes(r) for r in todo)
