@@ -94,6 +94,7 @@ def run(
     calls to the upstream model. Results go to .osmosis/evals/<run>/ (index.jsonl,
     metrics.json, trajectories/, logs.txt). Rerun with the same --name to resume. Exit code 1
     when any work item failed or is still pending (status "partial"); 130 when interrupted.
+    The same from Python: osmosis_ai.eval.run_eval (docs/eval-library.md).
     """
     from osmosis_cli.output import get_output
 
