@@ -1,0 +1,54 @@
+"""The offline report of a local eval run, and the readers behind ``osmosis eval show/list/compare``.
+
+* :func:`load_run` reads a run directory into :class:`RunData` (header, rows, transcripts);
+* :func:`compare_runs` pairs two runs row by row (flips, deltas, paired-bootstrap interval);
+* :func:`group_failures` groups failed rows by type, message and code location;
+* :func:`write_report` writes one self-contained ``report.html`` (opens from ``file://``).
+"""
+
+from __future__ import annotations
+
+from osmosis_ai.eval.report._compare import RowPair, RunComparison, compare_runs
+from osmosis_ai.eval.report._failures import FailureGroup, group_failures, innermost_frame
+from osmosis_ai.eval.report._html import render_report, write_report
+from osmosis_ai.eval.report._run_data import (
+    RowResult,
+    RunData,
+    RunHeader,
+    RunNotFoundError,
+    Transcript,
+    find_runs,
+    is_run_dir,
+    load_run,
+    read_header,
+)
+from osmosis_ai.eval.report._stats import Interval, mean_interval, paired_bootstrap, wilson_interval
+from osmosis_ai.eval.report._transcript import format_transcript
+
+REPORT_FILE = "report.html"
+
+__all__ = [
+    "REPORT_FILE",
+    "FailureGroup",
+    "Interval",
+    "RowPair",
+    "RowResult",
+    "RunComparison",
+    "RunData",
+    "RunHeader",
+    "RunNotFoundError",
+    "Transcript",
+    "compare_runs",
+    "find_runs",
+    "format_transcript",
+    "group_failures",
+    "innermost_frame",
+    "is_run_dir",
+    "load_run",
+    "mean_interval",
+    "paired_bootstrap",
+    "read_header",
+    "render_report",
+    "wilson_interval",
+    "write_report",
+]

@@ -1,0 +1,298 @@
+"""A local eval run directory read into one typed value: header, per-row results, transcripts.
+
+Everything that shows a run (``osmosis eval show/list/compare/status`` and the HTML report)
+reads it through :func:`load_run`, so a change to the on-disk layout is absorbed here once.
+Files read (see ``osmosis eval run``): ``manifest.json`` (locked inputs and provenance),
+``metrics.json`` (status and summary), ``events.jsonl`` (the durable journal: the latest
+record of each work item), ``index.jsonl`` (trajectory file per item),
+``trajectories/*.json`` (ATIF) and ``rollout_trials/<rollout_id>/diagnostics.json``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from osmosis_ai.errors import EvalError
+from osmosis_ai.eval.report._transcript import (
+    CallView,
+    MessageView,
+    final_answer,
+    first_user_text,
+    policy_calls,
+    transcript_messages,
+)
+
+PROMPT_CHARS = 500
+
+
+class RunNotFoundError(EvalError, FileNotFoundError):
+    """The path is not a local eval run directory."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunHeader:
+    """Provenance and summary of one run."""
+
+    name: str
+    path: Path
+    run_id: str | None
+    status: str
+    model: str | None
+    base_url_host: str | None
+    rollout: str | None
+    entrypoint: str | None
+    dataset_file: str | None
+    dataset_sha256: str | None
+    selected_rows: int | None
+    source_digest: str | None
+    n: int
+    pass_threshold: float
+    created_at: str | None
+    started_at: str | None
+    completed_at: str | None
+    duration_ms: float | None
+    command: str | None
+    versions: dict[str, str]
+    summary: dict[str, Any]  # metrics.json "summary", as written by the run
+
+    @property
+    def mean_reward(self) -> float | None:
+        stats = self.summary.get("reward_stats")
+        value = stats.get("mean") if isinstance(stats, Mapping) else None
+        return float(value) if isinstance(value, int | float) else None
+
+
+@dataclass(frozen=True, slots=True)
+class RowResult:
+    """One work item (dataset row x sample index) as the run recorded it."""
+
+    row_index: int
+    run_index: int
+    source_row_index: int
+    rollout_id: str | None
+    status: str  # success | failed | skipped
+    reward: float | None
+    tokens: int
+    duration_ms: float | None
+    policy_calls: int
+    error_type: str | None = None
+    error_message: str | None = None
+    traceback: str | None = None
+    prompt: str | None = None
+    label: str | None = None
+    answer: str | None = None
+    metrics: dict[str, Any] | None = None
+    trajectory_filename: str | None = None  # relative to the run directory
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def row_key(row: RowResult) -> tuple[int, int]:
+    """How two runs' rows are matched: source row and sample index."""
+    return (row.source_row_index, row.run_index)
+
+
+def outcome(row: RowResult, pass_threshold: float) -> str:
+    """``pass`` / ``fail`` for graded items, else the status (``failed``, ``skipped``)."""
+    if row.status == "success" and row.reward is not None:
+        return "pass" if row.reward >= pass_threshold else "fail"
+    return row.status
+
+
+@dataclass(frozen=True, slots=True)
+class Transcript:
+    messages: list[MessageView]
+    calls: list[CallView]
+
+
+@dataclass(frozen=True, slots=True)
+class RunData:
+    header: RunHeader
+    rows: list[RowResult]
+    #: keyed by (row_index, run_index); empty when loaded without transcripts
+    transcripts: dict[tuple[int, int], Transcript] = field(default_factory=dict)
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _iter_jsonl(path: Path) -> Iterator[dict[str, Any]]:
+    try:
+        fh = path.open("rb")
+    except OSError:
+        return
+    with fh:
+        for line in fh:
+            if not line.endswith(b"\n"):
+                return  # a torn final write
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(record, dict):
+                yield record
+
+
+def _obj(data: Mapping[str, Any], key: str) -> dict[str, Any]:
+    value = data.get(key)
+    return value if isinstance(value, dict) else {}
+
+
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _host(url: Any) -> str | None:
+    if not isinstance(url, str) or not url:
+        return None
+    parts = urlsplit(url)
+    return parts.hostname + (f":{parts.port}" if parts.port else "") if parts.hostname else None
+
+
+def is_run_dir(path: Path) -> bool:
+    return (path / "manifest.json").is_file()
+
+
+def read_header(path: Path) -> RunHeader:
+    """The run's provenance and summary (cheap: two small files)."""
+    if not is_run_dir(path):
+        raise RunNotFoundError(
+            f"{path} is not an eval run directory (no manifest.json); pass a run name from "
+            "`osmosis eval list` or the path of a folder under .osmosis/evals/"
+        )
+    manifest = _read_json(path / "manifest.json")
+    metrics = _read_json(path / "metrics.json")
+    inputs, provenance = _obj(manifest, "inputs"), _obj(manifest, "provenance")
+    run, summary = _obj(metrics, "eval_run"), _obj(metrics, "summary")
+    model, dataset = _obj(inputs, "model"), _obj(inputs, "dataset")
+    rollout = _obj(inputs, "rollout")
+    dataset_path = _str(provenance.get("dataset_path"))
+    versions = provenance.get("versions") or run.get("versions") or {}
+    threshold = summary.get("pass_threshold")
+    duration = run.get("duration_ms")
+    return RunHeader(
+        name=_str(manifest.get("run_name")) or path.name,
+        path=path,
+        run_id=_str(manifest.get("local_run_id")),
+        status=_str(run.get("status")) or "running",
+        model=_str(model.get("model")) or _str(run.get("model_name")),
+        base_url_host=_host(model.get("base_url") or provenance.get("upstream_base_url")),
+        rollout=_str(rollout.get("name")) or _str(run.get("rollout_name")),
+        entrypoint=_str(rollout.get("entrypoint")),
+        dataset_file=dataset_path or _str(run.get("dataset_name")),
+        dataset_sha256=_str(dataset.get("sha256")),
+        selected_rows=dataset.get("selected_rows")
+        if isinstance(dataset.get("selected_rows"), int)
+        else None,
+        source_digest=_str(rollout.get("source_digest")),
+        n=int(inputs.get("n") or summary.get("n_runs") or 1),
+        pass_threshold=float(threshold) if isinstance(threshold, int | float) else 1.0,
+        created_at=_str(manifest.get("created_at")),
+        started_at=_str(run.get("started_at")),
+        completed_at=_str(run.get("completed_at")),
+        duration_ms=float(duration) if isinstance(duration, int | float) else None,
+        command=_str(provenance.get("command_line") or run.get("command_line")),
+        versions={str(k): str(v) for k, v in versions.items()}
+        if isinstance(versions, dict)
+        else {},
+        summary=summary,
+    )
+
+
+def _latest_records(path: Path) -> dict[tuple[int, int], dict[str, Any]]:
+    latest: dict[tuple[int, int], dict[str, Any]] = {}
+    for record in _iter_jsonl(path):
+        try:
+            latest[(int(record["row_index"]), int(record["run_index"]))] = record
+        except (KeyError, TypeError, ValueError):
+            continue
+    return latest
+
+
+def _trajectory_facts(document: Mapping[str, Any]) -> dict[str, Any]:
+    extra = document.get("extra")
+    osmosis = extra.get("osmosis") if isinstance(extra, Mapping) else None
+    return dict(osmosis) if isinstance(osmosis, Mapping) else {}
+
+
+def _row(
+    record: Mapping[str, Any],
+    trajectory: str | None,
+    document: Mapping[str, Any],
+    diagnostics: Mapping[str, Any],
+    messages: list[MessageView],
+) -> RowResult:
+    facts = _trajectory_facts(document)
+    prompt = first_user_text(messages)
+    reward = record.get("reward")
+    metrics = facts.get("metrics") if isinstance(facts.get("metrics"), dict) else {}
+    label = facts.get("label")
+    return RowResult(
+        row_index=int(record["row_index"]),
+        run_index=int(record["run_index"]),
+        source_row_index=int(record.get("source_row_index", record["row_index"])),
+        rollout_id=_str(record.get("rollout_id")),
+        status=str(record.get("status")),
+        reward=float(reward) if isinstance(reward, int | float) else None,
+        tokens=int(record.get("tokens") or 0),
+        duration_ms=record.get("duration_ms"),
+        policy_calls=int(record.get("policy_calls") or record.get("llm_calls") or 0),
+        error_type=_str(record.get("error_type")),
+        error_message=_str(record.get("error_message")) or _str(facts.get("err_message")),
+        traceback=_str(record.get("traceback")) or _str(diagnostics.get("traceback")),
+        prompt=prompt[:PROMPT_CHARS] if prompt else None,
+        label=label if isinstance(label, str) else None if label is None else json.dumps(label),
+        answer=final_answer(messages),
+        metrics=dict(metrics) if isinstance(metrics, dict) and metrics else None,
+        trajectory_filename=trajectory,
+        extra={"failed_phase": diagnostics["failed_phase"]}
+        if "failed_phase" in diagnostics
+        else {},
+    )
+
+
+def load_run(path: Path, *, transcripts: bool = True) -> RunData:
+    """Read a run directory. ``transcripts=False`` skips the message lists (not the facts)."""
+    header = read_header(path)
+    latest = _latest_records(path / "events.jsonl")
+    files = {
+        (int(r["row_index"]), int(r["run_index"])): r.get("trajectory_filename")
+        for r in _iter_jsonl(path / "index.jsonl")
+        if "row_index" in r and "run_index" in r
+    }
+    rows: list[RowResult] = []
+    loaded: dict[tuple[int, int], Transcript] = {}
+    for key in sorted(latest):
+        record = latest[key]
+        trajectory = files.get(key)
+        if not isinstance(trajectory, str):
+            candidate = f"trajectories/row_{key[0]}_run_{key[1]}.json"
+            trajectory = candidate if (path / candidate).is_file() else None
+        document = _read_json(path / trajectory) if trajectory else {}
+        diagnostics: dict[str, Any] = {}
+        if record.get("status") == "failed" and isinstance(record.get("rollout_id"), str):
+            diagnostics = _read_json(
+                path / "rollout_trials" / record["rollout_id"] / "diagnostics.json"
+            )
+        messages = transcript_messages(document)
+        rows.append(_row(record, trajectory, document, diagnostics, messages))
+        if transcripts:
+            loaded[key] = Transcript(messages=messages, calls=policy_calls(document))
+    return RunData(header=header, rows=rows, transcripts=loaded)
+
+
+def find_runs(output_root: Path) -> list[RunHeader]:
+    """Every run under ``output_root`` (archives included), newest first."""
+    if not output_root.is_dir():
+        return []
+    headers = [read_header(p) for p in output_root.iterdir() if p.is_dir() and is_run_dir(p)]
+    return sorted(headers, key=lambda h: h.started_at or h.created_at or "", reverse=True)
