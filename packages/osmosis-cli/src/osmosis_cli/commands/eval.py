@@ -1,11 +1,17 @@
-"""``osmosis eval``: local runs (``eval run``, owned by the local-eval module) and platform runs
-(``submit``, ``list``, ``info``, ``logs``, ``stop``, ``download``: see
-:mod:`osmosis_cli.commands.platform_runs`)."""
+"""``osmosis eval``: local runs (``eval run``, owned by the local-eval module; reading them:
+``list``, ``show``, ``compare``, ``report``, ``status``, see
+:mod:`osmosis_cli.commands.eval_results`) and platform runs (``submit``, ``list --remote``,
+``info``, ``logs``, ``stop``, ``download``: see :mod:`osmosis_cli.commands.platform_runs`)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
 from osmosis_cli.cli_app import LazyCommand, new_typer
-from osmosis_cli.commands.platform_runs import register
+from osmosis_cli.commands.platform_runs import platform_run_commands
 
 app = new_typer("eval", help="Evaluate rollouts locally or on the platform.")
 
@@ -29,6 +35,74 @@ try:
         )
 except ImportError:  # pragma: no cover - find_spec on a broken package
     pass
+# Reading local runs (osmosis_cli.commands.eval_results).
+LAZY_SUBCOMMANDS.update(
+    {
+        name: LazyCommand("osmosis_cli.commands.eval_results", name, help)
+        for name, help in (
+            ("show", "Summary and rows of a local run, or one row's transcript (--row)."),
+            ("compare", "Compare two local runs row by row (flips, deltas, paired CI)."),
+            ("report", "Write a local run's self-contained HTML report (opens from file://)."),
+        )
+    }
+)
+
+# The platform run commands; `list` and `status` also cover local runs (below).
+_PLATFORM = {command.name: command for command in platform_run_commands("eval")}
+for _command in _PLATFORM.values():
+    if _command.name not in ("list", "status"):
+        app.command(_command.name, help=_command.help, hidden=_command.hidden)(_command.callback)
+
+RunsDir = Annotated[
+    Path | None,
+    typer.Option("--runs-dir", help="Local runs folder (default: <workspace>/.osmosis/evals)."),
+]
 
 
-register(app, "eval")
+@app.command("list")
+def list_command(
+    limit: Annotated[int, typer.Option("--limit", min=1, max=200)] = 50,
+    offset: Annotated[int, typer.Option("--offset", min=0)] = 0,
+    all_pages: Annotated[
+        bool, typer.Option("--all", help="With --remote: fetch every page.")
+    ] = False,
+    remote: Annotated[
+        bool, typer.Option("--remote", help="List runs submitted to the platform instead.")
+    ] = False,
+    runs_dir: RunsDir = None,
+) -> None:
+    """List local eval runs (newest first), or platform runs with --remote."""
+    if remote:
+        _PLATFORM["list"].callback(limit=limit, offset=offset, all_pages=all_pages)
+        return
+    from osmosis_cli.commands.eval_results import list_local
+    from osmosis_cli.output import get_output
+
+    list_local(runs_dir, limit, offset, get_output())
+
+
+@app.command("status")
+def status_command(
+    run: Annotated[str, typer.Argument(help="Local run name or folder, or platform run id/name.")],
+    remote: Annotated[
+        bool, typer.Option("--remote", help="Look the run up on the platform only.")
+    ] = False,
+    out: Annotated[
+        Path | None,
+        typer.Option("--output", "-o", help="Platform run: write it as JSON to this file."),
+    ] = None,
+    overwrite: Annotated[
+        bool, typer.Option("--overwrite", help="Replace an existing --output file.")
+    ] = False,
+    runs_dir: RunsDir = None,
+) -> None:
+    """Show one eval run: the local run RUN names, else the platform run (as 'eval info')."""
+    if not remote:
+        from osmosis_cli.commands.eval_results import local_run_dir, status_local
+        from osmosis_cli.output import get_output
+
+        local = local_run_dir(run, runs_dir)
+        if local is not None:
+            status_local(local, get_output())
+            return
+    _PLATFORM["status"].callback(run=run, out=out, overwrite=overwrite)
