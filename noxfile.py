@@ -32,12 +32,15 @@ FRAMEWORKS: dict[str, tuple[str, list[str]]] = {
 }
 
 
-def _pytest(session: nox.Session, *paths: Path) -> None:
+def _pytest(session: nox.Session, *paths: Path, ignore: tuple[Path, ...] = ()) -> None:
     existing = [str(p) for p in paths if p.exists()]
     if not existing:
         session.skip(f"no tests yet under {', '.join(str(p) for p in paths)}")
     args = session.posargs or ["-q", "-p", "no:cacheprovider"]
-    session.run("pytest", *args, *existing, env={"LITELLM_LOCAL_MODEL_COST_MAP": "True"})
+    ignored = [f"--ignore={p}" for p in ignore]
+    session.run(
+        "pytest", *args, *ignored, *existing, env={"LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    )
 
 
 @nox.session(python="3.12", tags=["lint"])
@@ -140,7 +143,30 @@ def e2e(session: nox.Session) -> None:
         "--frozen",
         env={"UV_PROJECT_ENVIRONMENT": session.virtualenv.location},
     )
-    _pytest(session, ROOT / "tests-integration")
+    # The browser test needs playwright and Chromium: it has its own session (report).
+    _pytest(session, ROOT / "tests-integration", ignore=(BROWSER_TEST,))
+
+
+BROWSER_TEST = ROOT / "tests-integration" / "report" / "test_report_browser.py"
+
+
+@nox.session(python="3.12", tags=["report"])
+def report(session: nox.Session) -> None:
+    """The HTML report in real headless Chromium (Debian's /usr/bin/chromium, via playwright)."""
+    session.run_install(
+        "uv",
+        "sync",
+        "--all-packages",
+        "--all-extras",
+        "--group",
+        "browser",
+        "--frozen",
+        env={"UV_PROJECT_ENVIRONMENT": session.virtualenv.location},
+    )
+    artifacts = ROOT / "build" / "test-artifacts" / "report"
+    session.env["OSMOSIS_TEST_ARTIFACTS"] = str(artifacts)
+    _pytest(session, BROWSER_TEST)
+    session.log(f"report screenshots: {artifacts}")
 
 
 @nox.session(python="3.12", default=False)

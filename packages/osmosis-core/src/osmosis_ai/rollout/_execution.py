@@ -56,6 +56,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import math
+import traceback
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -123,12 +124,20 @@ def failure(
 def exception_failure(
     exc: BaseException, phase: str, sample: RolloutSample | None = None
 ) -> ExecutionResult:
-    """A failure for an exception raised by rollout code in ``phase`` (workflow or grader)."""
+    """A failure for an exception raised by rollout code in ``phase`` (workflow or grader).
+
+    The formatted traceback (last 8,000 characters) goes to the diagnostics saved next to the
+    trajectory (never on the wire), so that ``osmosis eval show`` and the report can say where.
+    """
     return failure(
         categorize_exception(exc),
         describe_exception(exc),
         sample,
-        {"failed_phase": phase, "exception_type": type(exc).__name__},
+        {
+            "failed_phase": phase,
+            "exception_type": type(exc).__name__,
+            "traceback": "".join(traceback.format_exception(exc))[-8000:],
+        },
     )
 
 

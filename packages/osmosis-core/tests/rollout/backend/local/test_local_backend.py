@@ -211,7 +211,13 @@ async def test_workflow_exception_is_an_agent_error_with_its_message() -> None:
     assert result.status == RolloutStatus.FAILURE
     assert result.err_category == RolloutErrorCategory.AGENT_ERROR
     assert result.err_message == "kaboom"
+    assert result.extra_fields is not None
+    traceback = result.extra_fields.pop("traceback")
     assert result.extra_fields == {"failed_phase": "workflow", "exception_type": "RuntimeError"}
+    # the diagnostics keep where it was raised: this file, the raising line, the exception
+    assert f'File "{__file__}"' in traceback
+    assert 'raise RuntimeError("kaboom")' in traceback
+    assert traceback.rstrip().endswith("RuntimeError: kaboom")
 
 
 async def test_empty_exception_message_names_the_type() -> None:

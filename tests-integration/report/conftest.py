@@ -1,0 +1,18 @@
+"""The session's two eval runs (see report_support.py)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+# pytest runs with --import-mode=importlib: make the sibling helper module importable.
+sys.path.insert(0, str(Path(__file__).parent))
+
+from report_support import EvalRuns, make_runs
+
+
+@pytest.fixture(scope="session")
+def eval_runs(tmp_path_factory: pytest.TempPathFactory) -> EvalRuns:
+    return make_runs(tmp_path_factory.mktemp("report"))

@@ -1,0 +1,108 @@
+"""``osmosis eval list/show/compare/status/report`` end to end on two real runs (--json)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from report_support import FLIPPED_ROWS, GRADER_FAILURE_ROW, EvalRuns
+
+
+def _json(runs: EvalRuns, *args: str) -> Any:
+    result = runs.cli.run("--json", "eval", *args, cwd=runs.workspace)
+    assert result.code == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def _metrics(runs: EvalRuns, name: str) -> dict[str, Any]:
+    return json.loads((runs.run_dir(name) / "metrics.json").read_text())["summary"]
+
+
+def test_list_shows_both_local_runs(eval_runs: EvalRuns) -> None:
+    listed = _json(eval_runs, "list")
+    by_name = {item["name"]: item for item in listed["items"]}
+    assert set(by_name) == {"wrong", "right"}
+    for name, item in by_name.items():
+        summary = _metrics(eval_runs, name)
+        assert item["rows"] == 10
+        assert item["mean_reward"] == summary["reward_stats"]["mean"]
+        assert (item["status"], item["model"]) == ("partial", "scripted")
+        assert item["rollout"] == "multiply-local-strands"
+    assert listed["items"][0]["name"] == "right"  # newest first
+
+
+def test_show_summary_rows_and_failures(eval_runs: EvalRuns) -> None:
+    shown = _json(eval_runs, "show", "wrong")["data"]
+    assert len(shown["rows"]) == 10
+    assert shown["graded"] == 9
+    assert shown["denominator"] == "9 graded (1 failed and 0 skipped excluded)"
+    assert [r["row_index"] for r in shown["rows"] if r["passed"] is False] == FLIPPED_ROWS
+    assert shown["failures"] == [
+        "1 \N{MULTIPLICATION SIGN} KeyError: 'contnet' in grader.py:34 (agent_error)"
+    ]
+    failed = _json(eval_runs, "show", "wrong", "--failed")["data"]["rows"]
+    assert [(r["row_index"], r["error_location"]) for r in failed] == [
+        (GRADER_FAILURE_ROW, "grader.py:34")
+    ]
+    assert failed[0]["prompt"] == "What is 1 multiplied by -1?"
+
+
+def test_show_row_prints_the_transcript_with_tool_calls(eval_runs: EvalRuns) -> None:
+    row = _json(eval_runs, "show", "wrong", "--row", "2")["data"]
+    assert [m["role"] for m in row["messages"]] == [
+        "system",
+        "user",
+        "assistant",
+        "tool",
+        "assistant",
+    ]
+    assert row["messages"][2]["tool_calls"][0]["name"] == "multiply"
+    assert row["answer"] == "#### 0"
+    assert len(row["policy_calls_detail"]) == 2
+    plain = eval_runs.cli.run(
+        "--plain", "eval", "show", "wrong", "--row", "2", cwd=eval_runs.workspace
+    )
+    assert plain.code == 0, plain.stderr
+    assert '→ tool call multiply({"a": 4, "b": 7})' in plain.stdout
+    assert "── tool" in plain.stdout
+    missing = eval_runs.cli.run(
+        "--json", "eval", "show", "wrong", "--row", "99", cwd=eval_runs.workspace
+    )
+    assert missing.code == 1
+    assert missing.error()["code"] == "NOT_FOUND"
+
+
+def test_compare_lists_flips_and_a_paired_interval(eval_runs: EvalRuns) -> None:
+    compared = _json(eval_runs, "compare", "wrong", "right")["data"]
+    assert [p["source_row_index"] for p in compared["flipped_rows"]] == FLIPPED_ROWS
+    assert {p["change"] for p in compared["flipped_rows"]} == {"improved"}
+    assert all(p["delta"] == 1.0 for p in compared["flipped_rows"])
+    assert (compared["improved"], compared["regressed"]) == (4, 0)
+    assert compared["status_changed_rows"] == []  # row 6 failed in both runs
+    assert compared["only_in_a"] == compared["only_in_b"] == []
+    interval = compared["mean_difference"]
+    assert interval["n"] == 9
+    assert interval["estimate"] == 4 / 9
+    assert 0 < interval["low"] < interval["estimate"] < interval["high"] <= 1
+
+
+def test_status_reads_a_local_run_without_login(eval_runs: EvalRuns) -> None:
+    status = _json(eval_runs, "status", "right")["data"]
+    assert (status["name"], status["failed"], status["graded"]) == ("right", 1, 9)
+    assert status["mean_reward"] == _metrics(eval_runs, "right")["reward_stats"]["mean"]
+    unknown = eval_runs.cli.run("--json", "eval", "show", "nope", cwd=eval_runs.workspace)
+    assert unknown.code == 1
+    assert "wrong" in unknown.error()["message"]  # lists the runs that exist
+
+
+def test_report_is_one_self_contained_file(eval_runs: EvalRuns) -> None:
+    target = eval_runs.workspace / "out" / "r.html"
+    written = _json(eval_runs, "report", "right", "--compare", "wrong", "-o", str(target))
+    assert written["resource"]["path"] == str(target)
+    assert written["resource"]["bytes"] == target.stat().st_size
+    html = target.read_text()
+    for external in ("<link", 'src="', "fetch(", "import("):
+        assert external not in html
+    again = eval_runs.workspace / "out" / "again.html"
+    _json(eval_runs, "report", "right", "--compare", "wrong", "-o", str(again))
+    assert again.read_bytes() == target.read_bytes()  # deterministic

@@ -1,0 +1,147 @@
+"""The report in real headless Chromium (Debian's ``chromium``), opened from ``file://`` with
+every non-file request aborted. Run by ``nox -s report``; screenshots go to
+``build/test-artifacts/report/`` (or ``$OSMOSIS_TEST_ARTIFACTS``)."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Browser, Page, Route, sync_playwright
+from report_support import FLIPPED_ROWS, GRADER_FAILURE_ROW, EvalRuns
+
+CHROMIUM = Path("/usr/bin/chromium")
+ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+    "--disable-component-update", "--disable-sync", "--no-first-run",
+]  # fmt: skip
+ARTIFACTS = Path(
+    os.environ.get("OSMOSIS_TEST_ARTIFACTS")
+    or Path(__file__).resolve().parents[2] / "build" / "test-artifacts" / "report"
+)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    if not CHROMIUM.exists():
+        pytest.fail(f"{CHROMIUM} is missing: apt-get install -y chromium (.ci/run installs it)")
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        yield launched
+        launched.close()
+
+
+class Opened:
+    def __init__(self, page: Page) -> None:
+        self.page = page
+        self.errors: list[str] = []
+        self.blocked: list[str] = []
+
+    def open(self, report: Path) -> Page:
+        self.page.goto(report.resolve().as_uri())
+        self.page.wait_for_selector("body[data-ready='1']", timeout=15_000)
+        return self.page
+
+    def shot(self, name: str, *, full_page: bool = False) -> None:
+        self.page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=full_page)
+
+
+@pytest.fixture
+def tab(browser: Browser) -> Iterator[Opened]:
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    opened = Opened(context.new_page())
+
+    def route(r: Route) -> None:
+        if r.request.url.startswith("file://"):
+            r.continue_()
+        else:
+            opened.blocked.append(r.request.url)
+            r.abort()
+
+    context.route("**/*", route)
+    opened.page.on("console", lambda m: opened.errors.append(m.text) if m.type == "error" else None)
+    opened.page.on("pageerror", lambda exc: opened.errors.append(str(exc)))
+    yield opened
+    context.close()
+    assert opened.errors == []
+    assert opened.blocked == []  # the page never tried the network
+
+
+def _report(runs: EvalRuns, run: str, *extra: str) -> Path:
+    target = runs.workspace / "reports" / f"{run}{'-vs' if extra else ''}.html"
+    result = runs.cli.run(
+        "--json", "eval", "report", run, "-o", str(target), *extra, cwd=runs.workspace
+    )
+    assert result.code == 0, result.stderr
+    return target
+
+
+def _rows_shown(page: Page) -> list[str]:
+    return page.eval_on_selector_all("#row-table tbody tr", "rows => rows.map(r => r.dataset.row)")
+
+
+def test_headline_numbers_match_metrics_json(eval_runs: EvalRuns, tab: Opened) -> None:
+    page = tab.open(_report(eval_runs, "wrong"))
+    summary = json.loads((eval_runs.run_dir("wrong") / "metrics.json").read_text())["summary"]
+    assert int(page.get_attribute("#row-count", "data-value") or -1) == summary["total_samples"]
+    shown_mean = float(page.get_attribute("#mean-reward", "data-value") or "nan")
+    assert shown_mean == pytest.approx(summary["reward_stats"]["mean"])
+    assert page.inner_text("#mean-reward") == f"{summary['reward_stats']['mean']:.4f}"
+    assert len(_rows_shown(page)) == summary["total_samples"]
+    tab.shot("report-overview", full_page=True)
+
+
+def test_filter_to_failures_shows_exactly_the_failed_rows(eval_runs: EvalRuns, tab: Opened) -> None:
+    page = tab.open(_report(eval_runs, "wrong"))
+    index = [json.loads(line) for line in (eval_runs.run_dir("wrong") / "index.jsonl").open()]
+    failed = sorted(f"{r['row_index']}.{r['run_index']}" for r in index if r["status"] == "failed")
+    assert failed == [f"{GRADER_FAILURE_ROW}.0"]
+    page.select_option("#f-status", "failed")
+    assert sorted(_rows_shown(page)) == failed
+    page.select_option("#f-status", "fail")  # graded below the threshold: the wrong answers
+    assert sorted(_rows_shown(page)) == [f"{r}.0" for r in FLIPPED_ROWS]
+    tab.shot("report-filtered")
+
+
+def test_search_reaches_tool_call_arguments(eval_runs: EvalRuns, tab: Opened) -> None:
+    page = tab.open(_report(eval_runs, "wrong"))
+    page.fill("#f-search", '"a": 11')  # only in row 9's tool call, not in its prompt
+    page.wait_for_function("document.querySelector('#shown').dataset.count === '1'")
+    assert _rows_shown(page) == ["9.0"]
+
+
+def test_row_drill_down_shows_transcript_tool_call_and_traceback(
+    eval_runs: EvalRuns, tab: Opened
+) -> None:
+    page = tab.open(_report(eval_runs, "wrong"))
+    page.click(f"#row-table tbody tr[data-row='{GRADER_FAILURE_ROW}.0']")
+    page.wait_for_selector("#detail .transcript .msg")
+    roles = page.eval_on_selector_all("#detail .msg", "ms => ms.map(m => m.className)")
+    assert roles == ["msg system", "msg user", "msg assistant", "msg tool", "msg assistant"]
+    assert page.inner_text("#detail .tool-call").startswith('→ multiply({"a": 1, "b": -1})')
+    traceback = page.inner_text("#detail .traceback pre")
+    assert 'grader.py", line 34, in grade' in traceback
+    assert traceback.rstrip().endswith("KeyError: 'contnet'")
+    assert len(page.query_selector_all("#detail table.calls tr")) == 1 + 2  # header + 2 calls
+    tab.shot("report-row-detail")
+
+
+def test_compare_view_lists_exactly_the_flipped_rows(eval_runs: EvalRuns, tab: Opened) -> None:
+    page = tab.open(_report(eval_runs, "right", "--compare", "wrong"))
+    flipped = page.eval_on_selector_all(
+        "#pair-table tbody tr", "rows => rows.map(r => r.dataset.pair)"
+    )
+    assert sorted(flipped) == [f"{r}.0" for r in FLIPPED_ROWS]
+    changes = page.eval_on_selector_all(
+        "#pair-table tbody .pill", "ps => ps.map(p => p.textContent)"
+    )
+    assert set(changes) == {"improved"}
+    assert "4 improved (fail → pass)" in page.inner_text("#compare-summary")
+    page.click("#pair-table tbody tr[data-pair='2.0']")
+    page.wait_for_selector("#detail .side .transcript")
+    assert page.locator("#detail .side .transcript").count() == 2  # this run and the baseline
+    tab.shot("report-compare", full_page=True)
