@@ -38,9 +38,7 @@ def _pytest(session: nox.Session, *paths: Path, ignore: tuple[Path, ...] = ()) -
         session.skip(f"no tests yet under {', '.join(str(p) for p in paths)}")
     args = session.posargs or ["-q", "-p", "no:cacheprovider"]
     ignored = [f"--ignore={p}" for p in ignore]
-    session.run(
-        "pytest", *args, *ignored, *existing, env={"LITELLM_LOCAL_MODEL_COST_MAP": "True"}
-    )
+    session.run("pytest", *args, *ignored, *existing, env={"LITELLM_LOCAL_MODEL_COST_MAP": "True"})
 
 
 @nox.session(python="3.12", tags=["lint"])

@@ -155,7 +155,9 @@ def test_list_pages_through_runs(cli: Cli, platform: Platform, tmp_path: Path) -
     first = cli("--json", "eval", "list", "--platform", "--limit", "2", cwd=tmp_path).envelope()
     assert [r["id"] for r in first["items"]] == ["run_2", "run_1"]  # newest first
     assert (first["total_count"], first["has_more"], first["next_offset"]) == (3, True, 2)
-    second = cli("--json", "eval", "list", "--platform", "--limit", "2", "--offset", "2", cwd=tmp_path)
+    second = cli(
+        "--json", "eval", "list", "--platform", "--limit", "2", "--offset", "2", cwd=tmp_path
+    )
     page = second.envelope()
     assert [r["id"] for r in page["items"]] == ["run_0"]
     assert (page["has_more"], page["next_offset"]) == (False, None)

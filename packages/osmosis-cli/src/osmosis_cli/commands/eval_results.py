@@ -13,7 +13,6 @@ import typer
 
 if TYPE_CHECKING:
     from osmosis_ai.eval.report import RowResult, RunComparison, RunData, RunHeader
-
     from osmosis_cli.output import Output
 
 RUNS_FOLDER = Path(".osmosis") / "evals"
@@ -121,7 +120,6 @@ def row_summary(row: RowResult, threshold: float) -> dict[str, Any]:
 
 def list_local(runs_dir: Path | None, limit: int, offset: int, out: Output) -> None:
     from osmosis_ai.eval.report import find_runs
-
     from osmosis_cli.output import Column
 
     headers = find_runs(runs_root(runs_dir))
@@ -181,7 +179,6 @@ def status_local(run_dir: Path, out: Output) -> None:
 
 def _show_row(data: RunData, row: int, sample: int, out: Output) -> None:
     from osmosis_ai.eval.report import format_transcript
-
     from osmosis_cli.errors import CLIError, CLIErrorCode
 
     match = next((r for r in data.rows if (r.row_index, r.run_index) == (row, sample)), None)
@@ -276,7 +273,6 @@ def compare(
 ) -> None:
     """Compare two local runs row by row: flips, reward deltas, paired-bootstrap 95% CI."""
     from osmosis_ai.eval.report import compare_runs
-
     from osmosis_cli.output import Column, get_output
 
     out = get_output()
@@ -359,7 +355,6 @@ def report(
 ) -> None:
     """Write one self-contained HTML report of a local run (opens from file://, no network)."""
     from osmosis_ai.eval.report import REPORT_FILE, load_run, write_report
-
     from osmosis_cli.output import get_output
 
     out = get_output()

@@ -117,9 +117,12 @@ class RunData:
     transcripts: dict[tuple[int, int], Transcript] = field(default_factory=dict)
 
 
-def _read_json(path: Path) -> dict[str, Any]:
+def _read_json(path: Path | str) -> dict[str, Any]:
+    """A JSON object from a file; ``{}`` when missing or unreadable (``str`` paths: the hot
+    loop reads one file per row, and ``pathlib`` costs more than the read)."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        with open(path, "rb") as fh:
+            data = json.loads(fh.read())
     except (OSError, ValueError):
         return {}
     return data if isinstance(data, dict) else {}
@@ -271,17 +274,18 @@ def load_run(path: Path, *, transcripts: bool = True) -> RunData:
     }
     rows: list[RowResult] = []
     loaded: dict[tuple[int, int], Transcript] = {}
+    root = str(path)
     for key in sorted(latest):
         record = latest[key]
         trajectory = files.get(key)
         if not isinstance(trajectory, str):
             candidate = f"trajectories/row_{key[0]}_run_{key[1]}.json"
             trajectory = candidate if (path / candidate).is_file() else None
-        document = _read_json(path / trajectory) if trajectory else {}
+        document = _read_json(f"{root}/{trajectory}") if trajectory else {}
         diagnostics: dict[str, Any] = {}
         if record.get("status") == "failed" and isinstance(record.get("rollout_id"), str):
             diagnostics = _read_json(
-                path / "rollout_trials" / record["rollout_id"] / "diagnostics.json"
+                f"{root}/rollout_trials/{record['rollout_id']}/diagnostics.json"
             )
         messages = transcript_messages(document)
         rows.append(_row(record, trajectory, document, diagnostics, messages))
