@@ -77,7 +77,7 @@ def test_eval_submit_list_status(cli: Cli, platform: Platform, workspace: Path) 
     assert post.body["evaluation_config"]["n"] == 1
     assert "commit_sha" in post.body["git"]
 
-    listed = cli("--json", "eval", "list", "--platform", cwd=workspace).envelope()
+    listed = cli("--json", "eval", "list", "--remote", cwd=workspace).envelope()
     assert listed["total_count"] == 1
     assert [item["id"] for item in listed["items"]] == [run["id"]]
     status = cli("eval", "status", run["name"], "--json", cwd=workspace).envelope()
@@ -152,16 +152,16 @@ def test_list_pages_through_runs(cli: Cli, platform: Platform, tmp_path: Path) -
         platform.state.runs["eval"].append(
             {"id": f"run_{number}", "name": f"r{number}", "kind": "eval", "status": "queued"}
         )
-    first = cli("--json", "eval", "list", "--platform", "--limit", "2", cwd=tmp_path).envelope()
+    first = cli("--json", "eval", "list", "--remote", "--limit", "2", cwd=tmp_path).envelope()
     assert [r["id"] for r in first["items"]] == ["run_2", "run_1"]  # newest first
     assert (first["total_count"], first["has_more"], first["next_offset"]) == (3, True, 2)
     second = cli(
-        "--json", "eval", "list", "--platform", "--limit", "2", "--offset", "2", cwd=tmp_path
+        "--json", "eval", "list", "--remote", "--limit", "2", "--offset", "2", cwd=tmp_path
     )
     page = second.envelope()
     assert [r["id"] for r in page["items"]] == ["run_0"]
     assert (page["has_more"], page["next_offset"]) == (False, None)
-    plain = cli("--plain", "eval", "list", "--platform", cwd=tmp_path)
+    plain = cli("--plain", "eval", "list", "--remote", cwd=tmp_path)
     assert plain.stdout.splitlines()[0] == "run_2\tr2\tqueued"
 
 

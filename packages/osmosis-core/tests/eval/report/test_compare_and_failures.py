@@ -1,0 +1,99 @@
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from run_builder import Row, write_run
+
+from osmosis_ai.eval.report import compare_runs, group_failures, innermost_frame, load_run
+
+TB = (
+    "Traceback (most recent call last):\n"
+    '  File "/sdk/engine.py", line 90, in run\n'
+    "    await grade()\n"
+    '  File "/ws/grader.py", line {line}, in grade\n'
+    "    x = d['contnet']\n"
+    "KeyError: 'contnet'\n"
+)
+
+
+def test_rows_pair_by_source_row_and_sample(tmp_path: Path) -> None:
+    a = load_run(
+        write_run(
+            tmp_path,
+            "a",
+            [
+                Row(0, reward=1.0),
+                Row(1, reward=0.0),
+                Row(2, reward=1.0),
+                Row(3, status="failed", reward=None, error_type="timeout"),
+                Row(4, reward=1.0),
+            ],
+        )
+    )
+    b = load_run(
+        write_run(
+            tmp_path,
+            "b",
+            [
+                Row(0, reward=0.0),  # regressed
+                Row(1, reward=1.0),  # improved
+                Row(2, status="failed", reward=None, error_type="timeout"),  # status changed
+                Row(3, reward=1.0),  # status changed
+                Row(5, reward=1.0),  # only in b
+            ],
+        )
+    )
+    comparison = compare_runs(a, b)
+    changes = {p.key[0]: p.change for p in comparison.pairs}
+    assert changes == {
+        0: "regressed",
+        1: "improved",
+        2: "status_changed",
+        3: "status_changed",
+        4: "only_a",
+        5: "only_b",
+    }
+    assert [p.key[0] for p in comparison.flipped] == [0, 1]  # flips come first
+    assert comparison.mean_difference is not None
+    assert comparison.mean_difference.n == 2  # rows 0 and 1 are graded in both
+    assert comparison.mean_difference.estimate == 0.0
+    summary = comparison.summary()
+    assert (summary["regressed"], summary["improved"], summary["only_a"]) == (1, 1, 1)
+
+
+def test_a_source_row_selected_at_another_position_still_pairs(tmp_path: Path) -> None:
+    a = load_run(write_run(tmp_path, "a", [Row(0, source=7, reward=0.0)]))
+    b = load_run(write_run(tmp_path, "b", [Row(0, source=3), Row(1, source=7)]))
+    pairs = {p.key: p.change for p in compare_runs(a, b).pairs}
+    assert pairs == {(7, 0): "improved", (3, 0): "only_b"}
+
+
+def test_failures_group_by_type_message_and_code_location(tmp_path: Path) -> None:
+    failed = {"status": "failed", "reward": None, "error_type": "agent_error"}
+    run = load_run(
+        write_run(
+            tmp_path,
+            "a",
+            [
+                Row(0, **failed, traceback=TB.format(line=12)),
+                Row(1, **failed, traceback=TB.format(line=12)),
+                Row(2, **failed, traceback=TB.format(line=40)),
+                Row(3, status="failed", reward=None, error_type="timeout", error_message="late"),
+                Row(4),
+            ],
+        )
+    )
+    groups = group_failures(run.rows)
+    assert [g.describe() for g in groups] == [
+        "2 \N{MULTIPLICATION SIGN} KeyError: 'contnet' in grader.py:12 (agent_error)",
+        "1 \N{MULTIPLICATION SIGN} KeyError: 'contnet' in grader.py:40 (agent_error)",
+        "1 \N{MULTIPLICATION SIGN} late (timeout)",
+    ]
+    assert groups[0].as_dict()["rows"] == [[0, 0], [1, 0]]
+    location = innermost_frame(TB.format(line=12))
+    assert location is not None
+    assert (location.file, location.line) == ("/ws/grader.py", 12)
+    assert innermost_frame("no traceback here") is None
