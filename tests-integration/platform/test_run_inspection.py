@@ -102,7 +102,9 @@ def test_list_all_follows_every_page(cli: Cli, platform: Platform, tmp_path: Pat
     cli.env["OSMOSIS_TOKEN"] = platform.token
     for number in range(5):
         platform.state.add_run("eval", f"r{number}")
-    listed = cli("--json", "eval", "list", "--remote", "--limit", "2", "--all", cwd=tmp_path).envelope()
+    listed = cli(
+        "--json", "eval", "list", "--remote", "--limit", "2", "--all", cwd=tmp_path
+    ).envelope()
     assert [r["name"] for r in listed["items"]] == ["r4", "r3", "r2", "r1", "r0"]
     assert (listed["has_more"], listed["next_offset"]) == (False, None)
     offsets = [r.query.get("offset") for r in platform.state.requests if r.method == "GET"]

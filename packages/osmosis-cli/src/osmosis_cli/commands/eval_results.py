@@ -136,10 +136,12 @@ def list_local(runs_dir: Path | None, limit: int, offset: int, out: Output) -> N
             Column("mean_reward", "mean reward"),
             Column("status", "status"),
         ],
-        plain=lambda item: "\t".join(
-            _fmt(item.get(k)) for k in ("name", "started_at", "model", "rows", "mean_reward")
-        )
-        + f"\t{item['status']}",
+        plain=lambda item: (
+            "\t".join(
+                _fmt(item.get(k)) for k in ("name", "started_at", "model", "rows", "mean_reward")
+            )
+            + f"\t{item['status']}"
+        ),
         title=f"local eval runs ({runs_root(runs_dir)})",
         empty=f"No local eval runs in {runs_root(runs_dir)}. Start one with `osmosis eval run`.",
         total_count=len(headers),
@@ -260,8 +262,12 @@ def _comparison_detail(comparison: RunComparison) -> dict[str, Any]:
         **comparison.summary(),
         "flipped_rows": [p for p in pairs if p["change"] in ("regressed", "improved")],
         "status_changed_rows": [p for p in pairs if p["change"] == "status_changed"],
-        "only_in_a": [[p["source_row_index"], p["run_index"]] for p in pairs if p["change"] == "only_a"],
-        "only_in_b": [[p["source_row_index"], p["run_index"]] for p in pairs if p["change"] == "only_b"],
+        "only_in_a": [
+            [p["source_row_index"], p["run_index"]] for p in pairs if p["change"] == "only_a"
+        ],
+        "only_in_b": [
+            [p["source_row_index"], p["run_index"]] for p in pairs if p["change"] == "only_b"
+        ],
         "rows": pairs,
     }
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any, TypedDict
+from typing import Any, NotRequired, TypedDict
 
 
 class ToolCallView(TypedDict):
@@ -20,12 +20,12 @@ class ToolCallView(TypedDict):
     arguments: str
 
 
-class MessageView(TypedDict, total=False):
+class MessageView(TypedDict):
     role: str  # system | user | assistant | tool
     content: str
-    tool_calls: list[ToolCallView]
-    tool_call_id: str | None
-    reasoning: str
+    tool_calls: NotRequired[list[ToolCallView]]
+    tool_call_id: NotRequired[str | None]
+    reasoning: NotRequired[str]
 
 
 class CallView(TypedDict, total=False):
