@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 if TYPE_CHECKING:
-    from osmosis_ai.eval.report import RowResult, RunComparison, RunData, RunHeader
+    from osmosis_ai.eval import RowRecord
+    from osmosis_ai.eval.report import RunComparison, RunData, RunHeader
     from osmosis_cli.output import Output
 
 RUNS_FOLDER = Path(".osmosis") / "evals"
@@ -92,7 +93,7 @@ def header_summary(header: RunHeader) -> dict[str, Any]:
     }
 
 
-def row_summary(row: RowResult, threshold: float) -> dict[str, Any]:
+def row_summary(row: RowRecord, threshold: float) -> dict[str, Any]:
     from osmosis_ai.eval.report import innermost_frame
 
     where = innermost_frame(row.traceback)

@@ -61,7 +61,7 @@ def write_run(root: Path, name: str, rows: list[Row], *, threshold: float = 1.0)
             "tokens": 12,
             "duration_ms": 100.0 + r.row,
             "error_type": r.error_type,
-            "llm_calls": 2,
+            "policy_calls": 2,
         }
         if r.error_message:
             record["error_message"] = r.error_message

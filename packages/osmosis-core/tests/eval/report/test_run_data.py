@@ -70,13 +70,15 @@ def test_without_transcripts_the_facts_remain(tmp_path: Path) -> None:
     assert data.rows[0].answer == "#### 6"
 
 
-def test_the_journal_latest_record_wins_and_a_torn_line_is_ignored(tmp_path: Path) -> None:
+def test_a_run_still_in_its_first_session_is_read_from_the_journal(tmp_path: Path) -> None:
     run = write_run(tmp_path, "a", [Row(0, status="failed", reward=None)])
+    (run / "index.jsonl").unlink()  # written only at the end of a session
     with (run / "events.jsonl").open("a") as fh:
         fh.write('{"row_index": 0, "run_index": 0, "status": "success", "reward": 1.0}\n')
         fh.write('{"row_index": 1, "run_')
-    (row,) = load_run(run).rows
+    (row,) = load_run(run).rows  # the latest record wins; the torn line is ignored
     assert (row.status, row.reward) == ("success", 1.0)
+    assert row.answer == "#### 6"  # the trajectory is found by its conventional name
 
 
 def test_not_a_run_is_a_clear_eval_error(tmp_path: Path) -> None:

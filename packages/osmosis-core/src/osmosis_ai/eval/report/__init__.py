@@ -1,6 +1,8 @@
 """The offline report of a local eval run, and the readers behind ``osmosis eval show/list/compare``.
 
-* :func:`load_run` reads a run directory into :class:`RunData` (header, rows, transcripts);
+* :func:`load_run` reads a run directory into :class:`RunData`: its header, its rows (the
+  :class:`~osmosis_ai.eval.RowRecord` of ``index.jsonl``, optional facts filled from the
+  trajectory and diagnostics when the run did not store them) and their transcripts;
 * :func:`compare_runs` pairs two runs row by row (flips, deltas, paired-bootstrap interval);
 * :func:`group_failures` groups failed rows by type, message and code location;
 * :func:`write_report` writes one self-contained ``report.html`` (opens from ``file://``).
@@ -12,7 +14,6 @@ from osmosis_ai.eval.report._compare import RowPair, RunComparison, compare_runs
 from osmosis_ai.eval.report._failures import FailureGroup, group_failures, innermost_frame
 from osmosis_ai.eval.report._html import render_report, write_report
 from osmosis_ai.eval.report._run_data import (
-    RowResult,
     RunData,
     RunHeader,
     RunNotFoundError,
@@ -32,7 +33,6 @@ __all__ = [
     "FailureGroup",
     "Interval",
     "RowPair",
-    "RowResult",
     "RunComparison",
     "RunData",
     "RunHeader",

@@ -18,15 +18,16 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from osmosis_ai.eval.report._run_data import RowResult, RunData, outcome, row_key
+from osmosis_ai.eval._records import RowRecord
+from osmosis_ai.eval.report._run_data import RunData, outcome, row_key
 from osmosis_ai.eval.report._stats import Interval, paired_bootstrap
 
 
 @dataclass(frozen=True, slots=True)
 class RowPair:
     key: tuple[int, int]  # (source_row_index, run_index)
-    a: RowResult | None
-    b: RowResult | None
+    a: RowRecord | None
+    b: RowRecord | None
     outcome_a: str | None
     outcome_b: str | None
 

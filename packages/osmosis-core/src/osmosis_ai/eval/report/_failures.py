@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import PurePath
 
-from osmosis_ai.eval.report._run_data import RowResult
+from osmosis_ai.eval._records import RowRecord
 
 _FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+)', re.MULTILINE)
 _MESSAGE_CHARS = 200
@@ -50,14 +50,14 @@ class FailureGroup:
     error_type: str
     message: str
     location: Location | None
-    rows: list[RowResult] = field(default_factory=list)
+    rows: list[RowRecord] = field(default_factory=list)
 
     @property
     def count(self) -> int:
         return len(self.rows)
 
     @property
-    def first(self) -> RowResult:
+    def first(self) -> RowRecord:
         return self.rows[0]
 
     def describe(self) -> str:
@@ -75,13 +75,13 @@ class FailureGroup:
         }
 
 
-def _message(row: RowResult) -> str:
+def _message(row: RowRecord) -> str:
     text = exception_line(row.traceback) or (row.error_message or "").strip() or "(no message)"
     first = text.splitlines()[0] if text else text
     return first[:_MESSAGE_CHARS]
 
 
-def group_failures(rows: Iterable[RowResult]) -> list[FailureGroup]:
+def group_failures(rows: Iterable[RowRecord]) -> list[FailureGroup]:
     """Failed rows grouped by (type, message, location), largest group first."""
     groups: dict[tuple[str, str, Location | None], FailureGroup] = {}
     for row in rows:

@@ -9,9 +9,10 @@ import zlib
 from collections.abc import Callable
 from typing import Any
 
+from osmosis_ai.eval._records import RowRecord
 from osmosis_ai.eval.report._compare import RunComparison
 from osmosis_ai.eval.report._failures import group_failures
-from osmosis_ai.eval.report._run_data import RowResult, RunData, RunHeader, outcome
+from osmosis_ai.eval.report._run_data import RunData, RunHeader, outcome
 from osmosis_ai.eval.report._stats import mean_interval, wilson_interval
 
 ANSWER_CHARS = 500
@@ -76,7 +77,7 @@ def _metrics(run: RunData) -> dict[str, Any]:
     }
 
 
-def _row(row: RowResult, threshold: float) -> dict[str, Any]:
+def _row(row: RowRecord, threshold: float) -> dict[str, Any]:
     return {
         "i": row.row_index,
         "s": row.run_index,

@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 from osmosis_ai.errors import EvalError
+from osmosis_ai.eval._records import RowRecord, read_index
 from osmosis_ai.eval.report._transcript import (
     CallView,
     MessageView,
@@ -67,36 +68,12 @@ class RunHeader:
         return float(value) if isinstance(value, int | float) else None
 
 
-@dataclass(frozen=True, slots=True)
-class RowResult:
-    """One work item (dataset row x sample index) as the run recorded it."""
-
-    row_index: int
-    run_index: int
-    source_row_index: int
-    rollout_id: str | None
-    status: str  # success | failed | skipped
-    reward: float | None
-    tokens: int
-    duration_ms: float | None
-    policy_calls: int
-    error_type: str | None = None
-    error_message: str | None = None
-    traceback: str | None = None
-    prompt: str | None = None
-    label: str | None = None
-    answer: str | None = None
-    metrics: dict[str, Any] | None = None
-    trajectory_filename: str | None = None  # relative to the run directory
-    extra: dict[str, Any] = field(default_factory=dict)
-
-
-def row_key(row: RowResult) -> tuple[int, int]:
+def row_key(row: RowRecord) -> tuple[int, int]:
     """How two runs' rows are matched: source row and sample index."""
     return (row.source_row_index, row.run_index)
 
 
-def outcome(row: RowResult, pass_threshold: float) -> str:
+def outcome(row: RowRecord, pass_threshold: float) -> str:
     """``pass`` / ``fail`` for graded items, else the status (``failed``, ``skipped``)."""
     if row.status == "success" and row.reward is not None:
         return "pass" if row.reward >= pass_threshold else "fail"
@@ -112,7 +89,7 @@ class Transcript:
 @dataclass(frozen=True, slots=True)
 class RunData:
     header: RunHeader
-    rows: list[RowResult]
+    rows: list[RowRecord]
     #: keyed by (row_index, run_index); empty when loaded without transcripts
     transcripts: dict[tuple[int, int], Transcript] = field(default_factory=dict)
 
@@ -211,86 +188,74 @@ def read_header(path: Path) -> RunHeader:
     )
 
 
-def _latest_records(path: Path) -> dict[tuple[int, int], dict[str, Any]]:
+def _records(path: Path) -> list[RowRecord]:
+    """``index.jsonl`` (written at the end of each session); the journal while none exists."""
+    if (path / "index.jsonl").is_file():
+        return read_index(path)
     latest: dict[tuple[int, int], dict[str, Any]] = {}
-    for record in _iter_jsonl(path):
+    for record in _iter_jsonl(path / "events.jsonl"):
         try:
             latest[(int(record["row_index"]), int(record["run_index"]))] = record
         except (KeyError, TypeError, ValueError):
             continue
-    return latest
+    return [
+        RowRecord.from_json({"source_row_index": key[0], **latest[key]}) for key in sorted(latest)
+    ]
 
 
-def _trajectory_facts(document: Mapping[str, Any]) -> dict[str, Any]:
-    extra = document.get("extra")
-    osmosis = extra.get("osmosis") if isinstance(extra, Mapping) else None
-    return dict(osmosis) if isinstance(osmosis, Mapping) else {}
-
-
-def _row(
-    record: Mapping[str, Any],
-    trajectory: str | None,
+def _with_facts(
+    row: RowRecord,
     document: Mapping[str, Any],
     diagnostics: Mapping[str, Any],
     messages: list[MessageView],
-) -> RowResult:
-    facts = _trajectory_facts(document)
-    prompt = first_user_text(messages)
-    reward = record.get("reward")
-    metrics = facts.get("metrics") if isinstance(facts.get("metrics"), dict) else {}
+) -> RowRecord:
+    """Fill the record's optional facts the run did not store from its trajectory and its
+    diagnostics (a value already in the record wins)."""
+    extra = document.get("extra")
+    facts = extra.get("osmosis") if isinstance(extra, Mapping) else None
+    facts = facts if isinstance(facts, Mapping) else {}
+    prompt = row.prompt or first_user_text(messages)
     label = facts.get("label")
-    return RowResult(
-        row_index=int(record["row_index"]),
-        run_index=int(record["run_index"]),
-        source_row_index=int(record.get("source_row_index", record["row_index"])),
-        rollout_id=_str(record.get("rollout_id")),
-        status=str(record.get("status")),
-        reward=float(reward) if isinstance(reward, int | float) else None,
-        tokens=int(record.get("tokens") or 0),
-        duration_ms=record.get("duration_ms"),
-        policy_calls=int(record.get("policy_calls") or record.get("llm_calls") or 0),
-        error_type=_str(record.get("error_type")),
-        error_message=_str(record.get("error_message")) or _str(facts.get("err_message")),
-        traceback=_str(record.get("traceback")) or _str(diagnostics.get("traceback")),
+    metrics = facts.get("metrics")
+    more = {k: diagnostics[k] for k in ("failed_phase",) if k in diagnostics}
+    return replace(
+        row,
         prompt=prompt[:PROMPT_CHARS] if prompt else None,
-        label=label if isinstance(label, str) else None if label is None else json.dumps(label),
-        answer=final_answer(messages),
-        metrics=dict(metrics) if isinstance(metrics, dict) and metrics else None,
-        trajectory_filename=trajectory,
-        extra={"failed_phase": diagnostics["failed_phase"]}
-        if "failed_phase" in diagnostics
-        else {},
+        label=row.label
+        if row.label is not None
+        else (label if isinstance(label, str) or label is None else json.dumps(label)),
+        answer=row.answer or final_answer(messages),
+        traceback=row.traceback or _str(diagnostics.get("traceback")),
+        error_message=row.error_message or _str(facts.get("err_message")),
+        metrics=row.metrics
+        or (dict(metrics) if isinstance(metrics, Mapping) and metrics else None),
+        extra={**more, **row.extra} if more else row.extra,
     )
 
 
 def load_run(path: Path, *, transcripts: bool = True) -> RunData:
     """Read a run directory. ``transcripts=False`` skips the message lists (not the facts)."""
     header = read_header(path)
-    latest = _latest_records(path / "events.jsonl")
-    files = {
-        (int(r["row_index"]), int(r["run_index"])): r.get("trajectory_filename")
-        for r in _iter_jsonl(path / "index.jsonl")
-        if "row_index" in r and "run_index" in r
-    }
-    rows: list[RowResult] = []
+    rows: list[RowRecord] = []
     loaded: dict[tuple[int, int], Transcript] = {}
     root = str(path)
-    for key in sorted(latest):
-        record = latest[key]
-        trajectory = files.get(key)
-        if not isinstance(trajectory, str):
-            candidate = f"trajectories/row_{key[0]}_run_{key[1]}.json"
-            trajectory = candidate if (path / candidate).is_file() else None
+    for row in _records(path):
+        trajectory = row.trajectory_filename
+        if trajectory is None:
+            candidate = f"trajectories/row_{row.row_index}_run_{row.run_index}.json"
+            if (path / candidate).is_file():
+                trajectory = candidate
+                row = replace(row, trajectory_filename=trajectory)
         document = _read_json(f"{root}/{trajectory}") if trajectory else {}
         diagnostics: dict[str, Any] = {}
-        if record.get("status") == "failed" and isinstance(record.get("rollout_id"), str):
-            diagnostics = _read_json(
-                f"{root}/rollout_trials/{record['rollout_id']}/diagnostics.json"
-            )
+        if row.status == "failed" and row.rollout_id:
+            diagnostics = _read_json(f"{root}/rollout_trials/{row.rollout_id}/diagnostics.json")
         messages = transcript_messages(document)
-        rows.append(_row(record, trajectory, document, diagnostics, messages))
+        rows.append(_with_facts(row, document, diagnostics, messages))
         if transcripts:
-            loaded[key] = Transcript(messages=messages, calls=policy_calls(document))
+            loaded[(row.row_index, row.run_index)] = Transcript(
+                messages=messages, calls=policy_calls(document)
+            )
     return RunData(header=header, rows=rows, transcripts=loaded)
 
 
