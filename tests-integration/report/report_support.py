@@ -18,7 +18,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "eval"))  # eval_support.Cli
 
-from eval_support import Cli
+from eval_support import Cli, CliResult
 
 from osmosis_ai.testing import ScriptedPolicyServer
 from osmosis_ai.testing.replies import Reply
@@ -47,7 +47,8 @@ class EvalRuns:
     cli: Cli
     workspace: Path
     runs: Path  # .osmosis/evals
-    wrong_output: Any  # the --json envelope of `eval run` for run "wrong"
+    wrong_output: Any  # the --json envelope of `eval run --no-report` for run "wrong"
+    right_console: str  # what `--plain eval run` printed for run "right"
 
     def run_dir(self, name: str) -> Path:
         return self.runs / name
@@ -71,22 +72,26 @@ def _workspace(cli: Cli, root: Path) -> Path:
     return workspace
 
 
-def _run(cli: Cli, workspace: Path, name: str, policy: ScriptedPolicyServer) -> Any:
+def _run(
+    cli: Cli, workspace: Path, name: str, policy: ScriptedPolicyServer, *flags: str
+) -> CliResult:
+    output, extra = flags[0], flags[1:]
     result = cli.run(
-        "--json", "eval", "run", "configs/eval/multiply-local-strands.toml",
+        output, "eval", "run", *extra, "configs/eval/multiply-local-strands.toml",
         "--dataset", "data/report.jsonl", "--base-url", policy.url, "--model", "scripted",
         "--name", name,
         cwd=workspace,
     )  # fmt: skip
     assert result.code == 1, result.stderr  # partial: the grader failure on row 6
-    return result.json()
+    return result
 
 
 def make_runs(root: Path) -> EvalRuns:
     cli = Cli(home=root / "osmosis-home")
     workspace = _workspace(cli, root)
     with ScriptedPolicyServer(wrong_on_even, max_recorded=0) as wrong:
-        wrong_output = _run(cli, workspace, "wrong", wrong)
+        wrong_output = _run(cli, workspace, "wrong", wrong, "--json", "--no-report").json()
     with ScriptedPolicyServer("multiply", max_recorded=0) as right:
-        _run(cli, workspace, "right", right)
-    return EvalRuns(cli, workspace, workspace / ".osmosis" / "evals", wrong_output)
+        right_console = _run(cli, workspace, "right", right, "--plain").stdout
+    runs = workspace / ".osmosis" / "evals"
+    return EvalRuns(cli, workspace, runs, wrong_output, right_console)

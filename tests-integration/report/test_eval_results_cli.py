@@ -106,3 +106,19 @@ def test_report_is_one_self_contained_file(eval_runs: EvalRuns) -> None:
     again = eval_runs.workspace / "out" / "again.html"
     _json(eval_runs, "report", "right", "--compare", "wrong", "-o", str(again))
     assert again.read_bytes() == target.read_bytes()  # deterministic
+
+
+def test_eval_run_prints_grouped_failures_with_the_traceback_and_writes_the_report(
+    eval_runs: EvalRuns,
+) -> None:
+    console = eval_runs.right_console
+    assert "mean reward 1.0000 over 9 graded, 9/9 passed" in console
+    assert "1 \N{MULTIPLICATION SIGN} KeyError: 'contnet' in grader.py:34 (agent_error)" in console
+    assert 'grader.py", line 34, in grade' in console
+    assert console.rstrip().count("KeyError: 'contnet'") >= 2  # group line and traceback
+    report = eval_runs.run_dir("right") / "report.html"
+    assert f"report: {report}" in console
+    assert report.read_text().startswith("<!DOCTYPE html>")
+    # --no-report: no file, and the envelope says so
+    assert not (eval_runs.run_dir("wrong") / "report.html").exists()
+    assert eval_runs.wrong_output["resource"]["report_path"] is None

@@ -381,3 +381,46 @@ def report(
         },
         lines=[f"open it in a browser: file://{target.resolve()}"],
     )
+
+
+# ---- the end of `eval run` -------------------------------------------------------------------
+
+_GROUPS_SHOWN = 10
+
+
+def failure_lines(data: RunData) -> list[str]:
+    """Failures grouped by type, message and code location; the first one's traceback in full."""
+    from osmosis_ai.eval.report import group_failures
+
+    groups = group_failures(data.rows)
+    if not groups:
+        return []
+    lines = ["failures:", *(f"  {g.describe()}" for g in groups[:_GROUPS_SHOWN])]
+    if len(groups) > _GROUPS_SHOWN:
+        lines.append(
+            f"  ... and {len(groups) - _GROUPS_SHOWN} more kinds (osmosis eval show --failed)"
+        )
+    first = groups[0].first
+    lines.append(
+        f"first failure: row {first.row_index} sample {first.run_index} "
+        f"(source row {first.source_row_index}), {first.error_type}: {first.error_message or '-'}"
+    )
+    if first.traceback:
+        lines.extend(f"  {line}" for line in first.traceback.rstrip().splitlines())
+    return lines
+
+
+def finish_run(run_dir: Path, *, write: bool) -> tuple[Path | None, list[str]]:
+    """After ``eval run``: write ``report.html`` (unless ``write`` is false) and return its path
+    with the failure lines for the console. Never fails the run: a problem becomes a line."""
+    from osmosis_ai.errors import EvalError
+    from osmosis_ai.eval.report import REPORT_FILE, load_run, write_report
+
+    try:
+        data = load_run(run_dir, transcripts=write)
+        report = None
+        if write:
+            report = write_report(data, run_dir / REPORT_FILE, redact=secret_redactor(run_dir))
+    except (OSError, ValueError, EvalError) as exc:
+        return None, [f"could not write the report: {type(exc).__name__}: {exc}"]
+    return report, failure_lines(data)

@@ -87,11 +87,14 @@ def run(
             help="Run the rollout server in the rollout's own environment (uv run --project).",
         ),
     ] = False,
+    no_report: Annotated[
+        bool, typer.Option("--no-report", help="Do not write <run>/report.html at the end.")
+    ] = False,
 ) -> None:
     """Run an eval locally: every row x n samples through the rollout, graded, resumable.
 
     Starts the rollout's server (its entrypoint's `app`) on 127.0.0.1 and proxies its model
-    calls to the upstream model. Results go to .osmosis/evals/<run>/ (index.jsonl,
+    calls to the upstream model. Results go to .osmosis/evals/<run>/ (report.html, index.jsonl,
     metrics.json, trajectories/, logs.txt). Rerun with the same --name to resume. Exit code 1
     when any work item failed or is still pending (status "partial"); 130 when interrupted.
     The same from Python: osmosis_ai.eval.run_eval (docs/eval-library.md).
@@ -117,7 +120,10 @@ def run(
         output_dir=output,
         isolated=isolated,
     )
-    _emit(result, out)
+    from osmosis_cli.commands.eval_results import finish_run
+
+    report, failures = finish_run(result.run_dir, write=not no_report)
+    _emit(result, out, report, failures)
     if result.status == "interrupted":
         raise typer.Exit(code=EXIT_INTERRUPTED)
     if result.status != "success":
@@ -327,21 +333,23 @@ def _plan_line(progress: EvalProgress) -> str:
     )
 
 
-def _emit(result: EvalRun, out: Output) -> None:
+def _emit(result: EvalRun, out: Output, report: Path | None, failures: list[str]) -> None:
     status = "success" if result.status == "success" else "partial"
-    resource = result.resource()
+    resource = {**result.resource(), "report_path": str(report) if report else None}
     if result.status == "interrupted":
         message = (
             f"Interrupted: {result.pending} work item(s) pending. Rerun with --name "
             f"{result.run_name} to resume."
         )
     elif result.status == "success":
-        message = f"Eval {result.run_name} finished: {result.succeeded} succeeded."
+        message = f"Eval {result.run_name} finished: {_rewards(result)}."
     else:
         message = (
-            f"Eval {result.run_name} is partial: {result.failed} failed, {result.pending} pending."
+            f"Eval {result.run_name} is partial: {result.failed} failed, {result.pending} pending; "
+            f"{_rewards(result)}."
         )
-    lines = _summary_lines(result)
+    tail = [*failures, *([f"report: {report}"] if report else [])]
+    lines = [*_summary_lines(result), *tail]
     next_steps: list[str] = []
     if result.failed:
         next_steps.append(f"osmosis eval run <config> --name {result.run_name} --retry-failed")
@@ -349,7 +357,7 @@ def _emit(result: EvalRun, out: Output) -> None:
         next_steps.append(f"osmosis eval run <config> --name {result.run_name}")
     if not out.is_json and out.mode.value == "rich":
         _print_summary_table(result, out)
-        lines = [f"results: {result.run_dir}", *_failed_lines(result)]
+        lines = [f"results: {result.run_dir}", *_failed_lines(result), *tail]
     out.emit_operation(
         "eval.run",
         status=status,
@@ -360,18 +368,20 @@ def _emit(result: EvalRun, out: Output) -> None:
     )
 
 
+def _rewards(result: EvalRun) -> str:
+    """The success line reports rewards over graded rows, with the denominator."""
+    metrics = result.metrics
+    graded, passed = metrics.get("graded", 0), metrics.get("passed", 0)
+    mean = result.mean_reward
+    return (
+        f"mean reward {'-' if mean is None else f'{mean:.4f}'} over {graded} graded, "
+        f"{passed}/{graded} passed"
+    )
+
+
 def _failed_lines(result: EvalRun) -> list[str]:
-    failed = result.failed_rows
-    lines = [
-        f"row {row.row_index} (source {row.source_row_index}) run {row.run_index}: "
-        f"error_type={row.error_type} -> {result.run_dir / 'rollout_trials' / str(row.rollout_id)}"
-        for row in failed[:20]
-    ]
-    if len(failed) > 20:
-        lines.append(f"... and {len(failed) - 20} more (see index.jsonl)")
-    if result.halt_reason:
-        lines.append(f"dispatch stopped: {result.halt_reason}")
-    return lines
+    """Where dispatch stopped, if it did (the failures themselves: ``finish_run``)."""
+    return [f"dispatch stopped: {result.halt_reason}"] if result.halt_reason else []
 
 
 def _summary_lines(result: EvalRun) -> list[str]:
