@@ -4,13 +4,18 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
+import sys
 from collections.abc import Callable, Mapping
+from importlib.metadata import version
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
 from osmosis_ai.eval import EvalRunFailed, UpstreamRejected
+from osmosis_ai.eval._finalize import _command_line
 from osmosis_ai.eval._journal import iter_records
 from osmosis_ai.eval._manifest import ManifestMismatchError
 from osmosis_ai.eval._plan import EvalOptions, EvalPlanError, build_plan
@@ -53,6 +58,9 @@ async def test_mock_policy_solves_every_row(workspace: MakeWorkspace) -> None:
     metrics = json.loads((run / "metrics.json").read_text())
     assert metrics["eval_run"]["status"] == "success"
     assert metrics["summary"]["graded"] == 6
+    # provenance for the report's header: this process's command line and package versions
+    assert metrics["eval_run"]["versions"]["osmosis-core"] == version("osmosis-core")
+    assert metrics["eval_run"]["command_line"] == shlex.join(sys.argv)
     all_calls = [json.loads(line) for line in (run / "llm_calls.jsonl").read_text().splitlines()]
     assert len(all_calls) == 12  # 6 rollouts x (tool call turn + answer turn)
     calls = [c for c in all_calls if c["rollout_id"] == index[0]["rollout_id"]]
@@ -231,3 +239,15 @@ async def test_preflight_stops_a_run_the_upstream_would_reject(
     assert not (plan.run_dir / "events.jsonl").exists() or not list(
         iter_records(plan.run_dir / "events.jsonl")
     )
+
+
+def test_the_recorded_command_line_masks_url_credentials_and_secret_values(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    argv = ["osmosis", "eval", "run", "c.toml", "--base-url", "https://bob:pw@llm.example/v1"]
+    monkeypatch.setattr(sys, "argv", [*argv, "--note", "sk-live-123456"])
+    plan = SimpleNamespace(
+        upstream=SimpleNamespace(api_key="sk-live-123456"), secrets={"TOKEN": "tok-98765"}
+    )
+    recorded = _command_line(plan)  # type: ignore[arg-type]
+    assert recorded == ("osmosis eval run c.toml --base-url https://***@llm.example/v1 --note ***")

@@ -7,6 +7,11 @@ has stopped, so every trajectory file is on disk); rows from earlier sessions ke
 
 from __future__ import annotations
 
+import contextlib
+import platform
+import re
+import shlex
+import sys
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -20,6 +25,7 @@ from osmosis_ai.eval._plan import EvalPlan
 from osmosis_ai.eval._records import RowRecord, write_index
 from osmosis_ai.eval._run import EvalRun, RunStatus
 from osmosis_ai.eval._run_layout import RunPaths
+from osmosis_ai.eval._run_log import Redactor
 from osmosis_ai.eval._scheduler import WorkItem
 from osmosis_ai.eval._trajectories import load_calls, trajectory_for
 
@@ -160,7 +166,40 @@ def _write_metrics(
                 "started_at": end.started_at.isoformat(),
                 "completed_at": datetime.now(UTC).isoformat(),
                 "pending": pending,
+                # provenance of this session (the report's header)
+                "command_line": _command_line(plan),
+                "versions": _versions(),
             },
             "summary": summary,
         },
     )
+
+
+_URL_USERINFO = re.compile(r"(\w+://)[^/@\s]+@")
+
+
+def _command_line(plan: EvalPlan) -> str:
+    """This process's command line, URL credentials and known secret values masked."""
+    text = _URL_USERINFO.sub(r"\1***@", shlex.join(sys.argv))
+    redactor = Redactor()
+    redactor.add(plan.upstream.api_key)
+    for value in plan.secrets.values():
+        redactor.add(value)
+    return redactor(text)
+
+
+#: Distributions whose versions a run records (those installed).
+_VERSIONED = (
+    "osmosis-core", "osmosis-cli", "osmosis-strands", "osmosis-openai-agents", "osmosis-harbor",
+    "strands-agents", "openai-agents", "harbor", "openai",
+)  # fmt: skip
+
+
+def _versions() -> dict[str, str]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    found = {"python": platform.python_version()}
+    for name in _VERSIONED:
+        with contextlib.suppress(PackageNotFoundError):
+            found[name] = version(name)
+    return found
