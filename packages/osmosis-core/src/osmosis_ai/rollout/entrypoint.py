@@ -22,6 +22,7 @@ server child, which may live in the rollout's own environment (``--isolated``).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib
 import importlib.util
@@ -183,7 +184,25 @@ def load_rollout_app(
             + (" (or a zero-argument `create_app()` returning it)" if attribute == "app" else ""),
             kind="no_app",
         )
+    _record_entry(app, rollout_dir, entrypoint, attribute)
     return app
+
+
+def _record_entry(
+    app: Any, rollout_dir: str | Path, entrypoint: str | Path, attribute: str
+) -> None:
+    """Note where ``app`` came from, so worker processes (``serve(app, workers=N)``) can load
+    it the same way."""
+    root = Path(rollout_dir).resolve()
+    path = Path(entrypoint)
+    entry = {
+        "kind": "entrypoint",
+        "rollout_dir": str(root),
+        "target": str((path if path.is_absolute() else root / path).resolve()),
+        "attribute": attribute,
+    }
+    with contextlib.suppress(AttributeError):  # not an app made by create_rollout_server
+        app.state.osmosis_rollout_entry = entry
 
 
 #: Environment of a process that builds its app with :func:`app_from_env` (``rollout serve --reload``).

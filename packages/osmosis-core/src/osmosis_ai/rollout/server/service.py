@@ -85,8 +85,17 @@ class RolloutService:
 
     # ---- lifecycle ------------------------------------------------------------------------
 
+    def use_backend(self, backend: ExecutionBackend) -> None:
+        """Swap the backend before the server starts (``serve(app, workers=N)`` puts a
+        :class:`~osmosis_ai.rollout.server._workers.pool.WorkerPool` in front of it)."""
+        self.backend = backend
+        self._legacy_backend = not accepts_progress(backend)
+
     async def start(self) -> None:
         self._loop = asyncio.get_running_loop()
+        start_workers = getattr(self.backend, "start_workers", None)
+        if start_workers is not None:
+            await start_workers()
         self._trajectories.start(self.settings.save_trajectories)
         self._outbox = Outbox(self._outbox_dir())
         records = await asyncio.to_thread(self._outbox.take)

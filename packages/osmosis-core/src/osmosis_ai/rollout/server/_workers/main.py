@@ -1,0 +1,127 @@
+"""A worker process: ``python -m osmosis_ai.rollout.server._workers.main FD SPEC_JSON``.
+
+Rebuilds the backend from the entrypoint once (:func:`.entry.rebuild_backend`), reports
+``ready`` (or ``error`` with what went wrong), then runs every ``run`` message as a task on its
+own event loop: ``backend.execute(request, progress)``, where ``progress`` forwards ``running`` /
+``grading`` to the server. ``cancel`` cancels that task. The worker exits when the server's end
+of the socket closes, so a dead server never leaves workers behind.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import socket
+import sys
+from typing import Any
+
+from osmosis_ai.rollout.server._workers import ENV_WORKER
+from osmosis_ai.rollout.server._workers.channel import encode, receive
+
+logger = logging.getLogger("osmosis_ai.rollout.server.worker")
+
+
+class _Worker:
+    def __init__(self, backend: Any, writer: asyncio.StreamWriter) -> None:
+        self.backend = backend
+        self.writer = writer
+        self.tasks: dict[str, asyncio.Task[None]] = {}
+
+    def send(self, message: tuple[Any, ...]) -> None:
+        if not self.writer.is_closing():
+            self.writer.write(encode(message))
+
+    def run(self, rollout_id: str, request: Any) -> None:
+        task = asyncio.get_running_loop().create_task(self._execute(rollout_id, request))
+        self.tasks[rollout_id] = task
+
+    async def _execute(self, rollout_id: str, request: Any) -> None:
+        from osmosis_ai.rollout.context import RolloutProgress
+
+        def report(status: Any) -> None:
+            self.send(("status", rollout_id, str(status)))
+
+        outcome: Any = None
+        try:
+            outcome = await self.backend.execute(request, RolloutProgress(on_status=report))
+        except asyncio.CancelledError:
+            outcome = None
+        except Exception as exc:
+            outcome = _failure(f"backend.execute raised in the worker process: {exc!r}")
+        finally:
+            self.tasks.pop(rollout_id, None)
+        try:
+            self.send(("done", rollout_id, outcome))
+        except Exception as exc:  # the outcome does not pickle
+            self.send(
+                ("done", rollout_id, _failure(f"the worker could not send the result: {exc!r}"))
+            )
+
+
+def _failure(message: str) -> Any:
+    from osmosis_ai.rollout._execution import failure
+    from osmosis_ai.rollout.types.enums import RolloutErrorCategory
+    from osmosis_ai.rollout.types.execution import ExecutionOutcome
+
+    return ExecutionOutcome(failure(RolloutErrorCategory.INTERNAL_ERROR, message))
+
+
+async def _serve(fd: int, spec: dict[str, Any]) -> None:
+    sock = socket.socket(fileno=fd)
+    reader, writer = await asyncio.open_unix_connection(sock=sock)
+    try:
+        from osmosis_ai.rollout.server._workers.entry import rebuild_backend
+
+        backend = rebuild_backend(spec["entry"])
+    except BaseException as exc:
+        writer.write(encode(("error", f"{type(exc).__name__}: {exc}")))
+        await writer.drain()
+        writer.close()
+        return
+    worker = _Worker(backend, writer)
+    worker.send(("ready", os.getpid()))
+    try:
+        await _loop(worker, reader)
+    finally:
+        for task in list(worker.tasks.values()):
+            task.cancel()
+        if worker.tasks:
+            await asyncio.wait(list(worker.tasks.values()), timeout=5)
+        try:
+            await backend.shutdown()
+        except Exception:
+            logger.exception("backend.shutdown() raised in a worker process")
+        writer.close()
+
+
+async def _loop(worker: _Worker, reader: asyncio.StreamReader) -> None:
+    while True:
+        try:
+            message = await receive(reader)
+        except (asyncio.IncompleteReadError, ConnectionError):
+            return  # the server has gone
+        kind = message[0]
+        if kind == "run":
+            worker.run(message[1], message[2])
+        elif kind == "cancel":
+            task = worker.tasks.get(message[1])
+            if task is not None:
+                task.cancel()
+        elif kind == "ping":
+            worker.send(("pong", message[1]))
+        elif kind == "stop":
+            return
+
+
+def main(argv: list[str]) -> None:
+    fd, spec = int(argv[0]), json.loads(argv[1])
+    os.environ[ENV_WORKER] = "1"
+    sys.path[:] = spec["sys_path"]
+    logging.basicConfig(level=spec.get("log_level", logging.INFO))
+    asyncio.run(_serve(fd, spec))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,211 @@
+"""One worker process as the server sees it: spawn, dispatch, status, death and hang checks."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import signal
+import socket
+import subprocess
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from osmosis_ai.errors import BackendError
+from osmosis_ai.rollout.server._workers.channel import encode, receive
+from osmosis_ai.rollout.server.entry import publish
+from osmosis_ai.rollout.types.enums import RolloutStatus
+from osmosis_ai.rollout.types.execution import ExecutionOutcome, ExecutionRequest
+
+logger = logging.getLogger("osmosis_ai.rollout.server")
+
+#: How long a worker may take to import the entrypoint and rebuild the backend.
+READY_TIMEOUT_SEC = 300.0
+
+
+class WorkerStartError(BackendError):
+    """A worker process could not rebuild the backend (its message says why)."""
+
+
+class WorkerDied(Exception):
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+def describe_exit(returncode: int | None) -> str:
+    if returncode is None:
+        return "closed its channel"
+    if returncode < 0:
+        try:
+            name = signal.Signals(-returncode).name
+        except ValueError:
+            name = f"signal {-returncode}"
+        if name == "SIGKILL":
+            return "was killed by SIGKILL (the kernel's out-of-memory killer, or `kill -9`)"
+        if name == "SIGSEGV":
+            return "crashed with SIGSEGV (a segmentation fault in native code)"
+        return f"was killed by {name}"
+    return f"exited with status {returncode}"
+
+
+class WorkerProcess:
+    """A live worker: its rollouts in flight (``pending``) and their progress objects."""
+
+    def __init__(self, index: int, spec: dict[str, Any], on_exit: Callable[[WorkerProcess], None]):
+        self.index = index
+        self.spec = spec
+        self.on_exit = on_exit
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.pid: int | None = None
+        self.ready = False
+        self.load = 0  # rollouts dispatched (or reserved) and not yet done
+        self.pending: dict[str, tuple[asyncio.Future[ExecutionOutcome | None], Any]] = {}
+        self.last_pong = 0.0
+        self._writer: asyncio.StreamWriter | None = None
+        self._reader_task: asyncio.Task[None] | None = None
+        self._death: str | None = None
+        self._death_reason: str | None = None
+        #: Called when a slot frees up (a rollout finished); the pool wakes a queued rollout.
+        self.released: Callable[[], None] = lambda: None
+
+    async def start(self) -> None:
+        loop = asyncio.get_running_loop()
+        ours, theirs = socket.socketpair()
+        spec = json.dumps(self.spec)
+        self.proc = subprocess.Popen(  # noqa: ASYNC220 - fork+exec returns at once
+            [
+                sys.executable,
+                "-m",
+                "osmosis_ai.rollout.server._workers.main",
+                str(theirs.fileno()),
+                spec,
+            ],
+            pass_fds=(theirs.fileno(),),
+            stdin=subprocess.DEVNULL,
+        )
+        theirs.close()
+        self.pid = self.proc.pid
+        reader, self._writer = await asyncio.open_unix_connection(sock=ours)
+        try:
+            async with asyncio.timeout(READY_TIMEOUT_SEC):
+                first = await receive(reader)
+        except (TimeoutError, asyncio.IncompleteReadError, ConnectionError) as exc:
+            self.kill()
+            code = await asyncio.to_thread(self.proc.wait)
+            raise WorkerStartError(
+                f"rollout worker {self.index} (pid {self.pid}) {describe_exit(code)} before it "
+                "was ready; see its output above"
+            ) from exc
+        if first[0] != "ready":
+            self.kill()
+            raise WorkerStartError(
+                f"rollout worker {self.index} could not rebuild the backend: {first[1]}"
+            )
+        self.ready = True
+        self.last_pong = loop.time()
+        self._reader_task = loop.create_task(
+            self._read(reader), name=f"osmosis-worker-{self.index}"
+        )
+
+    def send(self, message: tuple[Any, ...]) -> None:
+        writer = self._writer
+        if writer is not None and not writer.is_closing():
+            writer.write(encode(message))
+
+    def submit(
+        self, request: ExecutionRequest, progress: Any
+    ) -> asyncio.Future[ExecutionOutcome | None]:
+        future: asyncio.Future[ExecutionOutcome | None] = asyncio.get_running_loop().create_future()
+        if self._death is not None:
+            future.set_exception(WorkerDied(self._death))
+            return future
+        self.pending[request.id] = (future, progress)
+        self.send(("run", request.id, request))
+        return future
+
+    def cancel(self, rollout_id: str) -> None:
+        if rollout_id in self.pending:
+            self.send(("cancel", rollout_id))
+
+    def ping(self, n: int) -> None:
+        self.send(("ping", n))
+
+    def kill(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+
+    async def stop(self, timeout: float) -> None:  # noqa: ASYNC109
+        self.send(("stop",))
+        if self.proc is None:
+            return
+        try:
+            await asyncio.wait_for(asyncio.to_thread(self.proc.wait), timeout)
+        except TimeoutError:
+            self.kill()
+        if self._reader_task is not None:
+            await asyncio.wait([self._reader_task], timeout=timeout)
+
+    async def _read(self, reader: asyncio.StreamReader) -> None:
+        loop = asyncio.get_running_loop()
+        try:
+            while True:
+                message = await receive(reader)
+                kind = message[0]
+                if kind == "status":
+                    item = self.pending.get(message[1])
+                    if item is not None and item[1] is not None:
+                        publish(item[1], RolloutStatus(message[2]))
+                elif kind == "done":
+                    item = self.pending.pop(message[1], None)
+                    self.load -= 1
+                    if item is not None and not item[0].done():
+                        item[0].set_result(message[2])
+                    self.released()
+                elif kind == "pong":
+                    self.last_pong = loop.time()
+        except (asyncio.IncompleteReadError, ConnectionError, EOFError):
+            pass
+        except Exception:
+            logger.exception("rollout worker %d sent an unreadable message", self.index)
+            self.kill()
+        await self._died()
+
+    async def _died(self) -> None:
+        self.ready = False
+        code = None
+        if self.proc is not None:
+            self.kill()  # the channel is gone: make sure the process is too
+            code = await asyncio.to_thread(self.proc.wait)
+        reason = self._death_reason or describe_exit(code)
+        self._death = (
+            f"the rollout worker process running this rollout (worker {self.index}, pid "
+            f"{self.pid}) {reason}; the rollout was lost and the worker restarted"
+        )
+        if self.pending:
+            logger.error(
+                "rollout worker %d (pid %s) %s; failing its %d rollout(s) and restarting it",
+                self.index,
+                self.pid,
+                reason,
+                len(self.pending),
+            )
+        else:
+            logger.warning(
+                "rollout worker %d (pid %s) %s; restarting it", self.index, self.pid, reason
+            )
+        pending, self.pending = self.pending, {}
+        self.load = 0
+        for future, _progress in pending.values():
+            if not future.done():
+                future.set_exception(WorkerDied(self._death))
+        if self._writer is not None:
+            self._writer.close()
+        self.on_exit(self)
+
+    def kill_as_hung(self, reason: str) -> None:
+        """Replace a worker that stopped answering (its rollouts fail with ``reason``)."""
+        if self._death_reason is None:
+            self._death_reason = reason
+        self.kill()
