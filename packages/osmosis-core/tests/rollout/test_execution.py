@@ -93,7 +93,7 @@ async def _engine(
             rollout=ctx,
         )
     if not should_grade(grade=True, has_grader=True, workflow=result):
-        return ExecutionOutcome(result)
+        return ExecutionOutcome(workflow=result)
     graded = await run_grader_phase(
         lambda: grader(None),
         workflow_sample=result.sample,
@@ -101,7 +101,7 @@ async def _engine(
         metadata=None,
         artifacts_dir=None,
     )
-    return ExecutionOutcome(result, graded)
+    return ExecutionOutcome(workflow=result, grader=graded)
 
 
 async def _local(
@@ -178,8 +178,8 @@ def test_wire_reward_only_for_a_kept_successful_sample() -> None:
     assert ExecutionResult(status=RolloutStatus.SUCCESS, sample=removed).wire_reward is None
     # A failed workflow whose grader produced a sample: the result is a failure, no reward.
     outcome = ExecutionOutcome(
-        ExecutionResult(status=RolloutStatus.FAILURE, err_message="x"),
-        ExecutionResult(status=RolloutStatus.SUCCESS, sample=sample),
+        workflow=ExecutionResult(status=RolloutStatus.FAILURE, err_message="x"),
+        grader=ExecutionResult(status=RolloutStatus.SUCCESS, sample=sample),
     )
     assert outcome.wire_reward is None
 

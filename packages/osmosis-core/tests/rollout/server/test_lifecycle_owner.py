@@ -146,7 +146,9 @@ class Legacy038Backend(ExecutionBackend):
         )
         await ctx.set_status(RolloutStatus.GRADING)
         sample = RolloutSample(messages=ANSWER, reward=0.5)
-        return ExecutionOutcome(ExecutionResult(status=RolloutStatus.SUCCESS, sample=sample))
+        return ExecutionOutcome(
+            workflow=ExecutionResult(status=RolloutStatus.SUCCESS, sample=sample)
+        )
 
 
 async def test_a_0_3_8_backend_runs_unmodified() -> None:

@@ -1,14 +1,18 @@
 """What a backend is asked to run and what it reports back.
 
-These are in-process values (not wire models), so they are plain dataclasses: the server builds
-one ``ExecutionRequest`` per admitted rollout and a pydantic model would cost CPU on the hot path.
+Pydantic models, as in osmosis-ai 0.3.8: ``model_dump()``, ``model_copy()`` and
+``model_validate()`` work, and invalid input (an id such as ``../other``, a non-finite timeout)
+raises ``pydantic.ValidationError``. The rollout server builds its requests with
+``model_construct`` from a ``RolloutInitRequest`` that has already passed the same rules, so the
+hot path pays for validation once.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from osmosis_ai.rollout.identifiers import validate_rollout_id
 from osmosis_ai.rollout.types.enums import RolloutErrorCategory, RolloutStatus
@@ -17,13 +21,7 @@ from osmosis_ai.rollout.types.sample import RolloutSample
 _SUCCESS = RolloutStatus.SUCCESS
 
 
-def _check_timeout(name: str, value: float | None) -> None:
-    if value is not None and not math.isfinite(value):
-        raise ValueError(f"{name} must be finite; omit it to run unbounded")
-
-
-@dataclass(slots=True)
-class ExecutionRequest:
+class ExecutionRequest(BaseModel):
     """One rollout to execute.
 
     ``agent_timeout_sec`` counts from admission (time spent queued uses up the budget);
@@ -33,9 +31,12 @@ class ExecutionRequest:
     ``chat_completions_url`` and ``api_key`` are the policy endpoint the rollout's code calls;
     the backend enters a :class:`~osmosis_ai.rollout.context.RolloutContext` carrying them
     around user code (empty values fall back to the caller's active context, then to the
-    ``OSMOSIS_*`` environment). ``process_id`` is the serving rollout server's ``/health``
-    ``process_id`` (``None`` outside a server).
+    ``OSMOSIS_*`` environment). ``api_key`` is left out of ``repr`` and ``model_dump``.
+    ``process_id`` is the serving rollout server's ``/health`` ``process_id`` (``None``
+    outside a server).
     """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
 
     id: str
     prompt: list[dict[str, Any]]
@@ -45,28 +46,36 @@ class ExecutionRequest:
     grader_timeout_sec: float | None = None
     grade: bool = True
     chat_completions_url: str = ""
-    api_key: str | None = field(default=None, repr=False)
+    api_key: str | None = Field(default=None, repr=False, exclude=True)
     process_id: str | None = None
 
-    def __post_init__(self) -> None:
-        validate_rollout_id(self.id)
-        _check_timeout("agent_timeout_sec", self.agent_timeout_sec)
-        _check_timeout("grader_timeout_sec", self.grader_timeout_sec)
+    @field_validator("id")
+    @classmethod
+    def _check_id(cls, value: str) -> str:
+        return validate_rollout_id(value)
+
+    @field_validator("agent_timeout_sec", "grader_timeout_sec")
+    @classmethod
+    def _check_timeout(cls, value: float | None) -> float | None:
+        if value is not None and not math.isfinite(value):
+            raise ValueError("timeout must be finite; omit it to run unbounded")
+        return value
 
 
-@dataclass(slots=True)
-class ExecutionResult:
+class ExecutionResult(BaseModel):
     """The outcome of one phase (workflow or grader).
 
     ``extra_fields`` carries diagnostics that are saved next to the trajectory, never sent on
     the wire.
     """
 
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
     status: RolloutStatus
     sample: RolloutSample | None = None
     err_message: str | None = None
     err_category: RolloutErrorCategory | None = None
-    extra_fields: dict[str, Any] | None = field(default=None)
+    extra_fields: dict[str, Any] | None = None
 
     @property
     def wire_reward(self) -> float | None:
@@ -78,8 +87,7 @@ class ExecutionResult:
         return sample.reward
 
 
-@dataclass(slots=True)
-class ExecutionOutcome:
+class ExecutionOutcome(BaseModel):
     """Both phases of one rollout; ``result`` is what the controller receives."""
 
     workflow: ExecutionResult
@@ -87,17 +95,13 @@ class ExecutionOutcome:
 
     @property
     def result(self) -> ExecutionResult:
-        if self.workflow.status != RolloutStatus.SUCCESS:
-            if self.workflow.sample is None and self.grader is not None and self.grader.sample:
-                return ExecutionResult(
-                    status=self.workflow.status,
-                    sample=self.grader.sample,
-                    err_message=self.workflow.err_message,
-                    err_category=self.workflow.err_category,
-                    extra_fields=self.workflow.extra_fields,
-                )
-            return self.workflow
-        return self.grader if self.grader is not None else self.workflow
+        workflow = self.workflow
+        grader = self.grader
+        if workflow.status != _SUCCESS:
+            if workflow.sample is None and grader is not None and grader.sample:
+                return workflow.model_copy(update={"sample": grader.sample})
+            return workflow
+        return grader if grader is not None else workflow
 
     @property
     def wire_reward(self) -> float | None:

@@ -814,3 +814,47 @@ def test_constructor_rejects_wrong_arguments() -> None:
 def test_sample_source_type_is_exported() -> None:
     assert issubclass(ListSource, SampleSource)
     assert RolloutSample(messages=[]).reward is None
+
+
+# -- 0.3.8 public surface: run_workflow / run_grader, limiter, artifact_root -------------------
+
+
+async def test_run_workflow_alone_enforces_the_deadline_minus_queue_time() -> None:
+    backend = LocalBackend(workflow=Forever)
+    result = await backend.run_workflow(request("d", agent_timeout_sec=0.05))
+    assert result.status == RolloutStatus.FAILURE
+    assert result.err_category == RolloutErrorCategory.TIMEOUT
+    assert result.err_message == "workflow exceeded its 0.05s deadline"
+    # Queue time already spent comes out of the budget (and is named in the message).
+    spent = await backend.run_workflow(request("q", agent_timeout_sec=5), queued_sec=5)
+    assert spent.err_message == "workflow exceeded its 5s deadline (5.0s of it spent queued)"
+    assert backend.health()["concurrency"]["running"] == 0  # no slot involved
+
+
+async def test_run_workflow_then_run_grader() -> None:
+    backend = LocalBackend(workflow=Answer, grader=ExactGrader)
+    req = request("g", label="42")
+    workflow = await backend.run_workflow(req)
+    assert workflow.status == RolloutStatus.SUCCESS
+    assert workflow.sample is not None
+    graded = await backend.run_grader(req, workflow)
+    assert graded.status == RolloutStatus.SUCCESS
+    assert graded.sample is not None
+    assert graded.sample.reward == 1.0
+    assert workflow.sample.reward is None  # the grader worked on a copy
+    assert await LocalBackend(workflow=Answer).run_grader(req, workflow) is workflow
+
+
+async def test_limiter_and_artifact_root_attributes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("_OSMOSIS_ROLLOUT_ARTIFACT_ROOT", str(tmp_path / "supervised"))
+    backend = LocalBackend(workflow=Noop, max_concurrency=3)
+    monkeypatch.setenv("_OSMOSIS_ROLLOUT_ARTIFACT_ROOT", str(tmp_path / "later"))
+    assert backend.artifact_root == tmp_path / "supervised"  # read once, at construction
+    limiter = backend.limiter
+    assert limiter.max_concurrent == 3
+    assert limiter.snapshot() == {"max_concurrent": 3, "queued": 0, "running": 0}
+    async with limiter.acquire():
+        assert limiter.snapshot()["running"] == 1
+    assert limiter.snapshot() == backend.health()["concurrency"]

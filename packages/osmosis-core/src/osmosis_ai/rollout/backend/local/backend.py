@@ -166,12 +166,12 @@ class LocalBackend(ExecutionBackend):
     ) -> ExecutionOutcome:
         if self._shut_down:
             return ExecutionOutcome(
-                failure(RolloutErrorCategory.INTERNAL_ERROR, "LocalBackend is shut down")
+                workflow=failure(RolloutErrorCategory.INTERNAL_ERROR, "LocalBackend is shut down")
             )
         rollout_id = request.id
         if rollout_id in self._in_flight:
             return ExecutionOutcome(
-                failure(
+                workflow=failure(
                     RolloutErrorCategory.VALIDATION_ERROR,
                     f"rollout {rollout_id!r} is already executing in this backend; "
                     "rollout ids must be unique while in flight",
@@ -184,7 +184,7 @@ class LocalBackend(ExecutionBackend):
                 return await self._execute(request, progress, admitted_at)
         except Exception as exc:  # a bug in LocalBackend itself; never blame rollout code
             return ExecutionOutcome(
-                failure(
+                workflow=failure(
                     RolloutErrorCategory.INTERNAL_ERROR,
                     f"LocalBackend internal error: {describe_exception(exc)}",
                 )
@@ -204,13 +204,15 @@ class LocalBackend(ExecutionBackend):
             deadline = admitted_at + timeout
             if loop.time() >= deadline:
                 # Expired on arrival (zero or negative budget): do not start the workflow.
-                return ExecutionOutcome(failure(_TIMEOUT, _deadline_message(timeout, 0.0)))
+                return ExecutionOutcome(workflow=failure(_TIMEOUT, _deadline_message(timeout, 0.0)))
             try:
                 async with asyncio.timeout_at(deadline):
                     await limiter.take()
             except TimeoutError:
                 queued = loop.time() - admitted_at
-                return ExecutionOutcome(failure(_TIMEOUT, _deadline_message(timeout, queued)))
+                return ExecutionOutcome(
+                    workflow=failure(_TIMEOUT, _deadline_message(timeout, queued))
+                )
         try:
             if progress is not None:
                 await progress.set_status(_RUNNING)
@@ -218,12 +220,13 @@ class LocalBackend(ExecutionBackend):
             if not should_grade(
                 grade=request.grade, has_grader=self.grader_cls is not None, workflow=workflow
             ):
-                return ExecutionOutcome(workflow)
+                return ExecutionOutcome(workflow=workflow)
             self._grading += 1
             try:
                 if progress is not None:
                     await progress.set_status(_GRADING)
-                return ExecutionOutcome(workflow, await self.run_grader(request, workflow))
+                graded = await self.run_grader(request, workflow)
+                return ExecutionOutcome(workflow=workflow, grader=graded)
             finally:
                 self._grading -= 1
         finally:
