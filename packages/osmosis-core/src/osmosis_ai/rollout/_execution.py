@@ -264,7 +264,8 @@ async def run_grader_phase(
             timeout=timeout,
         )
     if judge_usage.calls and result.sample is not None:
-        result.sample.metrics.update(judge_metrics(judge_usage))
+        # A new dict: the graded copy shares its metrics dict with the workflow's sample.
+        result.sample.metrics = {**result.sample.metrics, **judge_metrics(judge_usage)}
     return result
 
 

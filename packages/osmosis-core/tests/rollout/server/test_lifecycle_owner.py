@@ -161,3 +161,14 @@ async def test_a_0_3_8_backend_runs_unmodified() -> None:
         process_id = (await client.get("/health")).json()["process_id"]
     assert result["sample"]["reward"] == 0.5
     assert backend.seen == [("http://127.0.0.1:9/v1/rollouts/r1", "k", process_id, "running")]
+
+
+async def test_rollout_context_process_id_is_the_servers() -> None:
+    """0.3.8: ``RolloutContext.process_id`` inside a backend equals ``/health``'s."""
+    backend = LocalBackend(workflow=Gated)
+    async with running(backend) as (client, service):
+        await _admit(client, "pid")
+        await _event(_entered, "pid").wait()
+        health = (await client.get("/health")).json()
+        _event(_gates, "pid").set()
+    assert _seen["pid"][2] == health["process_id"] == service.process_id
