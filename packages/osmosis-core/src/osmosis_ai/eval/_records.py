@@ -43,7 +43,9 @@ from typing import Any, Literal
 RowStatus = Literal["success", "failed", "skipped"]
 
 #: Optional fields: omitted from the JSON form while ``None``.
-_OPTIONAL = ("prompt", "label", "answer", "traceback", "cost", "metrics", "attempt", "judge")
+_OPTIONAL = frozenset(
+    ("prompt", "label", "answer", "traceback", "cost", "metrics", "attempt", "judge")
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,22 +96,25 @@ class RowRecord:
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {}
-        for f in fields(self):
-            if f.name == "extra":
+        for name in _FIELDS:
+            value = getattr(self, name)
+            if value is None and name in _OPTIONAL:
                 continue
-            value = getattr(self, f.name)
-            if value is None and f.name in _OPTIONAL:
-                continue
-            data[f.name] = value
-        data.update({k: v for k, v in self.extra.items() if k not in data})
+            data[name] = value
+        if self.extra:
+            data.update({k: v for k, v in self.extra.items() if k not in data})
         return data
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> RowRecord:
-        known = {f.name for f in fields(cls)} - {"extra"}
+        known = set(_FIELDS)
         values = {k: v for k, v in data.items() if k in known}
         extra = {k: v for k, v in data.items() if k not in known}
         return cls(**values, extra=extra)
+
+
+#: The JSON keys, in order (computed once: ``dataclasses.fields`` per row costs ~10 us).
+_FIELDS = tuple(f.name for f in fields(RowRecord) if f.name != "extra")
 
 
 def read_index(path: str | Path) -> list[RowRecord]:
