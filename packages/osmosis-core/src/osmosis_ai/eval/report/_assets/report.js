@@ -92,7 +92,7 @@
       svg("line", { x1: L, y1: 8, x2: L, y2: H - B, class: "axis" }),
       svg("text", { x: (W + L) / 2, y: H - 4, class: "axlabel" }, xlabel),
       svg("text", { x: 10, y: (H - B) / 2, class: "axlabel", transform: `rotate(-90 10 ${(H - B) / 2})` }, ylabel));
-    for (const [x, t] of xs) root.append(svg("text", { x, y: H - B + 14, class: "tick" }, t));
+    xs.forEach(([x, t], i) => root.append(svg("text", { x, y: H - B + 14, class: i === xs.length - 1 ? "tick end" : "tick" }, t)));
     for (const [y, t] of ys) root.append(svg("text", { x: L - 4, y: y + 4, class: "tick end" }, t));
   }
   function histogram() {
