@@ -104,6 +104,7 @@ def test_filter_to_failures_shows_exactly_the_failed_rows(eval_runs: EvalRuns, t
     assert sorted(_rows_shown(page)) == failed
     page.select_option("#f-status", "fail")  # graded below the threshold: the wrong answers
     assert sorted(_rows_shown(page)) == [f"{r}.0" for r in FLIPPED_ROWS]
+    page.locator("#rows").scroll_into_view_if_needed()
     tab.shot("report-filtered")
 
 
