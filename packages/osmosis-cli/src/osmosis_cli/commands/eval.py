@@ -11,6 +11,7 @@ from typing import Annotated
 import typer
 
 from osmosis_cli.cli_app import LazyCommand, new_typer
+from osmosis_cli.commands.eval_results import RunsDirOption
 from osmosis_cli.commands.platform_runs import platform_run_commands
 
 app = new_typer("eval", help="Evaluate rollouts locally or on the platform.")
@@ -53,11 +54,6 @@ for _command in _PLATFORM.values():
     if _command.name not in ("list", "status"):
         app.command(_command.name, help=_command.help, hidden=_command.hidden)(_command.callback)
 
-RunsDir = Annotated[
-    Path | None,
-    typer.Option("--runs-dir", help="Local runs folder (default: <workspace>/.osmosis/evals)."),
-]
-
 
 @app.command("list")
 def list_command(
@@ -69,7 +65,7 @@ def list_command(
     remote: Annotated[
         bool, typer.Option("--remote", help="List runs submitted to the platform instead.")
     ] = False,
-    runs_dir: RunsDir = None,
+    runs_dir: RunsDirOption = None,
 ) -> None:
     """List local eval runs (newest first), or platform runs with --remote."""
     if remote:
@@ -94,7 +90,7 @@ def status_command(
     overwrite: Annotated[
         bool, typer.Option("--overwrite", help="Replace an existing --output file.")
     ] = False,
-    runs_dir: RunsDir = None,
+    runs_dir: RunsDirOption = None,
 ) -> None:
     """Show one eval run: the local run RUN names, else the platform run (as 'eval info')."""
     if not remote:

@@ -16,8 +16,6 @@ if TYPE_CHECKING:
     from osmosis_ai.eval.report import RunComparison, RunData, RunHeader
     from osmosis_cli.output import Output
 
-RUNS_FOLDER = Path(".osmosis") / "evals"
-
 RunsDirOption = Annotated[
     Path | None,
     typer.Option("--runs-dir", help="Local runs folder (default: <workspace>/.osmosis/evals)."),
@@ -28,6 +26,7 @@ def runs_root(runs_dir: Path | None) -> Path:
     """Where local runs live: ``--runs-dir``, else ``<workspace>/.osmosis/evals``."""
     if runs_dir is not None:
         return runs_dir
+    from osmosis_ai.eval.report import RUNS_FOLDER
     from osmosis_cli.workspace import find_workspace
 
     return (find_workspace() or Path.cwd()) / RUNS_FOLDER

@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+from osmosis_ai.eval._run_layout import DEFAULT_OUTPUT_ROOT as RUNS_FOLDER
 from osmosis_ai.eval.report._compare import RowPair, RunComparison, compare_runs
 from osmosis_ai.eval.report._failures import FailureGroup, group_failures, innermost_frame
 from osmosis_ai.eval.report._html import render_report, write_report
@@ -27,9 +28,12 @@ from osmosis_ai.eval.report._stats import Interval, mean_interval, paired_bootst
 from osmosis_ai.eval.report._transcript import format_transcript
 
 REPORT_FILE = "report.html"
+"""The report's file name inside a run folder. ``RUNS_FOLDER``: where runs live, relative to
+the workspace (``.osmosis/evals``)."""
 
 __all__ = [
     "REPORT_FILE",
+    "RUNS_FOLDER",
     "FailureGroup",
     "Interval",
     "RowPair",
