@@ -43,7 +43,7 @@ def _pytest(session: nox.Session, *paths: Path, ignore: tuple[Path, ...] = ()) -
 
 @nox.session(python="3.12", tags=["lint"])
 def lint(session: nox.Session) -> None:
-    """ruff check, ruff format --check and pyright over the whole workspace."""
+    """ruff check, ruff format --check, pyright and the import-layering contracts (import-linter)."""
     session.run_install(
         "uv",
         "sync",
@@ -58,6 +58,17 @@ def lint(session: nox.Session) -> None:
     session.run("pyright", "-p", "pyproject.toml")
     # docs/cli.md is generated from the Typer app; fail when it no longer matches.
     session.run("python", "scripts/gen_cli_reference.py", "--check")
+    # import-linter reads one package tree per name, but the workspace installs each distribution's
+    # part of ``osmosis_ai`` editable from its own src/ folder. Install the members (no
+    # dependencies) into one folder, as pip lays out wheels in site-packages, and check that.
+    tree = Path(session.create_tmp()) / "layering-tree"
+    shutil.rmtree(tree, ignore_errors=True)
+    members = [str(PACKAGES / name) for name in sorted(p.name for p in PACKAGES.iterdir())]
+    members = [m for m in members if not m.endswith("osmosis-ai")]  # the umbrella has no code
+    session.run_install(
+        "uv", "pip", "install", "--quiet", "--no-deps", "--target", str(tree), *members
+    )
+    session.run("lint-imports", "--config", "pyproject.toml", env={"PYTHONPATH": str(tree)})
 
 
 @nox.session(python=PYTHONS, tags=["core"])

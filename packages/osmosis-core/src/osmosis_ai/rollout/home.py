@@ -34,6 +34,15 @@ def _home_for(artifact_root: str | None, home: str | None, user_home: str | None
     return Path.home() / ".osmosis"
 
 
+def osmosis_cache_dir() -> Path:
+    """``$OSMOSIS_HOME/cache`` (default ``~/.osmosis/cache``): reusable across runs (bundles, tasks).
+
+    Deliberately not under the per-run artifact root (``_OSMOSIS_ROLLOUT_ARTIFACT_ROOT``).
+    """
+    environ = os.environ
+    return _home_for(None, environ.get(ENV_HOME), environ.get("HOME")) / "cache"
+
+
 def rollout_dir(rollout_id: str, root: Path | None = None) -> Path:
     """``<home>/<rollout_id>``; the id is validated, so it cannot escape the home."""
     from osmosis_ai.rollout.identifiers import validate_rollout_id

@@ -17,6 +17,9 @@ What an integration needs, in one place:
 * the policy layer (:mod:`osmosis_ai.rollout.policy`): :func:`require_active_rollout`,
   :func:`policy_client`, :func:`aclose_policy_clients`, :func:`translate_policy_error`,
   :func:`translating_policy_errors`, :func:`usage_dict`, :class:`PolicyCall`, :class:`CallObserver`;
+* for execution backends (``osmosis-harbor``): the one execution engine that every backend runs
+  (:func:`run_workflow_phase`, :func:`run_grader_phase`, :func:`validate_reward`, :func:`failure`)
+  and where osmosis keeps files (:func:`rollout_dir`, :func:`osmosis_cache_dir`);
 * the errors integrations raise or subclass: :class:`OsmosisError`, :class:`PolicyError`,
   :class:`PolicyHTTPError`, :class:`PolicyTimeoutError`, :class:`NoActiveRolloutError`,
   :class:`ConfigurationError`.
@@ -33,7 +36,15 @@ from osmosis_ai._lazy import lazy_exports
 _CONTEXT = "osmosis_ai.rollout.context"
 _POLICY = "osmosis_ai.rollout.policy"
 _ERRORS = "osmosis_ai.errors"
+_ENGINE = "osmosis_ai.rollout._execution"
+_HOME = "osmosis_ai.rollout.home"
 _EXPORTS = {
+    "run_workflow_phase": _ENGINE,
+    "run_grader_phase": _ENGINE,
+    "validate_reward": _ENGINE,
+    "failure": _ENGINE,
+    "rollout_dir": _HOME,
+    "osmosis_cache_dir": _HOME,
     "RolloutContext": _CONTEXT,
     "SampleSource": _CONTEXT,
     "get_rollout_context": _CONTEXT,
@@ -65,10 +76,16 @@ if TYPE_CHECKING:  # the same names as _EXPORTS (tests/test_lazy_exports.py chec
     from osmosis_ai.errors import PolicyError as PolicyError
     from osmosis_ai.errors import PolicyHTTPError as PolicyHTTPError
     from osmosis_ai.errors import PolicyTimeoutError as PolicyTimeoutError
+    from osmosis_ai.rollout._execution import failure as failure
+    from osmosis_ai.rollout._execution import run_grader_phase as run_grader_phase
+    from osmosis_ai.rollout._execution import run_workflow_phase as run_workflow_phase
+    from osmosis_ai.rollout._execution import validate_reward as validate_reward
     from osmosis_ai.rollout.backend.local import share_in_config_copies as share_in_config_copies
     from osmosis_ai.rollout.context import RolloutContext as RolloutContext
     from osmosis_ai.rollout.context import SampleSource as SampleSource
     from osmosis_ai.rollout.context import get_rollout_context as get_rollout_context
+    from osmosis_ai.rollout.home import osmosis_cache_dir as osmosis_cache_dir
+    from osmosis_ai.rollout.home import rollout_dir as rollout_dir
     from osmosis_ai.rollout.policy import CallObserver as CallObserver
     from osmosis_ai.rollout.policy import PolicyCall as PolicyCall
     from osmosis_ai.rollout.policy import aclose_policy_clients as aclose_policy_clients

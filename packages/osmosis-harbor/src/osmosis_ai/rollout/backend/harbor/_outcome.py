@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from osmosis_ai.rollout._execution import validate_reward
+from osmosis_ai.rollout.integrations.spi import validate_reward
 from osmosis_ai.rollout.types.enums import RolloutErrorCategory, RolloutStatus
 from osmosis_ai.rollout.types.execution import ExecutionOutcome, ExecutionResult
 from osmosis_ai.rollout.types.sample import RolloutSample

@@ -328,7 +328,7 @@ def tidy(
     trial_dir = prepared.trial_dir
     try:
         if collect_artifacts is not None:
-            from osmosis_ai.rollout.home import rollout_dir
+            from osmosis_ai.rollout.integrations.spi import rollout_dir
 
             relocate_artifacts(trial_dir / "artifacts", rollout_dir(rollout_id) / "artifacts")
         scrub_tree(trial_dir, secrets)

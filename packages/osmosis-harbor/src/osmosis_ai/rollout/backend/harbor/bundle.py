@@ -134,16 +134,10 @@ def _runner_files() -> tuple[Path, ...]:
 
 
 def osmosis_cache_dir() -> Path:
-    """``$OSMOSIS_HOME/cache`` (default ``~/.osmosis/cache``), shared across runs.
+    """``$OSMOSIS_HOME/cache`` (default ``~/.osmosis/cache``), shared across runs (core owns it)."""
+    from osmosis_ai.rollout.integrations.spi import osmosis_cache_dir as cache_dir
 
-    Deliberately not the per-run artifact root (``_OSMOSIS_ROLLOUT_ARTIFACT_ROOT``): bundles and
-    downloaded tasks are reusable between eval runs.
-    """
-    from osmosis_ai.rollout.home import ENV_HOME
-
-    home = os.environ.get(ENV_HOME)
-    base = Path(home).expanduser() if home else Path.home() / ".osmosis"
-    return base / "cache"
+    return cache_dir()
 
 
 def default_cache_dir() -> Path:

@@ -106,8 +106,8 @@ def _builder(spec: dict[str, Any], role: str) -> Any:
 
 
 async def run_agent(spec: dict[str, Any]) -> int:
-    from osmosis_ai.rollout._execution import run_workflow_phase
     from osmosis_ai.rollout.context import RolloutContext
+    from osmosis_ai.rollout.integrations.spi import run_workflow_phase
 
     payload = json.loads(_path("OSMOSIS_AGENT_INPUT", AGENT_INPUT).read_text())
     with RolloutContext(rollout_id=payload.get("rollout_id") or "") as rollout:
@@ -155,7 +155,7 @@ def _workflow_sample(prompt: list[dict[str, Any]]) -> tuple[bool, Any]:
 
 
 async def run_grader(spec: dict[str, Any]) -> int:
-    from osmosis_ai.rollout._execution import failure, run_grader_phase
+    from osmosis_ai.rollout.integrations.spi import failure, run_grader_phase
     from osmosis_ai.rollout.types.enums import RolloutErrorCategory, RolloutStatus
 
     payload = json.loads(_path("OSMOSIS_GRADER_INPUT", GRADER_INPUT).read_text())
