@@ -66,3 +66,12 @@ def test_the_policy_key_stays_out_of_repr_and_dumps() -> None:
     assert "api_key" not in request.model_dump()
     assert "sk-secret" not in request.model_dump_json()
     assert request.model_copy().api_key == "sk-secret"
+
+
+def test_outcome_accepts_positional_phases_as_the_dataclass_did() -> None:
+    workflow = ExecutionResult(status=RolloutStatus.SUCCESS)
+    grader = ExecutionResult(status=RolloutStatus.FAILURE, err_message="bad")
+    assert ExecutionOutcome(workflow, grader) == ExecutionOutcome(workflow=workflow, grader=grader)
+    assert ExecutionOutcome(workflow).grader is None
+    with pytest.raises(ValidationError):
+        ExecutionOutcome()

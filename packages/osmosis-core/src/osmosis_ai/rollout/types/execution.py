@@ -88,10 +88,27 @@ class ExecutionResult(BaseModel):
 
 
 class ExecutionOutcome(BaseModel):
-    """Both phases of one rollout; ``result`` is what the controller receives."""
+    """Both phases of one rollout; ``result`` is what the controller receives.
+
+    ``ExecutionOutcome(workflow_result, grader_result)`` (positional, as when these were
+    dataclasses) and the keyword form both work.
+    """
 
     workflow: ExecutionResult
     grader: ExecutionResult | None = None
+
+    def __init__(
+        self,
+        workflow: ExecutionResult | None = None,
+        grader: ExecutionResult | None = None,
+        /,
+        **data: Any,
+    ) -> None:
+        if workflow is not None:
+            data["workflow"] = workflow
+        if grader is not None:
+            data["grader"] = grader
+        super().__init__(**data)
 
     @property
     def result(self) -> ExecutionResult:

@@ -65,7 +65,7 @@ def _failure(message: str) -> Any:
     from osmosis_ai.rollout.types.enums import RolloutErrorCategory
     from osmosis_ai.rollout.types.execution import ExecutionOutcome
 
-    return ExecutionOutcome(failure(RolloutErrorCategory.INTERNAL_ERROR, message))
+    return ExecutionOutcome(workflow=failure(RolloutErrorCategory.INTERNAL_ERROR, message))
 
 
 async def _serve(fd: int, spec: dict[str, Any]) -> None:

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import logging
 import sys
 from collections import deque
@@ -248,7 +247,7 @@ class WorkerPool(ExecutionBackend):
             )
         queued = loop.time() - admitted
         if timeout is not None and queued >= 0.01:
-            request = dataclasses.replace(request, agent_timeout_sec=timeout - queued)
+            request = request.model_copy(update={"agent_timeout_sec": timeout - queued})
         future = worker.submit(request, progress)
         guard = None
         if timeout is not None:
@@ -271,9 +270,9 @@ class WorkerPool(ExecutionBackend):
                 )
             )
         except WorkerDied as exc:
-            return ExecutionOutcome(failure(_INTERNAL, exc.message))
+            return ExecutionOutcome(workflow=failure(_INTERNAL, exc.message))
         if outcome is None:  # the worker cancelled it without being asked (shutting down)
-            return ExecutionOutcome(failure(_INTERNAL, "the rollout worker was stopped"))
+            return ExecutionOutcome(workflow=failure(_INTERNAL, "the rollout worker was stopped"))
         return outcome
 
     # -- capacity and health ------------------------------------------------------------------
