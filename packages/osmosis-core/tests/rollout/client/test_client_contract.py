@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import math
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -187,3 +188,14 @@ async def test_rollout_ids_with_url_syntax_reach_the_right_rollout() -> None:
             assert result.rollout_id == rollout_id
             assert result.status == RolloutStatus.SUCCESS
         assert (await client.cancel_rollout("a?b=1")).dispositions == {"a?b=1": "not_found"}
+
+
+@pytest.mark.parametrize(
+    "options", [{"timeout_sec": 0}, {"timeout_sec": math.inf}, {"poll_interval_sec": -1}]
+)
+async def test_wait_idle_rejects_timeouts_that_are_not_positive_and_finite(
+    options: dict[str, float],
+) -> None:
+    async with RolloutClient(url="http://127.0.0.1:1") as client:
+        with pytest.raises(ValueError, match="wait timeouts must be positive and finite"):
+            await client.wait_idle(**options)

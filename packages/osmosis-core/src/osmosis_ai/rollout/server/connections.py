@@ -106,16 +106,21 @@ def guarded_protocol(
                 guard.make_room(self.connections, self)
 
         def data_received(self, data: bytes) -> None:
-            if self._osmosis_head_timer is None and self._osmosis_idle():
-                self._osmosis_arm()  # a new request head starts on a kept-alive connection
             super().data_received(data)
-            if not self._osmosis_idle():
-                self._osmosis_disarm()
+            cycle = self.cycle
+            if cycle is None or cycle.response_complete:
+                # No request started: a partial head (its clock starts now, or at accept).
+                if self._osmosis_head_timer is None and not self.transport.is_closing():
+                    self._osmosis_arm()
+            else:  # a request is being served: neither idle nor on the head clock
+                if self._osmosis_head_timer is not None:
+                    self._osmosis_disarm()
                 guard.idle.pop(self, None)
 
         def on_response_complete(self) -> None:
             super().on_response_complete()
-            if self._osmosis_idle() and not self.transport.is_closing():
+            cycle = self.cycle
+            if (cycle is None or cycle.response_complete) and not self.transport.is_closing():
                 guard.idle.pop(self, None)
                 guard.idle[self] = None  # idle since now: the back of the queue
 
