@@ -190,12 +190,10 @@ async def test_rollout_ids_with_url_syntax_reach_the_right_rollout() -> None:
         assert (await client.cancel_rollout("a?b=1")).dispositions == {"a?b=1": "not_found"}
 
 
-@pytest.mark.parametrize(
-    "options", [{"timeout_sec": 0}, {"timeout_sec": math.inf}, {"poll_interval_sec": -1}]
-)
+@pytest.mark.parametrize(("limit", "interval"), [(0, 1.0), (math.inf, 1.0), (120.0, -1)])
 async def test_wait_idle_rejects_timeouts_that_are_not_positive_and_finite(
-    options: dict[str, float],
+    limit: float, interval: float
 ) -> None:
     async with RolloutClient(url="http://127.0.0.1:1") as client:
         with pytest.raises(ValueError, match="wait timeouts must be positive and finite"):
-            await client.wait_idle(**options)
+            await client.wait_idle(timeout_sec=limit, poll_interval_sec=interval)
