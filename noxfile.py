@@ -152,11 +152,13 @@ def e2e(session: nox.Session) -> None:
         "--frozen",
         env={"UV_PROJECT_ENVIRONMENT": session.virtualenv.location},
     )
-    # The browser test needs playwright and Chromium: it has its own session (report).
-    _pytest(session, ROOT / "tests-integration", ignore=(BROWSER_TEST,))
+    # The browser test needs playwright and Chromium: it has its own session (report), and
+    # tests-integration/reliability has its own (reliability).
+    _pytest(session, ROOT / "tests-integration", ignore=(BROWSER_TEST, RELIABILITY_TESTS))
 
 
 BROWSER_TEST = ROOT / "tests-integration" / "report" / "test_report_browser.py"
+RELIABILITY_TESTS = ROOT / "tests-integration" / "reliability"
 
 
 @nox.session(python="3.12", tags=["report"])
@@ -176,6 +178,14 @@ def report(session: nox.Session) -> None:
     session.env["OSMOSIS_TEST_ARTIFACTS"] = str(artifacts)
     _pytest(session, BROWSER_TEST)
     session.log(f"report screenshots: {artifacts}")
+
+
+@nox.session(python="3.12", tags=["reliability"])
+def reliability(session: nox.Session) -> None:
+    """Fault injection on loopback (SIGTERM drain, kill -9 at random points, crash during
+    restart, lost admissions) and fuzzing of the server's routes; bounded to a few minutes."""
+    session.install(*TEST_DEPS, *CORE)
+    _pytest(session, RELIABILITY_TESTS)
 
 
 @nox.session(python="3.12", default=False)

@@ -23,6 +23,8 @@ from rollout_server_harness import (
     serve_app,
 )
 
+from osmosis_ai.rollout.server.outbox import JOURNAL_NAME, replay
+
 
 async def _final(client: httpx.AsyncClient, rollout_id: str, token: str) -> dict[str, Any]:
     for _ in range(20):
@@ -77,9 +79,7 @@ async def test_shutdown_drains_cancels_and_persists_unfetched_results(tmp_path: 
         await _final(client, "fetched", tokens["fetched"])
     assert backend.shutdown_calls == 1
     assert "slow" in backend.cancelled
-    stored_by_id = {
-        json.loads(p.read_text())["rollout_id"]: p.read_text() for p in outbox.iterdir()
-    }
+    stored_by_id = {r["id"]: json.dumps(r) for r in replay(outbox / JOURNAL_NAME)}
     assert sorted(stored_by_id) == ["fast", "slow"]
     stored = stored_by_id["slow"]
     assert tokens["slow"] not in stored  # only the token's hash is kept
@@ -87,13 +87,12 @@ async def test_shutdown_drains_cancels_and_persists_unfetched_results(tmp_path: 
         slow = await client.get("/rollout/slow/result", headers={LEASE: tokens["slow"]})
         fast = await client.get("/rollout/fast/result", headers={LEASE: tokens["fast"]})
         wrong = await client.get("/rollout/slow/result", headers={LEASE: tokens["fast"]})
-        assert list(outbox.iterdir()) == []  # taken at start, held in memory
     assert slow.json()["status"] == "cancelled"
     assert "shut down" in slow.json()["err_message"]
     assert fast.json()["status"] == "success"
     assert wrong.status_code == 403
     # Both were fetched this time: nothing is left for a third start.
-    assert list(outbox.iterdir()) == []
+    assert replay(outbox / JOURNAL_NAME) == []
 
 
 async def test_retention_is_bounded_by_count() -> None:
@@ -205,25 +204,27 @@ async def test_sigterm_with_rollouts_in_flight(tmp_path: Path, osmosis_home: Pat
     assert f"rollout server listening on http://127.0.0.1:{port}" in output
     assert calls[0].body["status"] == "cancelled"
     assert calls[1].body["status"] == "failure"
-    records = {
-        record["rollout_id"]: record
-        for record in (json.loads(p.read_text()) for p in (osmosis_home / "outbox").iterdir())
-    }
+    # The default outbox is per server, beside the home (never among the rollout folders).
+    [journal] = osmosis_home.with_name(f"{osmosis_home.name}.outbox").glob(f"*/{JOURNAL_NAME}")
+    records = {record["id"]: record for record in replay(journal)}
     assert set(records) == {"fast", "slow"}
     assert records["fast"]["status"] == "success"
     assert records["slow"]["status"] == "cancelled"
     assert "shut down" in records["slow"]["err_message"]
 
 
-def test_outbox_file_names_are_safe_for_any_rollout_id(tmp_path: Path) -> None:
-    from osmosis_ai.rollout.server.outbox import Outbox, record_name
+def test_the_journal_keeps_any_rollout_id_and_skips_a_torn_line(tmp_path: Path) -> None:
+    from osmosis_ai.rollout.server.outbox import Outbox
 
-    ids = ["r1", "R1", "x" * 400, "a:b*c?", "é\udc80"]
-    names = {record_name(rid) for rid in ids}
-    assert len(names) == len(ids)
-    assert all(len(name) < 80 and "/" not in name for name in names)
+    ids = ["r1", "R1", "x" * 400, "a:b*c?", "outbox", "lock", "journal.jsonl"]
     outbox = Outbox(tmp_path / "outbox")
-    records = [{"rollout_id": rid, "result": "{}"} for rid in ids]
-    assert outbox.write(records) == len(ids)
-    assert sorted(r["rollout_id"] for r in outbox.take()) == sorted(ids)
-    assert list((tmp_path / "outbox").iterdir()) == []
+    assert outbox.open() == []
+    for rid in ids:
+        outbox.append(rid, {"op": "done", "id": rid, "result": "{}"}, None)
+    outbox.append("r1", None, None)  # acknowledged: gone
+    outbox.close()
+    with (tmp_path / "outbox" / JOURNAL_NAME).open("ab") as fh:
+        fh.write(b'{"op":"done","id":"torn","res')  # a crash in the middle of a write
+    reopened = Outbox(tmp_path / "outbox")
+    assert [r["id"] for r in reopened.open()] == ids[1:]
+    reopened.close()

@@ -46,6 +46,7 @@ from osmosis_ai.rollout.server.settings import (
     DEFAULT_CALLBACK_RETRY_BUDGET_SEC,
     DEFAULT_DRAIN_GRACE_SEC,
     DEFAULT_MAX_BODY_BYTES,
+    DEFAULT_MAX_RETAINED_BYTES,
     DEFAULT_MAX_RETAINED_RESULTS,
     DEFAULT_POLLING_LEASE_TIMEOUT_SEC,
     DEFAULT_RESULT_RETENTION_SEC,
@@ -86,6 +87,7 @@ def create_rollout_server(
     api_key: str | None = None,
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     max_retained_results: int = DEFAULT_MAX_RETAINED_RESULTS,
+    max_retained_bytes: int = DEFAULT_MAX_RETAINED_BYTES,
     callback_retry_budget_sec: float = DEFAULT_CALLBACK_RETRY_BUDGET_SEC,
     callback_backoff_initial_sec: float = 0.5,
     callback_backoff_max_sec: float = 30.0,
@@ -111,11 +113,14 @@ def create_rollout_server(
         max_body_bytes: larger request bodies get 413.
         max_retained_results: retention is also bounded by count (oldest evicted first), so
             memory stays flat under sustained load.
+        max_retained_bytes: and by the bytes of the retained results (default 1 GiB).
         callback_retry_budget_sec: how long a 0.3.0 callback is retried before it is parked in
             the outbox; ``callback_backoff_*`` shape the schedule.
         drain_grace_sec: at shutdown, in-flight rollouts get this long to finish before they are
             cancelled; ``cancel_cleanup_sec`` is how long cancelled rollouts get to unwind.
-        outbox_dir: where undelivered results are kept across restarts (``<home>/outbox``).
+        outbox_dir: this server's outbox (the journal that makes admissions and results
+            crash-safe); else ``OSMOSIS_ROLLOUT_OUTBOX_DIR``, else a per-server folder under
+            ``<home>.outbox/`` (see docs/operations.md).
         save_trajectories: write an ATIF trajectory for every finished rollout.
     """
     settings = ServerSettings(
@@ -124,6 +129,7 @@ def create_rollout_server(
         result_retention_sec=result_retention_sec,
         max_body_bytes=max_body_bytes,
         max_retained_results=max_retained_results,
+        max_retained_bytes=max_retained_bytes,
         callback_retry_budget_sec=callback_retry_budget_sec,
         callback_backoff_initial_sec=callback_backoff_initial_sec,
         callback_backoff_max_sec=callback_backoff_max_sec,

@@ -15,12 +15,10 @@ from typing import TYPE_CHECKING, Any
 
 from osmosis_ai.rollout.server import wire
 from osmosis_ai.rollout.server.callbacks import CallbackSender, DeliveryState, RetryPolicy
-from osmosis_ai.rollout.server.retention import outbox_record
 from osmosis_ai.rollout.types.enums import RolloutStatus
 
 if TYPE_CHECKING:
     from osmosis_ai.rollout.server.entry import RolloutEntry
-    from osmosis_ai.rollout.server.outbox import Outbox
     from osmosis_ai.rollout.server.settings import ServerSettings
     from osmosis_ai.rollout.types.execution import ExecutionOutcome
     from osmosis_ai.rollout.types.protocol import RolloutInitRequest
@@ -113,7 +111,7 @@ class CallbackDelivery:
         self,
         settings: ServerSettings,
         trajectories: TrajectorySaver,
-        outbox: Callable[[], Outbox | None],
+        acknowledge: Callable[[RolloutEntry], None],
     ) -> None:
         self._sender = CallbackSender(
             RetryPolicy(
@@ -124,7 +122,7 @@ class CallbackDelivery:
             )
         )
         self._trajectories = trajectories
-        self._outbox = outbox
+        self._acknowledge = acknowledge
         self.tasks: set[asyncio.Task[None]] = set()
 
     def schedule(
@@ -162,12 +160,10 @@ class CallbackDelivery:
                 url, body, api_key=entry.callback_key, what=f"{phase} ({entry.rollout_id})"
             )
             if result.state is DeliveryState.EXHAUSTED:
-                # Keep it: persisted now so a crash does not lose it, re-sent at the next start.
-                record = outbox_record(entry)
-                outbox = self._outbox()
-                if record is not None and outbox is not None:
-                    await asyncio.to_thread(outbox.write, [record])
-                    entry.callbacks = None
+                # Parked: its outbox record stays (never acknowledged, even when this server
+                # forgets it), so the next start re-sends it.
+                entry.journaled = False
+                entry.callbacks = None
                 break
             entry.callbacks.pop(0)
             if result.state is DeliveryState.DELIVERED:
@@ -175,6 +171,8 @@ class CallbackDelivery:
                 if ack_report is not None:
                     report = ack_report
         if not entry.callbacks:
+            if entry.callbacks is not None:
+                self._acknowledge(entry)  # every callback was answered
             entry.callbacks = None
         entry.request = None
         if outcome is not None and request is not None:

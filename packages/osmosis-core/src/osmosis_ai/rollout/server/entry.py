@@ -37,10 +37,13 @@ class RolloutEntry:
         "cancel_disposition",
         "cancel_message",
         "cancel_requested",
+        "durable",
         "err_message",
         "fetched",
+        "fingerprint",
         "finished",
         "finished_at",
+        "journaled",
         "lease_deadline",
         "lease_digest",
         "polled",
@@ -49,6 +52,7 @@ class RolloutEntry:
         "result",
         "reward",
         "rollout_id",
+        "salt",
         "started",
         "status",
         "task",
@@ -60,6 +64,12 @@ class RolloutEntry:
         self.rollout_id = rollout_id
         self.lease_digest = lease_digest
         self.lease_deadline = 0.0
+        self.salt = b""
+        self.fingerprint = b""
+        # Set once the outbox holds this rollout (so forgetting it must be recorded there);
+        # ``durable`` resolves when the admission record is on disk.
+        self.journaled = False
+        self.durable: asyncio.Future[bool] | None = None
         self.uses_lease = True
         self.request: RolloutInitRequest | None = None
         self.progress = RolloutProgress()

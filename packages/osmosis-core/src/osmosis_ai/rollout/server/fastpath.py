@@ -187,9 +187,9 @@ class FastRoutes:
             await send_json(send, 422, validation_body(exc))
             return
         try:
-            payload = self.service.admit(request)
+            payload = await self.service.admit_durably(request, body)
         except AdmissionError as exc:
-            extra = [_RETRY_AFTER] if exc.status_code == 429 else None
+            extra = [_RETRY_AFTER] if exc.status_code in (429, 503) else None
             await send_json(send, exc.status_code, wire.encode_json({"detail": exc.detail}), extra)
             return
         await send_json(send, 202, payload)

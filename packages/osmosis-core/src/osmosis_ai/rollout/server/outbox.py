@@ -1,85 +1,288 @@
-"""The on-disk outbox: results that were not yet delivered when the server stopped.
+"""The server's outbox: an append-only journal that makes admissions and results crash-safe.
 
-At shutdown, every finished rollout whose result was neither fetched by a poller nor fully
-delivered by callbacks is written here, one JSON file per rollout; the next server start reads
-the files back (and removes them), so pollers can fetch with the lease token they already hold
-and callbacks are sent again. Only the SHA-256 of a lease token is stored. A callback record
-has to keep the controller's bearer key to be re-sent with it, so files are created with mode
-0600 and written atomically (temporary file + rename).
+Every admission, finished result and acknowledgement is appended to ``<outbox>/journal.jsonl``
+by one writer thread that commits in groups: it takes everything queued, writes it with one
+``write`` and one ``fdatasync``, then takes the next group. The window is therefore one commit
+(a write plus an fsync, typically milliseconds); the 202 of an admission is sent only after its
+record is committed, and a result is on disk one commit after it finishes.
+
+Records (one JSON object per line; ``op`` says which):
+
+* ``admit`` - rollout id, lease digest and salt, request fingerprint (no request body);
+* ``done`` - a finished result as the next start needs it (see :func:`.retention.outbox_record`);
+* ``ack`` - the result was fetched, its callbacks acknowledged, or it was forgotten.
+
+At start the journal is replayed: an acknowledged rollout is gone, a finished one is offered
+again (fetchable with the lease token the controller holds, callbacks re-sent), an admitted one
+that never finished becomes a terminal failure (the service decides which). The replayed state
+is then written to a fresh journal atomically (temporary file + rename), so a crash during a
+restart loses nothing. The writer compacts the same way when the file grows past four times
+its live records.
+
+The directory is locked (``flock``) by the server that uses it, so two servers never share one.
+Only SHA-256 digests of lease tokens are stored; a callback record keeps the controller's bearer
+key to re-send with it, so the directory is 0700 and the files 0600.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import hashlib
 import json
 import logging
 import os
+import queue
+import threading
 from pathlib import Path
 from typing import Any
 
 logger = logging.getLogger("osmosis_ai.rollout.server")
 
-OUTBOX_VERSION = 1
-_SUFFIX = ".json"
+JOURNAL_NAME = "journal.jsonl"
+KEY_NAME = "lease.key"
+LOCK_NAME = "lock"
+_COMPACT_MIN_BYTES = 4 * 1024 * 1024
+
+Waiter = tuple[asyncio.AbstractEventLoop, asyncio.Future[bool]]
 
 
-def record_name(rollout_id: str) -> str:
-    """A file name for ``rollout_id``: a readable prefix plus a hash of the whole id, so long
-    ids, unusual characters and case-insensitive file systems cannot lose a record."""
-    prefix = "".join(c if c.isascii() and (c.isalnum() or c in "._-") else "_" for c in rollout_id)
-    digest = hashlib.sha256(rollout_id.encode("utf-8", "surrogatepass")).hexdigest()[:16]
-    return f"{prefix[:48]}-{digest}"
+class OutboxLocked(OSError):
+    """Another live server holds this outbox directory."""
 
 
 class Outbox:
-    """A directory of JSON records, one per rollout (see :func:`record_name`). All methods are blocking: call them in a
-    worker thread (``asyncio.to_thread``), never on the event loop."""
+    """One server's journal. :meth:`open` and :meth:`close` block (call them in a thread);
+    :meth:`append` is cheap and thread-safe (the writer thread does the I/O)."""
 
     def __init__(self, directory: Path) -> None:
         self.directory = directory
+        self.lease_key = b""
+        self._queue: queue.SimpleQueue[tuple[str, bytes | None, Waiter | None] | None] = (
+            queue.SimpleQueue()
+        )
+        self._live: dict[str, bytes] = {}
+        self._live_bytes = 0
+        self._file_bytes = 0
+        self._fd = -1
+        self._lock_fd = -1
+        self._thread: threading.Thread | None = None
+        self.failed = False
 
-    def write(self, records: list[dict[str, Any]]) -> int:
-        """Write ``records`` (each has a ``rollout_id``); return how many were written."""
-        if not records:
-            return 0
+    # ---- start ------------------------------------------------------------------------
+
+    def open(self) -> list[dict[str, Any]]:
+        """Lock the directory, replay the journal, compact it; return the live records
+        (``op`` ``done`` or ``admit``), oldest first."""
         self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
-        written = 0
-        for record in records:
-            rollout_id = record["rollout_id"]
-            name = record_name(rollout_id)
-            final = self.directory / f"{name}{_SUFFIX}"
-            temp = self.directory / f".{name}.{os.getpid()}.tmp"
-            try:
-                data = json.dumps({"version": OUTBOX_VERSION, **record}).encode()
-                fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-                with os.fdopen(fd, "wb") as fh:
-                    fh.write(data)
-                    fh.flush()
-                    os.fsync(fh.fileno())
-                os.replace(temp, final)
-                written += 1
-            except OSError as exc:
-                logger.error("could not write outbox record for rollout %s: %s", rollout_id, exc)
-                temp.unlink(missing_ok=True)
-        return written
-
-    def take(self) -> list[dict[str, Any]]:
-        """Read every record and remove its file; unreadable files are kept and logged."""
-        if not self.directory.is_dir():
-            return []
-        records: list[dict[str, Any]] = []
-        for path in sorted(self.directory.glob(f"*{_SUFFIX}")):
-            if path.name.startswith("."):
-                continue
-            try:
-                record = json.loads(path.read_bytes())
-                if not isinstance(record, dict) or record.get("version") != OUTBOX_VERSION:
-                    raise ValueError("not an outbox record of a known version")
-                if not isinstance(record.get("rollout_id"), str):
-                    raise ValueError("record has no rollout_id")
-            except (OSError, ValueError) as exc:
-                logger.error("skipping unreadable outbox file %s: %s", path, exc)
-                continue
-            records.append(record)
-            path.unlink(missing_ok=True)
+        self._lock_fd = lock_directory(self.directory)
+        self.lease_key = self._load_key()
+        journal = self.directory / JOURNAL_NAME
+        records = replay(journal)
+        self._live = {r["id"]: encode(r) for r in records}
+        self._rewrite()
+        self._thread = threading.Thread(target=self._writer, name="osmosis-outbox", daemon=True)
+        self._thread.start()
         return records
+
+    def _load_key(self) -> bytes:
+        path = self.directory / KEY_NAME
+        try:
+            key = path.read_bytes()
+            if len(key) == 32:
+                return key
+        except FileNotFoundError:
+            pass
+        key = os.urandom(32)
+        write_atomically(path, key)
+        return key
+
+    # ---- writing ----------------------------------------------------------------------
+
+    def append(self, rollout_id: str, record: dict[str, Any] | None, waiter: Waiter | None) -> None:
+        """Queue ``record`` (``None``: an acknowledgement) for the next commit; ``waiter``'s
+        future gets ``True`` once it is on disk (``False`` if it could not be written)."""
+        self._queue.put((rollout_id, None if record is None else encode(record), waiter))
+
+    def _writer(self) -> None:
+        q = self._queue
+        while True:
+            item = q.get()
+            batch = [item]
+            while True:
+                try:
+                    batch.append(q.get_nowait())
+                except queue.Empty:
+                    break
+            stop = None in batch
+            ok = self._commit([b for b in batch if b is not None])
+            waiters = [b[2] for b in batch if b is not None and b[2] is not None]
+            for loop, future in waiters:
+                # A closed loop: nobody is waiting any more.
+                with contextlib.suppress(RuntimeError):
+                    loop.call_soon_threadsafe(_resolve, future, ok)
+            if stop:
+                return
+
+    def _commit(self, batch: list[tuple[str, bytes | None, Waiter | None]]) -> bool:
+        lines: list[bytes] = []
+        live = self._live
+        for rollout_id, line, _ in batch:
+            old = live.pop(rollout_id, None)
+            if old is not None:
+                self._live_bytes -= len(old)
+            if line is None:
+                if old is None:
+                    continue
+                lines.append(encode({"op": "ack", "id": rollout_id}))
+            else:
+                live[rollout_id] = line
+                self._live_bytes += len(line)
+                lines.append(line)
+        if not lines:
+            return True
+        data = b"".join(lines)
+        try:
+            os.write(self._fd, data)
+            os.fdatasync(self._fd)
+        except OSError as exc:
+            if not self.failed:
+                logger.error(
+                    "could not write the rollout outbox %s (%s): results are not crash-safe "
+                    "until it can be written again",
+                    self.directory / JOURNAL_NAME,
+                    exc,
+                )
+            self.failed = True
+            return False
+        self.failed = False
+        self._file_bytes += len(data)
+        if self._file_bytes > max(_COMPACT_MIN_BYTES, 4 * self._live_bytes):
+            try:
+                self._rewrite()
+            except OSError as exc:
+                logger.error("could not compact the rollout outbox: %s", exc)
+        return True
+
+    def _rewrite(self) -> None:
+        """Replace the journal with the live records only (atomically), and append to it."""
+        journal = self.directory / JOURNAL_NAME
+        data = b"".join(self._live.values())
+        write_atomically(journal, data)
+        if self._fd >= 0:
+            os.close(self._fd)
+        self._fd = os.open(journal, os.O_WRONLY | os.O_APPEND)
+        self._file_bytes = len(data)
+        self._live_bytes = len(data)
+
+    # ---- stop -------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Commit what is queued, stop the writer and release the directory."""
+        if self._thread is not None:
+            self._queue.put(None)
+            self._thread.join()
+            self._thread = None
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+        if self._lock_fd >= 0:
+            os.close(self._lock_fd)  # releases the flock
+            self._lock_fd = -1
+
+
+def _resolve(future: asyncio.Future[bool], ok: bool) -> None:
+    if not future.done():
+        future.set_result(ok)
+
+
+def encode(record: dict[str, Any]) -> bytes:
+    return json.dumps(record, separators=(",", ":"), ensure_ascii=False).encode() + b"\n"
+
+
+def replay(journal: Path) -> list[dict[str, Any]]:
+    """The live records of ``journal`` in order (a torn or corrupt line is skipped and logged)."""
+    try:
+        raw = journal.read_bytes()
+    except FileNotFoundError:
+        return []
+    live: dict[str, dict[str, Any]] = {}
+    skipped = 0
+    for line in raw.split(b"\n"):
+        if not line:
+            continue
+        try:
+            record = json.loads(line)
+            op, rollout_id = record["op"], record["id"]
+            if not isinstance(rollout_id, str) or op not in ("admit", "done", "ack"):
+                raise ValueError(op)
+        except (ValueError, KeyError, TypeError):
+            skipped += 1
+            continue
+        live.pop(rollout_id, None)
+        if op != "ack":
+            live[rollout_id] = record
+    if skipped:
+        logger.error("skipped %d unreadable record(s) in the rollout outbox %s", skipped, journal)
+    return list(live.values())
+
+
+def write_atomically(path: Path, data: bytes) -> None:
+    temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(temp, path)
+    except BaseException:
+        temp.unlink(missing_ok=True)
+        raise
+    dir_fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+
+
+def lock_directory(directory: Path) -> int:
+    """Take an exclusive ``flock`` on ``directory/lock`` (released when the fd closes)."""
+    import fcntl
+
+    fd = os.open(directory / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        raise OutboxLocked(
+            f"the rollout outbox {directory} is in use by another running server; give each "
+            "server its own outbox_dir"
+        ) from None
+    return fd
+
+
+def default_outbox_dir(root: Path, backend_name: str) -> Path:
+    """``<root>/<backend>-<hash of the working directory>-<n>``: the first such folder no
+    running server holds, so a restarted server finds its own outbox and two servers started
+    side by side never share one."""
+    key = hashlib.sha256(os.getcwd().encode("utf-8", "surrogatepass")).hexdigest()[:12]
+    safe = "".join(c if c.isascii() and c.isalnum() else "_" for c in backend_name)[:32]
+    n = 0
+    while True:
+        candidate = root / f"{safe}-{key}-{n}"
+        if not is_locked(candidate):
+            return candidate
+        n += 1
+
+
+def is_locked(directory: Path) -> bool:
+    if not (directory / LOCK_NAME).exists():
+        return False
+    try:
+        os.close(lock_directory(directory))
+    except OutboxLocked:
+        return True
+    except OSError:
+        return False
+    return False

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from osmosis_ai.rollout.server.entry import FINISHED, RolloutEntry
@@ -23,16 +24,26 @@ class RetainedResults:
     """The order in which results finished, and their eviction (event-loop thread only)."""
 
     def __init__(
-        self, entries: dict[str, RolloutEntry], *, retention_sec: float, max_results: int
+        self,
+        entries: dict[str, RolloutEntry],
+        *,
+        retention_sec: float,
+        max_results: int,
+        max_bytes: int,
+        forget: Callable[[RolloutEntry], None],
     ) -> None:
         self._entries = entries
         self._order: collections.deque[RolloutEntry] = collections.deque()
         self.retention_sec = retention_sec
         self.max_results = max_results
+        self.max_bytes = max_bytes
+        self.bytes = 0
+        self._forget = forget
 
     def add(self, entry: RolloutEntry, now: float) -> None:
         self._order.append(entry)
-        if len(self._order) > self.max_results:
+        self.bytes += len(entry.result)
+        if len(self._order) > self.max_results or self.bytes > self.max_bytes:
             self.evict(now)
 
     async def sweep_forever(self) -> None:
@@ -49,32 +60,55 @@ class RetainedResults:
             entry = order[0]
             if entries.get(entry.rollout_id) is not entry:
                 order.popleft()
+                self.bytes -= len(entry.result)
                 continue
-            over_cap = len(order) > self.max_results
+            over_cap = len(order) > self.max_results or self.bytes > self.max_bytes
             if not over_cap and now - entry.finished_at < self.retention_sec:
                 return
             if entry.callbacks or (entry.task is not None and not entry.task.done()):
                 return  # still delivering or unwinding; try again on the next sweep
             if over_cap and not entry.fetched and entry.uses_lease:
                 logger.warning(
-                    "dropping the unfetched result of rollout %s: max_retained_results=%d reached",
+                    "dropping the unfetched result of rollout %s: max_retained_results=%d or "
+                    "max_retained_bytes=%d reached",
                     entry.rollout_id,
                     self.max_results,
+                    self.max_bytes,
                 )
             order.popleft()
+            self.bytes -= len(entry.result)
             del entries[entry.rollout_id]
+            self._forget(entry)
+
+
+def admission_record(entry: RolloutEntry, callback_urls: list[str]) -> dict[str, Any]:
+    """The journal record of an admission: enough to answer a retried admission and, after a
+    crash, to report the rollout as failed (to its poller, or to its callback receivers)."""
+    return {
+        "op": "admit",
+        "id": entry.rollout_id,
+        "lease_sha256": entry.lease_digest.hex(),
+        "salt": entry.salt.hex(),
+        "fp": entry.fingerprint.hex(),
+        "uses_lease": entry.uses_lease,
+        "callback_urls": callback_urls,
+        "authorization": entry.callback_key if callback_urls else None,
+    }
 
 
 def outbox_record(entry: RolloutEntry) -> dict[str, Any] | None:
-    """The outbox record of a finished result not yet received (``None`` if there is none)."""
+    """The journal record of a finished result not yet received (``None`` if there is none)."""
     if not entry.finished:
         return None
     pending = entry.callbacks or []
     if not pending and (entry.fetched or not entry.uses_lease):
         return None
     return {
-        "rollout_id": entry.rollout_id,
+        "op": "done",
+        "id": entry.rollout_id,
         "lease_sha256": entry.lease_digest.hex(),
+        "salt": entry.salt.hex(),
+        "fp": entry.fingerprint.hex(),
         "uses_lease": entry.uses_lease,
         "result": entry.result.decode(),
         "status": entry.status.value,
@@ -88,9 +122,11 @@ def outbox_record(entry: RolloutEntry) -> dict[str, Any] | None:
 
 
 def entry_from_record(record: dict[str, Any], now: float) -> RolloutEntry | None:
-    """A finished entry restored from an outbox record (``None``, logged, if malformed)."""
+    """A finished entry restored from a ``done`` record (``None``, logged, if malformed)."""
     try:
-        entry = RolloutEntry(record["rollout_id"], bytes.fromhex(record["lease_sha256"]))
+        entry = RolloutEntry(record["id"], bytes.fromhex(record["lease_sha256"]))
+        entry.salt = bytes.fromhex(record.get("salt") or "")
+        entry.fingerprint = bytes.fromhex(record.get("fp") or "")
         entry.uses_lease = bool(record.get("uses_lease", True))
         entry.result = record["result"].encode()
         entry.status = RolloutStatus(record["status"])
@@ -100,14 +136,60 @@ def entry_from_record(record: dict[str, Any], now: float) -> RolloutEntry | None
             (str(c["phase"]), str(c["url"]), str(c["body"]).encode())
             for c in record.get("callbacks") or []
         ]
-    except (KeyError, TypeError, ValueError) as exc:
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
         logger.error("skipping a malformed outbox record: %s", exc)
         return None
     entry.finished = True
     entry.started = True
     entry.finished_at = now
     entry.progress = FINISHED
+    entry.journaled = True
     if callbacks:
         entry.callbacks = callbacks
+        entry.callback_key = record.get("authorization")
+    return entry
+
+
+SERVER_RESTARTED_MESSAGE = (
+    "server_restarted: the rollout server stopped (crashed or was killed) before the rollout "
+    "finished; its result is lost, submit the rollout again"
+)
+
+
+def restarted_entry(record: dict[str, Any], now: float) -> RolloutEntry | None:
+    """The terminal failure of a rollout admitted before a crash that never finished
+    (``internal_error``; callbacks to its receivers, if it had them)."""
+    from osmosis_ai.rollout.server import wire
+    from osmosis_ai.rollout.types.enums import RolloutErrorCategory
+    from osmosis_ai.rollout.types.execution import ExecutionResult
+
+    result = ExecutionResult(
+        status=RolloutStatus.FAILURE,
+        err_message=SERVER_RESTARTED_MESSAGE,
+        err_category=RolloutErrorCategory.INTERNAL_ERROR,
+    )
+    try:
+        rollout_id = record["id"]
+        urls = [str(u) for u in record.get("callback_urls") or []]
+        entry = entry_from_record(
+            {
+                **record,
+                "result": wire.result_json(rollout_id, result).decode(),
+                "status": RolloutStatus.FAILURE.value,
+                "reward": None,
+                "err_message": SERVER_RESTARTED_MESSAGE,
+                "callbacks": [],
+            },
+            now,
+        )
+    except (KeyError, TypeError, ValueError) as exc:
+        logger.error("skipping a malformed outbox record: %s", exc)
+        return None
+    if entry is not None and urls:
+        bodies = [wire.completion_json(rollout_id, result), wire.grader_json(rollout_id, None)]
+        entry.callbacks = [
+            (phase, url, body)
+            for phase, url, body in zip(("completion", "grader"), urls, bodies, strict=False)
+        ]
         entry.callback_key = record.get("authorization")
     return entry

@@ -13,6 +13,7 @@ only at points where the state it relies on is re-checked afterwards.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
 import os
 import uuid
@@ -30,10 +31,17 @@ from osmosis_ai.rollout.context import rollout_context_for
 from osmosis_ai.rollout.errors import categorize_exception, describe_exception
 from osmosis_ai.rollout.server import wire
 from osmosis_ai.rollout.server.delivery import CallbackDelivery, TrajectorySaver
-from osmosis_ai.rollout.server.entry import FINISHED, AdmissionError, RolloutEntry, publish, wake
-from osmosis_ai.rollout.server.lease import lease_matches, mint_lease_token
-from osmosis_ai.rollout.server.outbox import Outbox
-from osmosis_ai.rollout.server.retention import RetainedResults, entry_from_record, outbox_record
+from osmosis_ai.rollout.server.drain import DrainingMixin
+from osmosis_ai.rollout.server.entry import FINISHED, AdmissionError, RolloutEntry, publish
+from osmosis_ai.rollout.server.lease import derive_lease_token, lease_matches
+from osmosis_ai.rollout.server.outbox import Outbox, OutboxLocked, default_outbox_dir
+from osmosis_ai.rollout.server.retention import (
+    RetainedResults,
+    admission_record,
+    entry_from_record,
+    outbox_record,
+    restarted_entry,
+)
 from osmosis_ai.rollout.server.settings import ServerSettings
 from osmosis_ai.rollout.types.enums import RolloutErrorCategory, RolloutStatus
 from osmosis_ai.rollout.types.execution import ExecutionOutcome, ExecutionRequest, ExecutionResult
@@ -44,6 +52,7 @@ __all__ = ["AdmissionError", "RolloutEntry", "RolloutService"]
 logger = logging.getLogger("osmosis_ai.rollout.server")
 
 ENV_INSTANCE_ID = "_OSMOSIS_ROLLOUT_INSTANCE_ID"
+ENV_OUTBOX_DIR = "OSMOSIS_ROLLOUT_OUTBOX_DIR"
 LEASE_EXPIRED_MESSAGE = "polling lease expired"
 CANCELLED_MESSAGE = "cancelled"
 TASK_CRASHED_MESSAGE = "rollout task crashed"
@@ -53,7 +62,7 @@ _RUNNING = RolloutStatus.RUNNING
 _QUEUED = RolloutStatus.QUEUED
 
 
-class RolloutService:
+class RolloutService(DrainingMixin):
     """Owns every rollout the server has admitted and not yet forgotten."""
 
     def __init__(self, backend: ExecutionBackend, settings: ServerSettings) -> None:
@@ -70,10 +79,16 @@ class RolloutService:
             self.entries,
             retention_sec=settings.result_retention_sec,
             max_results=settings.max_retained_results,
+            max_bytes=settings.max_retained_bytes,
+            forget=self._acknowledge,
         )
         self._outbox: Outbox | None = None
+        self._lease_key = os.urandom(32)  # replaced by the outbox's persistent key at start
+        self._restored: set[str] = set()
+        self._drain_deadline: float | None = None
+        self._settling = asyncio.Event()  # set whenever a result finishes or is received
         self._trajectories = TrajectorySaver()
-        self._callbacks = CallbackDelivery(settings, self._trajectories, lambda: self._outbox)
+        self._callbacks = CallbackDelivery(settings, self._trajectories, self._acknowledge)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._sweeper: asyncio.Task[None] | None = None
         self._closed = False
@@ -97,8 +112,8 @@ class RolloutService:
         if start_workers is not None:
             await start_workers()
         self._trajectories.start(self.settings.save_trajectories)
-        self._outbox = Outbox(self._outbox_dir())
-        records = await asyncio.to_thread(self._outbox.take)
+        self._outbox, records = await asyncio.to_thread(self._open_outbox)
+        self._lease_key = self._outbox.lease_key
         for record in records:
             self._restore(record)
         if records:
@@ -111,22 +126,22 @@ class RolloutService:
             self._retained.sweep_forever(), name="osmosis-retention"
         )
 
-    def _outbox_dir(self) -> Path:
-        if self.settings.outbox_dir is not None:
-            return Path(self.settings.outbox_dir)
+    def _open_outbox(self) -> tuple[Outbox, list[dict[str, Any]]]:
+        """Open the configured outbox, else the first free per-server default (blocking)."""
+        configured = self.settings.outbox_dir or os.environ.get(ENV_OUTBOX_DIR) or None
+        if configured is not None:
+            outbox = Outbox(Path(configured))
+            return outbox, outbox.open()
         from osmosis_ai.rollout.home import osmosis_home
 
-        return osmosis_home() / "outbox"
-
-    def begin_drain(self) -> None:
-        """Stop admitting (503) and wake every long poll so pollers see the current status."""
-        if not self.accepting:
-            return
-        self.accepting = False
-        logger.info("rollout server is draining: new rollouts are refused with 503")
-        for entry in self.entries.values():
-            if not entry.finished:
-                wake(entry.progress)
+        home = osmosis_home()
+        root = home.with_name(f"{home.name}.outbox")  # beside the trajectories, not among them
+        while True:
+            outbox = Outbox(default_outbox_dir(root, type(self.backend).__name__))
+            try:
+                return outbox, outbox.open()
+            except OutboxLocked:
+                continue  # another server took it between the check and the lock
 
     async def shutdown(self) -> None:
         """Drain, cancel what is left, deliver or persist every result, release resources."""
@@ -136,15 +151,16 @@ class RolloutService:
         self.begin_drain()
         await self._drain_executions()
         await self._callbacks.flush(self.settings.callback_flush_sec)
-        records = [r for e in self.entries.values() if (r := outbox_record(e)) is not None]
-        if records and self._outbox is not None:
-            written = await asyncio.to_thread(self._outbox.write, records)
-            logger.info(
-                "wrote %d undelivered rollout result(s) to %s; they are offered again at the "
-                "next start",
-                written,
-                self._outbox.directory,
-            )
+        if self._outbox is not None:
+            left = sum(1 for e in self.entries.values() if outbox_record(e) is not None)
+            await asyncio.to_thread(self._outbox.close)
+            if left:
+                logger.info(
+                    "%d undelivered rollout result(s) stay in %s; they are offered again at "
+                    "the next start",
+                    left,
+                    self._outbox.directory,
+                )
         await self._trajectories.drain(10.0)
         if self._sweeper is not None:
             self._sweeper.cancel()
@@ -154,59 +170,42 @@ class RolloutService:
             logger.exception("backend.shutdown() raised")
         await self._callbacks.aclose()
 
-    async def _drain_executions(self) -> None:
-        """Wait ``drain_grace_sec`` for running rollouts, then cancel them (and, past
-        ``cancel_cleanup_sec``, report the ones that would not stop as cancelled)."""
-        grace = self.settings.drain_grace_sec
-        running = self._running_tasks()
-        if running:
-            logger.info(
-                "waiting up to %gs for %d in-flight rollout(s) to finish", grace, len(running)
-            )
-            await asyncio.wait(running, timeout=grace)
-        running = self._running_tasks()
-        if not running:
-            return
-        message = (
-            f"cancelled: the rollout server shut down before the rollout finished "
-            f"(drain grace period of {grace:g}s elapsed)"
-        )
-        logger.warning(
-            "cancelling %d rollout(s) still running after the grace period", len(running)
-        )
-        for entry in list(self.entries.values()):
-            if not entry.finished and entry.task is not None and not entry.task.done():
-                entry.cancel_message = message
-                self._cancel_execution(entry)
-        await asyncio.wait(running, timeout=self.settings.cancel_cleanup_sec)
-        for entry in list(self.entries.values()):
-            if not entry.finished:
-                logger.error(
-                    "rollout %s did not stop within %.0fs of being cancelled; reporting it "
-                    "as cancelled",
-                    entry.rollout_id,
-                    self.settings.cancel_cleanup_sec,
-                )
-                self._finalize_forced(entry, RolloutStatus.CANCELLED, message, None)
-                if entry.task is not None:
-                    entry.task.cancel()
-
-    def _running_tasks(self) -> set[asyncio.Task[None]]:
-        return {e.task for e in self.entries.values() if e.task is not None and not e.task.done()}
-
     # ---- admission ------------------------------------------------------------------------
 
-    def admit(self, request: RolloutInitRequest) -> bytes:
-        """Register and schedule one rollout; return the 202 body. Never awaits agent work."""
+    async def admit_durably(self, request: RolloutInitRequest, body: bytes) -> bytes:
+        """:meth:`admit`, answered once the admission is on disk (see :mod:`.outbox`)."""
+        entry, payload = self._admit(request, hashlib.sha256(body).digest())
+        durable = entry.durable
+        if durable is not None and not durable.done():
+            await asyncio.shield(durable)
+        return payload
+
+    def admit(self, request: RolloutInitRequest, body: bytes | None = None) -> bytes:
+        """Register and schedule one rollout; return the 202 body. Never awaits agent work.
+
+        The same ``rollout_id`` with the same request body again (a controller retrying an
+        admission whose response it lost) gets the same admission back: the same lease token,
+        and the lease renewed. A different body gets 409."""
+        raw = body if body is not None else request.model_dump_json().encode()
+        return self._admit(request, hashlib.sha256(raw).digest())[1]
+
+    def _admit(self, request: RolloutInitRequest, fingerprint: bytes) -> tuple[RolloutEntry, bytes]:
+        rollout_id = request.rollout_id or uuid.uuid4().hex
+        existing = self.entries.get(rollout_id)
+        if existing is not None and existing.fingerprint == fingerprint and existing.uses_lease:
+            return existing, self._readmit(existing)
         if not self.accepting:
             raise AdmissionError(503, "rollout server is shutting down")
         if not self.backend.has_capacity():
             raise AdmissionError(429, "rollout queue is full; retry later")
-        rollout_id = request.rollout_id or uuid.uuid4().hex
-        if rollout_id in self.entries:
+        if existing is not None:
+            # 0.3.8's exact body; the same request again would have been re-admitted above.
             raise AdmissionError(409, "rollout_id is already registered")
-        token, digest = mint_lease_token()
+        salt = os.urandom(16)
+        token, digest = derive_lease_token(self._lease_key, salt)
         entry = RolloutEntry(rollout_id, digest)
+        entry.salt = salt
+        entry.fingerprint = fingerprint
         entry.request = request
         settings = self.settings
         loop = self._loop or asyncio.get_running_loop()
@@ -234,6 +233,7 @@ class RolloutService:
                 entry.lease_deadline = loop.time() + settings.polling_lease_timeout_sec
                 entry.timer = loop.call_at(entry.lease_deadline, self._check_lease, entry)
             self.entries[rollout_id] = entry
+            self._journal_admission(entry, request, loop)
             task = loop.create_task(self._run(entry, exec_request))
         except Exception as exc:
             self.entries.pop(rollout_id, None)
@@ -242,12 +242,43 @@ class RolloutService:
         entry.task = task
         self.active += 1
         task.add_done_callback(lambda t, e=entry: self._task_done(e, t))
+        return entry, self._admission_body(rollout_id, token)
+
+    def _admission_body(self, rollout_id: str, token: str) -> bytes:
+        settings = self.settings
         return (
             f'{{"rollout_id":{wire.encode_json(rollout_id).decode()},"status":"queued",'
             f'"polling_lease_token":"{token}",'
             f'"result_wait_timeout_sec":{settings.result_wait_timeout_sec!r},'
             f'"polling_lease_timeout_sec":{settings.polling_lease_timeout_sec!r}}}'
         ).encode()
+
+    def _readmit(self, entry: RolloutEntry) -> bytes:
+        """The admission of ``entry`` again (same token), its lease renewed."""
+        token, digest = derive_lease_token(self._lease_key, entry.salt)
+        if digest != entry.lease_digest:  # admitted under another key: cannot be re-derived
+            raise AdmissionError(409, "rollout_id is already registered")
+        if not entry.finished:
+            loop = self._loop or asyncio.get_running_loop()
+            entry.lease_deadline = loop.time() + self.settings.polling_lease_timeout_sec
+        return self._admission_body(entry.rollout_id, token)
+
+    def _journal_admission(
+        self, entry: RolloutEntry, request: RolloutInitRequest, loop: asyncio.AbstractEventLoop
+    ) -> None:
+        if self._outbox is None:
+            return
+        urls = [u for u in (request.completion_callback_url, request.grader_callback_url) if u]
+        entry.durable = loop.create_future()
+        entry.journaled = True
+        self._outbox.append(entry.rollout_id, admission_record(entry, urls), (loop, entry.durable))
+
+    def _acknowledge(self, entry: RolloutEntry) -> None:
+        """The result was received (or forgotten): the outbox no longer needs it."""
+        self._settling.set()
+        if entry.journaled and self._outbox is not None:
+            entry.journaled = False
+            self._outbox.append(entry.rollout_id, None, None)
 
     # ---- execution ------------------------------------------------------------------------
 
@@ -360,6 +391,12 @@ class RolloutService:
         elif request is not None:
             self._trajectories.spawn_save(entry.rollout_id, request, outcome)
             entry.request = None
+        if entry.journaled and self._outbox is not None:
+            record = outbox_record(entry)
+            if record is None:
+                self._acknowledge(entry)
+            else:
+                self._outbox.append(entry.rollout_id, record, None)
         if entry.timer is not None:
             entry.timer.cancel()  # lets the loop drop it (and this entry) from its timer heap
             entry.timer = None
@@ -367,6 +404,7 @@ class RolloutService:
         entry.progress = FINISHED  # waiters hold the old event; a retained result stays small
         publish(progress, status)
         self._retained.add(entry, loop.time())
+        self._settling.set()
 
     # ---- leases and polls -----------------------------------------------------------------
 
@@ -394,18 +432,22 @@ class RolloutService:
     def lease_ok(self, entry: RolloutEntry, token: str) -> bool:
         return lease_matches(token, entry.lease_digest)
 
+    def _fetched(self, entry: RolloutEntry) -> bytes:
+        if not entry.fetched:
+            entry.fetched = True
+            self._acknowledge(entry)
+        return entry.result
+
     async def poll(self, entry: RolloutEntry) -> bytes:
         """Answer one long poll (token already checked)."""
         if entry.finished:
-            entry.fetched = True
-            return entry.result
+            return self._fetched(entry)
         loop = self._loop or asyncio.get_running_loop()
         if entry.uses_lease:
             now = loop.time()
             if now >= entry.lease_deadline:
                 self._expire(entry)
-                entry.fetched = True
-                return entry.result
+                return self._fetched(entry)
             entry.lease_deadline = now + self.settings.polling_lease_timeout_sec
         wait = self.settings.result_wait_timeout_sec
         if not entry.polled:
@@ -422,8 +464,7 @@ class RolloutService:
         except TimeoutError:
             pass
         if entry.finished:
-            entry.fetched = True
-            return entry.result
+            return self._fetched(entry)
         return wire.in_progress_json(entry.rollout_id, entry.progress.status)
 
     # ---- cancellation ---------------------------------------------------------------------
@@ -459,9 +500,17 @@ class RolloutService:
     # ---- outbox --------------------------------------------------------------------------
 
     def _restore(self, record: dict[str, Any]) -> None:
-        entry = entry_from_record(record, (self._loop or asyncio.get_running_loop()).time())
+        now = (self._loop or asyncio.get_running_loop()).time()
+        if record.get("op") == "admit":
+            # Admitted, never finished: the server stopped without a trace of it (kill -9).
+            entry = restarted_entry(record, now)
+            if entry is not None and self._outbox is not None:
+                self._outbox.append(entry.rollout_id, outbox_record(entry), None)
+        else:
+            entry = entry_from_record(record, now)
         if entry is None:
             return
+        self._restored.add(entry.rollout_id)
         self.entries[entry.rollout_id] = entry
         self._retained.add(entry, entry.finished_at)
         if entry.callbacks:

@@ -6,9 +6,11 @@ Binds 127.0.0.1 unless told otherwise. The port comes from the argument, else
 balancer, so pooled controller connections are not cut mid-run. Connections are bounded
 (:mod:`.connections`): a request head must arrive within ``header_timeout_sec``, and past
 ``max_connections`` (default: the descriptor limit less an eighth) the connection idle the
-longest is closed, so idle connections cannot lock out working clients. On SIGTERM/SIGINT the app is
-told to drain at once (503 for new rollouts, long polls woken) instead of after uvicorn has
-waited for every open long poll to time out.
+longest is closed, so idle connections cannot lock out working clients. On the first SIGTERM/SIGINT the app starts
+to drain (503 + ``Retry-After`` for new rollouts, long polls woken) while the listener stays
+open: polls, result fetches, status and health are served until every rollout has finished and
+its result was fetched (or its callbacks answered), or ``drain_grace_sec`` is over; only then
+does uvicorn close the listener and the app cancel what is left. A second signal stops at once.
 """
 
 from __future__ import annotations
@@ -124,6 +126,8 @@ class _DrainingServer:
 
         class DrainingServer(uvicorn.Server):
             _loop: asyncio.AbstractEventLoop | None = None
+            _draining = False
+            _drain_task: asyncio.Future[None] | None = None
 
             async def startup(self, sockets: Any = None) -> None:
                 self._loop = asyncio.get_running_loop()
@@ -138,8 +142,22 @@ class _DrainingServer:
 
             def handle_exit(self, sig: int, frame: FrameType | None) -> None:
                 service = getattr(getattr(self.config.app, "state", None), "rollout_service", None)
-                if service is not None and self._loop is not None and not self.should_exit:
-                    self._loop.call_soon_threadsafe(service.begin_drain)
-                super().handle_exit(sig, frame)
+                if service is None or self._loop is None or self._draining or self.should_exit:
+                    super().handle_exit(sig, frame)  # a second signal stops at once
+                    return
+                self._draining = True
+                self._captured_signals.append(sig)  # re-raised after the drain, as uvicorn does
+                self._loop.call_soon_threadsafe(self._start_drain, service)
+
+            def _start_drain(self, service: Any) -> None:
+                self._drain_task = asyncio.ensure_future(self._drain(service))
+
+            async def _drain(self, service: Any) -> None:
+                # Keep the listener open (polls, results, status, health; 503 for new
+                # rollouts) until nothing is left to fetch or the grace period is over.
+                try:
+                    await service.drained()
+                finally:
+                    self.should_exit = True
 
         return DrainingServer(config)

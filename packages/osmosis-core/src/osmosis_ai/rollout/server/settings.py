@@ -11,6 +11,8 @@ DEFAULT_POLLING_LEASE_TIMEOUT_SEC = 120.0
 DEFAULT_RESULT_RETENTION_SEC = 900.0
 DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024
 DEFAULT_MAX_RETAINED_RESULTS = 20_000
+# Encoded result bytes kept in memory for fetching (oldest evicted first, with a warning).
+DEFAULT_MAX_RETAINED_BYTES = 1024 * 1024 * 1024
 DEFAULT_CALLBACK_RETRY_BUDGET_SEC = 600.0
 DEFAULT_DRAIN_GRACE_SEC = 10.0
 # After the grace period, cancelled rollouts get this long to unwind before they are abandoned.
@@ -31,6 +33,7 @@ class ServerSettings:
     result_retention_sec: float = DEFAULT_RESULT_RETENTION_SEC
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     max_retained_results: int = DEFAULT_MAX_RETAINED_RESULTS
+    max_retained_bytes: int = DEFAULT_MAX_RETAINED_BYTES
     callback_retry_budget_sec: float = DEFAULT_CALLBACK_RETRY_BUDGET_SEC
     callback_backoff_initial_sec: float = 0.5
     callback_backoff_max_sec: float = 30.0
@@ -63,6 +66,8 @@ class ServerSettings:
             raise ValueError("max_body_bytes must be an integer of at least 1024")
         if not isinstance(self.max_retained_results, int) or self.max_retained_results < 1:
             raise ValueError("max_retained_results must be a positive integer")
+        if not isinstance(self.max_retained_bytes, int) or self.max_retained_bytes < 1:
+            raise ValueError("max_retained_bytes must be a positive integer")
         for name in (
             "callback_retry_budget_sec",
             "callback_backoff_initial_sec",

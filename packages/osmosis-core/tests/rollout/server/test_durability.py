@@ -1,0 +1,98 @@
+"""Admissions are retryable and results survive restarts (in-process; the kill -9 tests are in
+tests-integration/reliability)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from rollout_server_harness import LEASE, FakeBackend, body, running
+
+from osmosis_ai.rollout.server.outbox import JOURNAL_NAME, Outbox, OutboxLocked, replay
+
+
+async def _final(client: Any, rollout_id: str, token: str) -> dict[str, Any]:
+    for _ in range(20):
+        response = await client.get(f"/rollout/{rollout_id}/result", headers={LEASE: token})
+        result = response.json()
+        if result["status"] in ("success", "failure", "cancelled"):
+            return result
+    raise AssertionError("rollout never finished")
+
+
+async def test_a_lost_202_is_regained_by_retrying_the_same_request(tmp_path: Path) -> None:
+    async with running(FakeBackend(), outbox_dir=tmp_path / "outbox") as (client, service):
+        request = body("r1", metadata={"mode": "sleep", "seconds": 0.1})
+        first = await client.post("/rollout", json=request)  # its response "is lost"
+        again = await client.post("/rollout", json=request)
+        other = await client.post("/rollout", json=body("r1", label="different"))
+        assert again.status_code == 202
+        token = again.json()["polling_lease_token"]
+        assert token == first.json()["polling_lease_token"]
+        assert other.status_code == 409
+        assert other.json() == {"detail": "rollout_id is already registered"}
+        assert (await _final(client, "r1", token))["status"] == "success"
+        assert len(service.entries) == 1  # executed once
+
+
+async def test_a_restored_unfetched_result_is_regained_by_the_same_request(
+    tmp_path: Path,
+) -> None:
+    options: dict[str, Any] = {"outbox_dir": tmp_path / "outbox"}
+    request = body("r1")
+    async with running(FakeBackend(), **options) as (client, _):
+        await client.post("/rollout", json=request)  # 202 lost, then the server restarts
+    backend = FakeBackend()
+    async with running(backend, **options) as (client, _):
+        retried = await client.post("/rollout", json=request)
+        different = await client.post("/rollout", json=body("r1", label="other"))
+        result = await _final(client, "r1", retried.json()["polling_lease_token"])
+    assert retried.status_code == 202
+    assert different.status_code == 409
+    assert result["status"] == "success"
+    assert backend.requests == []  # the restored result answered it: not run again
+    assert replay(tmp_path / "outbox" / JOURNAL_NAME) == []  # fetched: acknowledged
+
+
+async def test_admissions_and_results_are_journaled_without_request_bodies(
+    tmp_path: Path,
+) -> None:
+    outbox = tmp_path / "outbox"
+    async with running(FakeBackend(), outbox_dir=outbox) as (client, _):
+        token = (await client.post("/rollout", json=body("r1"))).json()["polling_lease_token"]
+        raw = (outbox / JOURNAL_NAME).read_text()
+        [admission] = [json.loads(line) for line in raw.splitlines()][:1]
+        assert admission["op"] == "admit"
+        assert "initial_messages" not in raw
+        assert token not in raw
+        await _final(client, "r1", token)
+    assert replay(outbox / JOURNAL_NAME) == []
+
+
+async def test_two_servers_never_share_an_outbox(tmp_path: Path) -> None:
+    held = Outbox(tmp_path / "outbox")
+    held.open()
+    with pytest.raises(OutboxLocked, match="in use by another running server"):
+        Outbox(tmp_path / "outbox").open()
+    held.close()
+    # The default outbox is per server: two servers side by side get two folders.
+    async with running(FakeBackend()) as (_, first), running(FakeBackend()) as (_, second):
+        assert first._outbox is not None
+        assert second._outbox is not None
+        assert first._outbox.directory != second._outbox.directory
+
+
+async def test_retention_is_bounded_by_bytes(tmp_path: Path) -> None:
+    async with running(FakeBackend(), max_retained_bytes=2048) as (client, service):
+        for i in range(20):
+            token = (await client.post("/rollout", json=body(f"r{i}"))).json()[
+                "polling_lease_token"
+            ]
+            await _final(client, f"r{i}", token)
+        assert service._retained.bytes <= 2048
+        assert "r19" in service.entries
+        assert "r0" not in service.entries
+        size = len(service.entries["r19"].result)
+        assert len(service.entries) == 2048 // size
