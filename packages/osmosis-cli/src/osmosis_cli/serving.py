@@ -29,8 +29,16 @@ def split_entrypoint(value: str) -> tuple[str, str]:
     return value, "app"
 
 
-def serve_rollout(entrypoint: str, *, host: str, port: int | None, reload: bool) -> None:
+def serve_rollout(
+    entrypoint: str, *, host: str, port: int | None, reload: bool, workers: str | None = None
+) -> None:
     path, attr = split_entrypoint(entrypoint)
+    if reload and workers not in (None, "1"):
+        raise CLIError(
+            CLIErrorCode.VALIDATION,
+            "--workers cannot be combined with --reload; use --reload while developing and "
+            "--workers N to serve",
+        )
     target = resolve_target(path)
     try:
         import uvicorn
@@ -73,9 +81,14 @@ def serve_rollout(entrypoint: str, *, host: str, port: int | None, reload: bool)
             timeout_keep_alive=2160,
         )
     else:
+        from osmosis_ai.errors import ConfigurationError
         from osmosis_ai.rollout.server import serve
 
-        serve(_load_app(target.rollout_dir, target.entrypoint, attr), host=host, port=bound_port)
+        app = _load_app(target.rollout_dir, target.entrypoint, attr)
+        try:
+            serve(app, host=host, port=bound_port, workers=workers)
+        except ConfigurationError as exc:
+            raise CLIError(CLIErrorCode.VALIDATION, str(exc)) from exc
     output.emit_operation("rollout.serve", message="Rollout server stopped.")
 
 

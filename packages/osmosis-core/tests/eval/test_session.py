@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from osmosis_ai.errors import ConfigurationError
 from osmosis_ai.eval import EvalRunFailed, UpstreamRejected
 from osmosis_ai.eval._finalize import _command_line
 from osmosis_ai.eval._journal import iter_records
@@ -66,6 +67,25 @@ async def test_mock_policy_solves_every_row(workspace: MakeWorkspace) -> None:
     calls = [c for c in all_calls if c["rollout_id"] == index[0]["rollout_id"]]
     assert len(calls) == 2
     assert all(c["status_code"] == 200 for c in calls)
+
+
+async def test_two_worker_processes_solve_every_row(workspace: MakeWorkspace) -> None:
+    config = workspace(n_rows=3)
+    plan = _plan(config, n=2, workers=2)
+    assert plan.workers == 2
+    result = await run_session(plan)
+    assert (result.status, result.succeeded, result.failed) == ("success", 6, 0)
+    assert result.metrics["reward_stats"]["mean"] == 1.0
+
+
+def test_auto_workers_skip_short_evals_and_respect_max_in_flight(
+    workspace: MakeWorkspace,
+) -> None:
+    config = workspace(n_rows=3)
+    assert _plan(config).workers == 1  # 3 work items: not worth a worker's start-up
+    assert _plan(config, n=64, max_in_flight=1).workers == 1
+    with pytest.raises(ConfigurationError, match="workers must be a positive integer"):
+        _plan(config, workers=0)
 
 
 async def test_rerun_resumes_only_missing_items(workspace: MakeWorkspace) -> None:

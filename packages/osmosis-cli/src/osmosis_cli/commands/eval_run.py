@@ -90,6 +90,13 @@ def run(
     no_report: Annotated[
         bool, typer.Option("--no-report", help="Do not write <run>/report.html at the end.")
     ] = False,
+    workers: Annotated[
+        str,
+        typer.Option(
+            "--workers",
+            help="Worker processes running rollouts: a number, or 'auto' (usable cores, max 8, one per 32 work items).",
+        ),
+    ] = "auto",
 ) -> None:
     """Run an eval locally: every row x n samples through the rollout, graded, resumable.
 
@@ -119,6 +126,7 @@ def run(
         retry_failed=retry_failed,
         output_dir=output,
         isolated=isolated,
+        workers=workers,
     )
     from osmosis_cli.commands.eval_results import finish_run
 

@@ -114,11 +114,19 @@ def serve_command(
     reload: Annotated[
         bool, typer.Option("--reload", help="Restart when files in the rollout folder change.")
     ] = False,
+    workers: Annotated[
+        str | None,
+        typer.Option(
+            "--workers",
+            help="Run rollouts in N worker processes ('auto': usable cores, max 8; "
+            "default: $OSMOSIS_ROLLOUT_WORKERS, else 1, in the server process).",
+        ),
+    ] = None,
 ) -> None:
     """Serve a rollout's `app` (from create_rollout_server) with uvicorn."""
     from osmosis_cli.serving import serve_rollout
 
-    serve_rollout(entrypoint, host=host, port=port, reload=reload)
+    serve_rollout(entrypoint, host=host, port=port, reload=reload, workers=workers)
 
 
 @app.command("list")

@@ -36,6 +36,7 @@ async def run_eval_async(
     fresh: bool = False,
     retry_failed: bool = False,
     isolated: bool = False,
+    workers: int | str = "auto",
     env: Mapping[str, str] | None = None,
     agent_timeout_sec: float | None = None,
     grader_timeout_sec: float | None = None,
@@ -51,7 +52,9 @@ async def run_eval_async(
     overrides ``api_key_env``. ``rows`` selects 0-based dataset rows (``'0-9,20'`` or a list),
     ``limit`` the first N. Results go to ``<output_dir or <workspace>/.osmosis/evals>/<name>``;
     calling again with the same ``name`` resumes the run (``fresh=True`` archives it and starts
-    over, ``retry_failed=True`` reruns failed rows). ``progress`` is called with an
+    over, ``retry_failed=True`` reruns failed rows). ``workers`` is how many worker processes the
+    rollout server runs rollouts in (``"auto"``: the usable cores, at most 8, at most
+    ``max_in_flight`` and one per 32 work items; 1 runs them in the server process). ``progress`` is called with an
     :class:`~osmosis_ai.eval.EvalUpdate` when the session starts, after every row and on notices.
 
     Raises ``ConfigurationError`` subclasses for bad arguments or config files
@@ -83,6 +86,7 @@ async def run_eval_async(
         retry_failed=retry_failed,
         output=Path(output_dir) if output_dir is not None else None,
         isolated=isolated,
+        workers=workers,
         env=env,
         agent_timeout_sec=agent_timeout_sec,
         grader_timeout_sec=grader_timeout_sec,

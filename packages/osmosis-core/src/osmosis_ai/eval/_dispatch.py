@@ -98,6 +98,7 @@ def _child_env(plan: EvalPlan, paths: RunPaths) -> dict[str, str]:
     env.update(plan.env)
     env.update(plan.secrets)
     env["_OSMOSIS_ROLLOUT_ARTIFACT_ROOT"] = str(paths.rollout_trials)
+    env["OSMOSIS_ROLLOUT_WORKERS"] = str(plan.workers)
     return env
 
 

@@ -63,6 +63,7 @@ class EvalOptions:
     retry_failed: bool = False
     output: Path | None = None
     isolated: bool = False
+    workers: int | str = "auto"
     workspace: Path | None = None
     env: Mapping[str, str] | None = None
     agent_timeout_sec: float | None = None
@@ -96,6 +97,7 @@ class EvalPlan:
     retry_failed: bool
     isolated: bool
     server_start_timeout_sec: float
+    workers: int = 1
     retry_policy: RetryPolicy | None = None
     item_deadline_sec: float | None = None
 
@@ -261,6 +263,23 @@ def _locked_inputs(
     }
 
 
+#: ``workers="auto"`` starts one worker per this many work items (each worker imports the
+#: rollout once, which a short eval would not win back).
+WORK_ITEMS_PER_AUTO_WORKER = 32
+
+
+def _workers(requested: int | str, max_in_flight: int | None, work_items: int) -> int:
+    """Worker processes for the rollout server. ``auto``: the usable cores (at most 8), no more
+    than rollouts can be in flight at once, and one per 32 work items (a short eval runs in the
+    server process)."""
+    from osmosis_ai.rollout.server._workers import resolve_workers
+
+    count = resolve_workers(requested)
+    if isinstance(requested, str) and requested.strip().lower() == "auto":
+        count = min(count, max_in_flight or count, work_items // WORK_ITEMS_PER_AUTO_WORKER)
+    return max(1, count)
+
+
 def build_plan(options: EvalOptions, *, environ: Mapping[str, str] | None = None) -> EvalPlan:
     """Validate the request; raises :class:`EvalPlanError` or ``ConfigError``."""
     env_map: Mapping[str, str] = os.environ if environ is None else environ
@@ -300,6 +319,7 @@ def build_plan(options: EvalOptions, *, environ: Mapping[str, str] | None = None
         fresh=options.fresh,
         retry_failed=options.retry_failed,
         isolated=options.isolated,
+        workers=_workers(options.workers, knobs.max_in_flight, len(selection) * knobs.n),
         server_start_timeout_sec=options.server_start_timeout_sec
         or (600.0 if options.isolated else 120.0),
         retry_policy=options.retry_policy,

@@ -59,6 +59,20 @@ def _load_app(entrypoint: Path, rollout_dir: Path) -> Any:
         raise SystemExit(f"osmosis eval: {exc}") from None
 
 
+def _use_workers(app: Any) -> None:
+    """``OSMOSIS_ROLLOUT_WORKERS`` (set by ``eval run --workers``): run rollouts in worker
+    processes. An osmosis-core without worker support (``--isolated`` with an older pin) serves
+    in one process."""
+    try:
+        from osmosis_ai.rollout.server._workers import resolve_workers
+        from osmosis_ai.rollout.server._workers.pool import use_workers
+    except ImportError:
+        return
+    count = resolve_workers(None)
+    if count > 1:
+        use_workers(app, count)
+
+
 def main(argv: list[str]) -> None:
     if len(argv) != 3:
         raise SystemExit("usage: _server_bootstrap.py ENTRYPOINT ROLLOUT_DIR PORT_FILE")
@@ -66,6 +80,7 @@ def main(argv: list[str]) -> None:
     if os.environ.get("_OSMOSIS_EVAL_WATCH_STDIN") == "1":
         _watch_parent()
     app = _load_app(entrypoint.resolve(), rollout_dir.resolve())
+    _use_workers(app)
 
     import uvicorn
 

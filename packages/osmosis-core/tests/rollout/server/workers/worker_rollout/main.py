@@ -77,7 +77,9 @@ backend = LocalBackend(
     max_concurrency=int(os.environ.get("WORKER_TEST_MAX_CONCURRENCY", "0")) or None,
     max_queue_depth=int(os.environ.get("WORKER_TEST_MAX_QUEUE", "0")) or None,
 )
-app = create_rollout_server(backend=backend, configure_logging=False)
+app = create_rollout_server(
+    backend=backend, configure_logging=os.environ.get("WORKER_TEST_LOGGING") == "1"
+)
 
 if __name__ == "__main__":
     serve(app, port=int(os.environ.get("WORKER_TEST_PORT", "0")), workers=2)
