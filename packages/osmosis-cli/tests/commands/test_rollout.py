@@ -258,6 +258,52 @@ def test_serve_runs_the_app_on_loopback(git_repo: Path, rollout_factory: Rollout
         process.wait(timeout=15)
 
 
+def test_serve_with_workers_runs_rollouts_in_worker_processes(
+    git_repo: Path, rollout_factory: RolloutFactory
+) -> None:
+    pytest.importorskip("uvicorn")
+    rollout_factory(git_repo, "echo", LOCAL_ROLLOUT, dependencies=["osmosis-core"])
+    port = _free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "osmosis_cli", "--plain", "rollout", "serve",
+         "rollouts/echo/main.py", "--port", str(port), "--workers", "2"],
+        cwd=git_repo, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    try:
+        assert process.stdout is not None
+        for line in process.stdout:  # the app starts once its workers are ready
+            if "Application startup complete" in line:
+                break
+        health = httpx.get(f"http://127.0.0.1:{port}/health", timeout=5).json()
+    finally:
+        process.terminate()
+        process.wait(timeout=15)
+    assert health["backend"] == "workers"
+    assert len({w["pid"] for w in health["workers"] if w["ready"]}) == 2
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--workers", "2", "--reload"], "--workers cannot be combined with --reload"),
+        (["--workers", "0"], "workers must be a positive integer"),
+        (["--workers", "many"], "workers='many' is not a number"),
+    ],
+)
+def test_serve_rejects_bad_workers(
+    run_cli: RunCli,
+    git_repo: Path,
+    rollout_factory: RolloutFactory,
+    flags: list[str],
+    message: str,
+) -> None:
+    pytest.importorskip("uvicorn")
+    rollout_factory(git_repo, "echo", LOCAL_ROLLOUT, dependencies=["osmosis-core"])
+    result = run_cli("--json", "rollout", "serve", "rollouts/echo/main.py", *flags, cwd=git_repo)
+    assert result.code == 1
+    assert message in result.error()["error"]["message"]
+
+
 def test_serve_reports_a_missing_app(
     run_cli: RunCli, git_repo: Path, rollout_factory: RolloutFactory
 ) -> None:
