@@ -187,3 +187,35 @@ def test_rejected_api_key_fails_fast_with_a_hint(
     assert error["details"]["status_code"] == 401
     assert "TINY_KEY" in error["message"]
     assert "wrong-key-1234" not in err
+
+
+def test_cost_is_in_the_summary_and_the_envelope(
+    workspace: MakeWorkspace, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = workspace(n_rows=1)
+    with config.open("a") as fh:
+        fh.write('\n[pricing."m"]\ninput = 1.0\noutput = 2.0\n')
+    with ScriptedPolicyServer("multiply") as policy:
+        args = ("eval", "run", str(config), "--base-url", policy.url, "--model", "m")
+        code, out, _ = _cli(capsys, *args, "--name", "priced", "--json")
+        assert code == 0
+        cost = json.loads(out)["resource"]["metrics"]["cost"]
+        assert cost["policy_usd"] > 0
+        assert cost["judge_usd"] == 0.0
+        code, out, _ = _cli(capsys, *args, "--name", "priced", "--plain")
+    assert code == 0
+    assert f"cost policy / judge / total: ${cost['policy_usd']:.4f} / $0.0000" in out
+    assert "tokens in / cached / out / reasoning" in out
+
+
+def test_unknown_cost_is_said_with_the_reason(
+    workspace: MakeWorkspace, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = workspace(n_rows=1)
+    with ScriptedPolicyServer("multiply") as policy:
+        code, out, _ = _cli(
+            capsys, "eval", "run", str(config), "--base-url", policy.url, "--model", "m", "--plain"
+        )
+    assert code == 0
+    assert "cost policy / judge / total: unknown / $0.0000 / unknown" in out
+    assert "cost unknown because: no price known for model 'm'" in out

@@ -46,6 +46,7 @@ class JudgeUsage:
     completion_tokens: int = 0
     latency_s: float = 0.0
     cost_usd: float | None = None
+    unpriced_calls: int = 0  # calls that spent tokens on a model with no known price
     models: set[str] = field(default_factory=set)
 
     def add(self, call: JudgeCall) -> None:
@@ -58,6 +59,8 @@ class JudgeUsage:
         self.latency_s += call.latency_s
         if call.cost_usd is not None:
             self.cost_usd = (self.cost_usd or 0.0) + call.cost_usd
+        elif not call.cached and (call.prompt_tokens or call.completion_tokens):
+            self.unpriced_calls += 1
         self.models.add(call.model)
 
     @property
@@ -76,6 +79,7 @@ class JudgeUsage:
             "total_tokens": self.total_tokens,
             "latency_s": round(self.latency_s, 6),
             "cost_usd": self.cost_usd,
+            "unpriced_calls": self.unpriced_calls,
             "models": sorted(self.models),
         }
 
@@ -106,6 +110,8 @@ def judge_metrics(usage: JudgeUsage) -> dict[str, float]:
     }
     if usage.cost_usd is not None:
         metrics["judge_cost_usd"] = usage.cost_usd
+    if usage.unpriced_calls:
+        metrics["judge_unpriced_calls"] = usage.unpriced_calls
     return metrics
 
 
@@ -118,6 +124,7 @@ _METRIC_KEYS = (
     "completion_tokens",
     "latency_s",
     "cost_usd",
+    "unpriced_calls",
 )
 
 

@@ -72,3 +72,15 @@ def test_log_redacts_longest_first_and_is_private(tmp_path: Path) -> None:
     assert '"word":"ab"' in text
     assert "INFO [step]" in text
     assert stat.S_IMODE((tmp_path / "logs.txt").stat().st_mode) == 0o600
+
+
+def test_policy_and_judge_resolve_providers_from_one_table() -> None:
+    from osmosis_ai.eval._upstream import resolve_upstream
+    from osmosis_ai.eval.judge.providers import resolve_target
+
+    env = {"FIREWORKS_API_KEY": "k1", "OPENAI_API_KEY": "k2"}
+    for model in ("fireworks_ai/llama-v3", "openai/gpt-4.1-mini", "vllm/Qwen/Qwen3-8B"):
+        upstream = resolve_upstream(model, environ=env)
+        target = resolve_target(model, environ=env)
+        assert upstream.base_url == target.base_url
+        assert upstream.model == target.model

@@ -405,6 +405,7 @@ def _summary_lines(result: EvalRun) -> list[str]:
     for point in result.metrics.get("pass_at_k", []):
         value = point.get("value")
         lines.append(f"pass@{point['k']}: {'-' if value is None else f'{value:.4f}'}")
+    lines += [f"{key}: {value}" for key, value in _cost_rows(result.metrics.get("cost"))]
     lines.append(f"results: {result.run_dir}")
     return lines + _failed_lines(result)
 
@@ -453,6 +454,34 @@ def _print_summary_table(result: EvalRun, out: Output) -> None:
                 + (f" (${cost:.4f})" if cost is not None else ""),
             )
         )
+    rows.extend(_cost_rows(metrics.get("cost")))
     for key, value in rows:
         table.add_row(key, fmt(value))
     Console(file=out.stdout, highlight=False).print(table)
+
+
+def _cost_rows(cost: dict[str, Any] | None) -> list[tuple[str, Any]]:
+    """The cost ledger's lines: USD per kind ("unknown" with the reason, never $0) and tokens."""
+    if not cost:
+        return []
+
+    def usd(kind: str) -> str:
+        value = cost.get(f"{kind}_usd")
+        if value is not None:
+            return f"${value:.4f}"
+        known = cost.get(f"{kind}_known_usd") or 0.0
+        return f"unknown (${known:.4f} priced)" if known else "unknown"
+
+    tokens = cost.get("tokens") or {}
+    rows: list[tuple[str, Any]] = [
+        ("cost policy / judge / total", f"{usd('policy')} / {usd('judge')} / {usd('total')}"),
+        (
+            "tokens in / cached / out / reasoning",
+            " / ".join(
+                str(tokens.get(k, 0)) for k in ("input", "cached_input", "output", "reasoning")
+            ),
+        ),
+    ]
+    if cost.get("unknown_reason"):
+        rows.append(("cost unknown because", cost["unknown_reason"]))
+    return rows

@@ -15,6 +15,8 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from osmosis_ai.errors import ConfigurationError
+
 ENV_NAME_PATTERN = r"^[A-Z_][A-Z0-9_]*$"
 SECRET_NAME_PATTERN = r"^[A-Z][A-Z0-9_]*$"
 COMMIT_SHA_PATTERN = r"^[0-9a-fA-F]{7,40}$"
@@ -131,6 +133,20 @@ class EvalConfig(SubmitConfig):
     kind: ClassVar[str] = "eval"
     evaluation: EvaluationSection = Field(default_factory=EvaluationSection)
     secrets: SecretsSection  # required for eval (``required = []`` is fine)
+    #: ``[pricing."<model>"]``: USD per million tokens (``input``, ``output``, ``cached_input``),
+    #: overriding the pricing library (checked by :func:`osmosis_ai.eval._pricing.parse_overrides`).
+    pricing: dict[str, dict[str, float]] = Field(default_factory=dict)
+
+    @field_validator("pricing")
+    @classmethod
+    def _check_pricing(cls, value: dict[str, dict[str, float]]) -> dict[str, dict[str, float]]:
+        from osmosis_ai.eval._pricing import parse_overrides
+
+        try:
+            parse_overrides(value)
+        except ConfigurationError as exc:
+            raise ValueError(str(exc)) from None
+        return value
 
     def sections_for_platform(self) -> dict[str, Any]:
         body: dict[str, Any] = {

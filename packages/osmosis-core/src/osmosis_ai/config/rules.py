@@ -21,7 +21,7 @@ from osmosis_ai.config.models import (
 
 SHARED_SECTIONS = ("experiment", "advanced", "env", "secrets")
 KIND_SECTIONS = {
-    "eval": ("evaluation",),
+    "eval": ("evaluation", "pricing"),
     "training": ("training", "sampling", "checkpoints"),
 }
 

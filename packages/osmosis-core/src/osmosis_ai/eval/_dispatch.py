@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from osmosis_ai.eval._errors import UpstreamRejected
 from osmosis_ai.eval._journal import Journal
 from osmosis_ai.eval._plan import EvalPlan
+from osmosis_ai.eval._pricing import Pricer, RowPricer, parse_overrides
 from osmosis_ai.eval._proxy import PolicyProxy
 from osmosis_ai.eval._run_layout import RunPaths
 from osmosis_ai.eval._run_log import RunLog
@@ -212,6 +213,22 @@ def _scheduler(
         deadline_sec=deadline,
         server_alive=lambda: server.exited() is None,
         redact=log.redact,
+        price_row=_row_pricer(plan),
+    )
+
+
+def _row_pricer(plan: EvalPlan) -> RowPricer:
+    """The run's cost ledger: ``[pricing]`` overrides first, then the pricing library."""
+    config = plan.config
+    overrides = parse_overrides(config.pricing if config is not None else None)
+    upstream = plan.upstream
+    return RowPricer(
+        Pricer(overrides),
+        upstream.model,
+        None if upstream.is_mock else upstream.base_url,
+        fixed_reason="the mock policy has no price"
+        if upstream.is_mock and upstream.model not in overrides
+        else None,
     )
 
 

@@ -64,6 +64,7 @@ def row_from_journal(
         resumed=resumed,
         attempt=record.get("attempt"),
         judge=record.get("judge"),
+        cost=record.get("cost"),
     )
 
 
@@ -105,7 +106,14 @@ def finalize(
     summary = compute_metrics(
         (
             ItemResult(
-                r.row_index, r.run_index, r.status, r.reward, r.tokens, r.error_type, r.judge
+                r.row_index,
+                r.run_index,
+                r.status,
+                r.reward,
+                r.tokens,
+                r.error_type,
+                r.judge,
+                r.cost,
             )
             for r in rows
         ),

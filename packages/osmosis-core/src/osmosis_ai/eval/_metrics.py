@@ -23,6 +23,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from osmosis_ai.eval._pricing import run_cost
 from osmosis_ai.judge_usage import sum_judge_usage
 
 #: Error types that blame the rollout's own code; every other failure is infrastructure, except
@@ -42,6 +43,7 @@ class ItemResult:
     tokens: int = 0
     error_type: str | None = None
     judge: Mapping[str, Any] | None = None  # the row's LLM-judge usage (judge_usage)
+    cost: Mapping[str, Any] | None = None  # the row's cost object (_pricing.row_cost)
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:
@@ -119,6 +121,9 @@ def compute_metrics(
     judge = sum_judge_usage(r.judge for r in items)
     if judge is not None:
         summary["judge"] = judge  # the graders' judge calls; tokens_used is the policy's only
+    cost = run_cost(r.cost for r in items)
+    if cost is not None:
+        summary["cost"] = cost  # policy, judge and total USD (None: some row's price unknown)
     if samples_per_row >= 2:
         summary["pass_at_k"] = _pass_at_k_points(graded, samples_per_row, pass_threshold)
     return summary

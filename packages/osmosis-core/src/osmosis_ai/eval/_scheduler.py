@@ -87,6 +87,10 @@ class Scheduler:
     #: Applied to error messages before they are journaled (a rollout's exception text may
     #: quote a secret from its environment).
     redact: Callable[[str], str] = lambda text: text
+    #: Builds a row's ``cost`` object from its policy calls' usage and its judge usage.
+    price_row: (
+        Callable[[list[dict[str, Any] | None], dict[str, Any] | None], dict[str, Any]] | None
+    ) = None
     halt_reason: str | None = None
     dispatched: int = 0
     _in_flight: dict[str, WorkItem] = field(default_factory=dict)
@@ -197,6 +201,8 @@ class Scheduler:
             record["tokens"] = sum(call.total_tokens for call in calls)
             record["policy_calls"] = len(calls)
             self._save_calls(rollout_id, calls)
+        if self.price_row is not None and (calls or judge):
+            record["cost"] = self.price_row([call.usage for call in calls or ()], judge)
         await self.journal.append(record)
         self.on_result(record)
 

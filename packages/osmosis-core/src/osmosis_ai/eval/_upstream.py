@@ -13,32 +13,9 @@ import os
 from dataclasses import dataclass, field
 
 from osmosis_ai.errors import ConfigurationError
+from osmosis_ai.eval._providers import known_names, lookup
 
 MOCK_MODEL = "mock"
-
-
-@dataclass(frozen=True, slots=True)
-class Provider:
-    base_url: str
-    key_env: str | None
-    key_required: bool = True
-
-
-PROVIDERS: dict[str, Provider] = {
-    "openai": Provider("https://api.openai.com/v1", "OPENAI_API_KEY"),
-    "anthropic": Provider("https://api.anthropic.com/v1", "ANTHROPIC_API_KEY"),
-    "gemini": Provider("https://generativelanguage.googleapis.com/v1beta/openai", "GEMINI_API_KEY"),
-    "openrouter": Provider("https://openrouter.ai/api/v1", "OPENROUTER_API_KEY"),
-    "together": Provider("https://api.together.xyz/v1", "TOGETHER_API_KEY"),
-    "together_ai": Provider("https://api.together.xyz/v1", "TOGETHER_API_KEY"),
-    "groq": Provider("https://api.groq.com/openai/v1", "GROQ_API_KEY"),
-    "deepseek": Provider("https://api.deepseek.com/v1", "DEEPSEEK_API_KEY"),
-    "fireworks": Provider("https://api.fireworks.ai/inference/v1", "FIREWORKS_API_KEY"),
-    "fireworks_ai": Provider("https://api.fireworks.ai/inference/v1", "FIREWORKS_API_KEY"),
-    "mistral": Provider("https://api.mistral.ai/v1", "MISTRAL_API_KEY"),
-    "xai": Provider("https://api.x.ai/v1", "XAI_API_KEY"),
-    "ollama": Provider("http://127.0.0.1:11434/v1", None, key_required=False),
-}
 
 
 class UpstreamError(ConfigurationError):
@@ -88,9 +65,9 @@ def resolve_upstream(
         key = api_key or _read_key(api_key_env, env, required=api_key_env is not None)
         return Upstream(model=model, base_url=base, api_key=key, key_env=api_key_env)
     provider_name, sep, provider_model = model.partition("/")
-    provider = PROVIDERS.get(provider_name.lower()) if sep else None
+    provider = lookup(provider_name) if sep else None
     if provider is None or not provider_model:
-        known = ", ".join(sorted(PROVIDERS))
+        known = known_names()
         raise UpstreamError(
             f"cannot tell where to send model {model!r}: use a provider shorthand "
             f"('<provider>/<model>', providers: {known}), pass --base-url for any "

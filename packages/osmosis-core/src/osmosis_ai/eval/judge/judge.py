@@ -25,6 +25,7 @@ from collections.abc import Mapping
 from typing import Any, Literal
 
 from osmosis_ai.errors import ConfigurationError
+from osmosis_ai.eval._pricing import ModelPrice, Pricer
 from osmosis_ai.eval.judge import prompt as _prompt
 from osmosis_ai.eval.judge.cache import JudgeCache, cache_key, resolve_cache
 from osmosis_ai.eval.judge.errors import ProviderRequestError
@@ -65,10 +66,16 @@ def check_range(score_min: float, score_max: float) -> None:
         )
 
 
+#: Judge prices from the pricing library (its lookups cached for the process).
+_PRICER = Pricer()
+
+
 class Judge:
     """A reusable judge bound to one model; see the module docstring for the behaviour.
 
-    ``prices`` is ``(input, output)`` in USD per million tokens, for ``cost_usd`` in the usage.
+    ``prices`` is ``(input, output)`` in USD per million tokens, for ``cost_usd`` in the usage;
+    without it the price comes from ``genai-prices`` (``cost_usd`` stays ``None``, counted in
+    ``unpriced_calls``, when the model's price is unknown).
     ``cache`` is a :class:`JudgeCache`, a directory, ``True`` (``$OSMOSIS_JUDGE_CACHE`` or
     ``<osmosis home>/judge-cache``), ``False``, or ``None`` (``$OSMOSIS_JUDGE_CACHE`` if set).
     """
@@ -234,9 +241,7 @@ class Judge:
         cached: bool = False,
         failed: bool = False,
     ) -> JudgeCall:
-        cost = None
-        if self.prices is not None and not cached:
-            cost = (prompt_tokens * self.prices[0] + completion_tokens * self.prices[1]) / 1e6
+        cost = None if cached else self._cost(prompt_tokens, completion_tokens)
         call = JudgeCall(
             model=self.model,
             provider=self.target.provider,
@@ -251,6 +256,16 @@ class Judge:
         self.usage.add(call)
         record_call(call)
         return call
+
+    def _cost(self, prompt_tokens: int, completion_tokens: int) -> float | None:
+        """``prices=`` when given, else the pricing library's price (``None``: unknown)."""
+        split = {"input": prompt_tokens, "output": completion_tokens}
+        if self.prices is not None:
+            return ModelPrice(input=self.prices[0], output=self.prices[1]).cost(split)
+        provider = None if self.target.provider == "custom" else self.target.provider
+        return _PRICER.price(
+            self.target.model, split, provider=provider, base_url=self.target.base_url
+        ).usd
 
     @staticmethod
     def _result(

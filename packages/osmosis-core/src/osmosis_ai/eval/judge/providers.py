@@ -1,7 +1,8 @@
 """Where a judge model lives: 0.3's ``provider/model`` strings mapped to OpenAI-compatible endpoints.
 
 Every provider is reached through its OpenAI-compatible chat-completions endpoint with the
-``openai`` client. For each one the table gives the default base URL, the variable holding the
+``openai`` client. The table is :mod:`osmosis_ai.eval._providers` (shared with the policy
+upstream); for each provider it gives the default base URL, the variable holding the
 key and the variable that overrides the base URL (``OPENAI_BASE_URL`` as the ``openai`` client
 reads it; ``<PROVIDER>_BASE_URL`` for the others). Local servers (vLLM, SGLang, Ollama) need no
 key. An explicit ``base_url=`` wins over both the variable and the default; with it, a model
@@ -15,49 +16,19 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from osmosis_ai.errors import ConfigurationError
+from osmosis_ai.eval._providers import ALIASES, PROVIDERS, ProviderSpec
 from osmosis_ai.eval.judge.errors import MissingAPIKeyError
 
-
-@dataclass(frozen=True, slots=True)
-class ProviderSpec:
-    """One provider's OpenAI-compatible endpoint."""
-
-    name: str
-    base_url: str
-    key_env: str | None
-    base_url_env: str
-    key_required: bool = True
+__all__ = [
+    "ALIASES",
+    "KEYLESS_PLACEHOLDER",
+    "PROVIDERS",
+    "JudgeTarget",
+    "ProviderSpec",
+    "resolve_target",
+]
 
 
-def _spec(name: str, base_url: str, key_env: str | None, *, local: bool = False) -> ProviderSpec:
-    return ProviderSpec(
-        name=name,
-        base_url=base_url,
-        key_env=key_env,
-        base_url_env=f"{name.upper()}_BASE_URL",
-        key_required=not local,
-    )
-
-
-PROVIDERS: dict[str, ProviderSpec] = {
-    spec.name: spec
-    for spec in (
-        _spec("openai", "https://api.openai.com/v1", "OPENAI_API_KEY"),
-        _spec("anthropic", "https://api.anthropic.com/v1", "ANTHROPIC_API_KEY"),
-        _spec(
-            "gemini", "https://generativelanguage.googleapis.com/v1beta/openai", "GEMINI_API_KEY"
-        ),
-        _spec("openrouter", "https://openrouter.ai/api/v1", "OPENROUTER_API_KEY"),
-        _spec("together", "https://api.together.xyz/v1", "TOGETHER_API_KEY"),
-        _spec("groq", "https://api.groq.com/openai/v1", "GROQ_API_KEY"),
-        _spec("xai", "https://api.x.ai/v1", "XAI_API_KEY"),
-        _spec("vllm", "http://127.0.0.1:8000/v1", "VLLM_API_KEY", local=True),
-        _spec("sglang", "http://127.0.0.1:30000/v1", "SGLANG_API_KEY", local=True),
-        _spec("ollama", "http://127.0.0.1:11434/v1", "OLLAMA_API_KEY", local=True),
-    )
-}
-#: 0.3 / LiteLLM spellings accepted as the same provider.
-ALIASES: dict[str, str] = {"google": "gemini", "together_ai": "together"}
 #: Model families recognised without a ``provider/`` prefix (0.3 did the same).
 _INFERRED: tuple[tuple[tuple[str, ...], str], ...] = (
     (("gpt-", "o1", "o3", "o4", "chatgpt-"), "openai"),
