@@ -219,3 +219,44 @@ def test_unknown_cost_is_said_with_the_reason(
     assert code == 0
     assert "cost policy / judge / total: unknown / $0.0000 / unknown" in out
     assert "cost unknown because: no price known for model 'm'" in out
+
+
+def _load_safety_rollout() -> Any:
+    import importlib.util
+    import sys
+
+    name = "osmosis_cli_tests_safety_rollout"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(
+            name, TINY_ROLLOUT.with_name("safety_rollout.py")
+        )
+        assert spec is not None
+        assert spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
+def test_require_append_only_exits_1_when_a_rollout_breaks_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    safe = _load_safety_rollout().write_safety_workspace(tmp_path / "safe", ("safe", "subagents"))
+    code, out, err = _cli(capsys, "eval", "run", str(safe), "--require-append-only", "--plain")
+    assert code == 0, err
+    assert "training safety: 2/2 rollouts append-only; token ids: 0/2 rows" in out
+    assert "(enable with --token-ids)" in out
+
+    unsafe = _load_safety_rollout().write_safety_workspace(
+        tmp_path / "unsafe", ("safe", "tool_args_reformatted")
+    )
+    args = ("eval", "run", str(unsafe), "--name", "u", "--plain")
+    code, out, err = _cli(capsys, *args)
+    assert code == 0, err  # without the flag a break is reported, not fatal
+    assert (
+        "1/2 rollouts append-only; 1 break it: 1 \N{MULTIPLICATION SIGN} tool_args_reformatted"
+        in out
+    )
+    code, out, _ = _cli(capsys, *args, "--require-append-only")  # resumes: nothing left to run
+    assert code == 1
+    assert "1 break it" in out

@@ -97,13 +97,30 @@ def run(
             help="Worker processes running rollouts: a number, or 'auto' (usable cores, max 8, one per 32 work items).",
         ),
     ] = "auto",
+    token_ids: Annotated[
+        bool,
+        typer.Option(
+            "--token-ids",
+            help="Ask the model server for token ids (vLLM's return_token_ids) and check them "
+            "too. Only for engines that accept the field; hosted APIs may reject it.",
+        ),
+    ] = False,
+    require_append_only: Annotated[
+        bool,
+        typer.Option(
+            "--require-append-only",
+            help="Exit 1 when any rollout is not append-only (unsafe for token-in/token-out "
+            "training; see docs/guides/training-safe-rollouts.md).",
+        ),
+    ] = False,
 ) -> None:
     """Run an eval locally: every row x n samples through the rollout, graded, resumable.
 
     Starts the rollout's server (its entrypoint's `app`) on 127.0.0.1 and proxies its model
     calls to the upstream model. Results go to .osmosis/evals/<run>/ (report.html, index.jsonl,
     metrics.json, trajectories/, logs.txt). Rerun with the same --name to resume. Exit code 1
-    when any work item failed or is still pending (status "partial"); 130 when interrupted.
+    when any work item failed or is still pending (status "partial"), or with
+    --require-append-only when a rollout is not append-only; 130 when interrupted.
     The same from Python: osmosis_ai.eval.run_eval (docs/eval-library.md).
     """
     from osmosis_cli.output import get_output
@@ -127,6 +144,7 @@ def run(
         output_dir=output,
         isolated=isolated,
         workers=workers,
+        token_ids=token_ids,
     )
     from osmosis_cli.commands.eval_results import finish_run
 
@@ -135,6 +153,8 @@ def run(
     if result.status == "interrupted":
         raise typer.Exit(code=EXIT_INTERRUPTED)
     if result.status != "success":
+        raise typer.Exit(code=1)
+    if require_append_only and result.metrics.get("training_safety", {}).get("broken"):
         raise typer.Exit(code=1)
 
 
@@ -365,7 +385,12 @@ def _emit(result: EvalRun, out: Output, report: Path | None, failures: list[str]
         next_steps.append(f"osmosis eval run <config> --name {result.run_name}")
     if not out.is_json and out.mode.value == "rich":
         _print_summary_table(result, out)
-        lines = [f"results: {result.run_dir}", *_failed_lines(result), *tail]
+        lines = [
+            f"results: {result.run_dir}",
+            *_safety_lines(result),
+            *_failed_lines(result),
+            *tail,
+        ]
     out.emit_operation(
         "eval.run",
         status=status,
@@ -407,7 +432,17 @@ def _summary_lines(result: EvalRun) -> list[str]:
         lines.append(f"pass@{point['k']}: {'-' if value is None else f'{value:.4f}'}")
     lines += [f"{key}: {value}" for key, value in _cost_rows(result.metrics.get("cost"))]
     lines.append(f"results: {result.run_dir}")
-    return lines + _failed_lines(result)
+    return lines + _safety_lines(result) + _failed_lines(result)
+
+
+def _safety_lines(result: EvalRun) -> list[str]:
+    """The training-safety line (append-only rollouts, causes, token ids), when checked."""
+    from osmosis_ai.eval import describe_training_safety
+
+    summary = result.metrics.get("training_safety")
+    if not summary or not summary.get("rollouts"):
+        return []
+    return [f"training safety: {describe_training_safety(summary)}"]
 
 
 def _print_summary_table(result: EvalRun, out: Output) -> None:

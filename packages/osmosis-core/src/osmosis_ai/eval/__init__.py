@@ -46,6 +46,13 @@ _EXPORTS = {
     "load_dataset": "osmosis_ai.eval._dataset",
     "SelectionError": "osmosis_ai.eval._selection",
     "parse_rows_spec": "osmosis_ai.eval._selection",
+    # training safety: is a rollout append-only (safe for token-in/token-out training)?
+    "check_append_only": "osmosis_ai.eval._training_safety",
+    "AppendOnlyVerdict": "osmosis_ai.eval._training_safety",
+    "Divergence": "osmosis_ai.eval._training_safety",
+    "TokenMismatch": "osmosis_ai.eval._training_safety",
+    "expand_calls": "osmosis_ai.eval._proxy_calls",
+    "describe_training_safety": "osmosis_ai.eval._safety_summary",
     # LLM-as-judge (osmosis_ai.eval.judge; 0.3's API in osmosis_ai.eval.rubric)
     "Judge": "osmosis_ai.eval.judge.judge",
     "JudgeUsage": "osmosis_ai.judge_usage",
@@ -61,19 +68,29 @@ if TYPE_CHECKING:
     from osmosis_ai.eval._errors import EvalExtraMissingError, EvalRunFailed, UpstreamRejected
     from osmosis_ai.eval._manifest import ManifestError, ManifestMismatchError
     from osmosis_ai.eval._progress import EvalProgress, EvalUpdate
+    from osmosis_ai.eval._proxy_calls import expand_calls
     from osmosis_ai.eval._records import RowRecord, read_index
     from osmosis_ai.eval._run import EvalRun
     from osmosis_ai.eval._run_layout import RunLayoutError
+    from osmosis_ai.eval._safety_summary import describe_training_safety
     from osmosis_ai.eval._selection import SelectionError, parse_rows_spec
     from osmosis_ai.eval._source import EvalPlanError
+    from osmosis_ai.eval._training_safety import (
+        AppendOnlyVerdict,
+        Divergence,
+        TokenMismatch,
+        check_append_only,
+    )
     from osmosis_ai.eval.judge.judge import Judge
     from osmosis_ai.eval.judge.result import RubricResult
     from osmosis_ai.eval.rubric.engine import evaluate_rubric, evaluate_rubric_sync
     from osmosis_ai.judge_usage import JudgeUsage
 
 __all__ = [
+    "AppendOnlyVerdict",
     "DatasetError",
     "DatasetRow",
+    "Divergence",
     "EvalExtraMissingError",
     "EvalPlanError",
     "EvalProgress",
@@ -88,9 +105,13 @@ __all__ = [
     "RubricResult",
     "RunLayoutError",
     "SelectionError",
+    "TokenMismatch",
     "UpstreamRejected",
+    "check_append_only",
+    "describe_training_safety",
     "evaluate_rubric",
     "evaluate_rubric_sync",
+    "expand_calls",
     "iter_dataset",
     "load_dataset",
     "parse_rows_spec",

@@ -40,6 +40,7 @@ async def run_eval_async(
     env: Mapping[str, str] | None = None,
     agent_timeout_sec: float | None = None,
     grader_timeout_sec: float | None = None,
+    token_ids: bool = False,
     progress: ProgressCallback | None = None,
 ) -> EvalRun:
     """Evaluate ``rollout`` over a dataset against a model; returns the :class:`EvalRun`.
@@ -54,8 +55,11 @@ async def run_eval_async(
     calling again with the same ``name`` resumes the run (``fresh=True`` archives it and starts
     over, ``retry_failed=True`` reruns failed rows). ``workers`` is how many worker processes the
     rollout server runs rollouts in (``"auto"``: the usable cores, at most 8, at most
-    ``max_in_flight`` and one per 32 work items; 1 runs them in the server process). ``progress`` is called with an
-    :class:`~osmosis_ai.eval.EvalUpdate` when the session starts, after every row and on notices.
+    ``max_in_flight`` and one per 32 work items; 1 runs them in the server process).
+    ``token_ids=True`` asks the upstream for token ids (vLLM's ``return_token_ids``; only for
+    engines that accept it) so the training-safety check also compares ids. ``progress`` is
+    called with an :class:`~osmosis_ai.eval.EvalUpdate` when the session starts, after every row
+    and on notices.
 
     Raises ``ConfigurationError`` subclasses for bad arguments or config files
     (``EvalPlanError``, ``ConfigError``), ``ManifestMismatchError`` when a resumed run's inputs
@@ -90,6 +94,7 @@ async def run_eval_async(
         env=env,
         agent_timeout_sec=agent_timeout_sec,
         grader_timeout_sec=grader_timeout_sec,
+        token_ids=token_ids,
     )
     plan = build_plan(options)
     return await run_session(plan, progress)

@@ -142,7 +142,10 @@ async def _start_proxy(
     plan: EvalPlan, upstream: Upstream, log: RunLog, on_event: EventSink, stack: AsyncExitStack
 ) -> PolicyProxy:
     proxy = PolicyProxy(
-        upstream, retry=plan.retry_policy, on_event=lambda kind, d: on_event("warning", kind, d)
+        upstream,
+        retry=plan.retry_policy,
+        on_event=lambda kind, d: on_event("warning", kind, d),
+        token_ids=plan.token_ids,
     )
     await proxy.start()
     stack.push_async_callback(proxy.aclose)

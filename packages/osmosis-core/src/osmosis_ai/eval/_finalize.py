@@ -26,6 +26,7 @@ from osmosis_ai.eval._records import RowRecord, write_index
 from osmosis_ai.eval._run import EvalRun, RunStatus
 from osmosis_ai.eval._run_layout import RunPaths
 from osmosis_ai.eval._run_log import Redactor
+from osmosis_ai.eval._safety_summary import summarize_training_safety
 from osmosis_ai.eval._scheduler import WorkItem
 from osmosis_ai.eval._trajectories import load_calls, trajectory_for
 
@@ -65,6 +66,7 @@ def row_from_journal(
         attempt=record.get("attempt"),
         judge=record.get("judge"),
         cost=record.get("cost"),
+        training_safety=record.get("training_safety"),
     )
 
 
@@ -121,6 +123,7 @@ def finalize(
         pass_threshold=plan.pass_threshold,
         total_work_items=len(items),
     )
+    summary["training_safety"] = summarize_training_safety(r.training_safety for r in rows)
     counts = {s: sum(1 for r in rows if r.status == s) for s in ("success", "failed", "skipped")}
     pending = len(items) - len(rows)
     status = _status(end.interrupted, counts["failed"], pending)

@@ -72,6 +72,8 @@ class EvalOptions:
     retry_policy: RetryPolicy | None = None
     #: Overrides the per-item deadline (agent + grader timeout + 60 s, else one hour).
     item_deadline_sec: float | None = None
+    #: Ask the upstream for token ids (vLLM ``return_token_ids``): the token-level check.
+    token_ids: bool = False
 
 
 @dataclass(slots=True)
@@ -100,6 +102,7 @@ class EvalPlan:
     workers: int = 1
     retry_policy: RetryPolicy | None = None
     item_deadline_sec: float | None = None
+    token_ids: bool = False
 
     @property
     def run_dir(self) -> Path:
@@ -324,4 +327,5 @@ def build_plan(options: EvalOptions, *, environ: Mapping[str, str] | None = None
         or (600.0 if options.isolated else 120.0),
         retry_policy=options.retry_policy,
         item_deadline_sec=options.item_deadline_sec,
+        token_ids=options.token_ids,
     )

@@ -12,9 +12,11 @@ OpenAI-compatible server. The proxy
 * retries upstream 408/429/5xx and connection failures with exponential backoff (honouring
   ``Retry-After``) before anything was sent to the agent, so a rate limit is not an agent
   failure;
-* records per call: latency, time to first byte, HTTP status, attempts, usage, and token ids
+* records per call: latency, time to first byte, HTTP status, attempts, usage, the request's
+  messages and the response message, finish reason, ``system_fingerprint``, and token ids
   and logprobs when the upstream returns them (vLLM ``return_token_ids``, ``logprobs``), so the
-  trajectory of the rollout carries them.
+  trajectory of the rollout carries them and the append-only check can read them;
+* adds ``return_token_ids: true`` to each request only when the run opted in (``token_ids``).
 
 Why a bare ASGI app rather than FastAPI: the proxy is on the hot path of every model call and
 needs byte-level control of streaming; routing is two path shapes.
@@ -70,8 +72,12 @@ class PolicyProxy:
         request_timeout_sec: float = 600.0,
         on_event: Callable[[str, dict[str, Any]], None] | None = None,
         upstream_clients: int = 16,
+        token_ids: bool = False,
     ) -> None:
         self.upstream = upstream
+        #: Ask the upstream for token ids (vLLM's ``return_token_ids``); opt-in, because
+        #: providers that validate requests strictly reject unknown fields.
+        self.token_ids = token_ids
         self._shards = max(1, upstream_clients)
         self._next_shard = 0
         self.retry = retry or RetryPolicy()
@@ -228,7 +234,12 @@ class PolicyProxy:
             return
         request["model"] = self.upstream.model
         stream = request.get("stream") is True
+        if self.token_ids:
+            request.setdefault("return_token_ids", True)
         record = CallRecord(started_at=time.time(), stream=stream)
+        messages = request.get("messages")
+        record.messages = messages if isinstance(messages, list) else None
+        record.tools = request.get("tools")
         route.calls.append(record)
         start = time.perf_counter()
         payload = json.dumps(request, separators=(",", ":")).encode()

@@ -1,7 +1,8 @@
 """What the policy proxy records and how it retries: :class:`CallRecord`, :class:`RetryPolicy`.
 
 A :class:`CallRecord` is one model call as the proxy saw it on the wire (latency, time to first
-byte, status, attempts, usage, token ids and logprobs when the upstream returns them); the
+byte, status, attempts, usage, token ids and logprobs when the upstream returns them, the
+request's messages and the response message, finish reason, ``system_fingerprint``); the
 scheduler writes them to ``llm_calls.jsonl`` and :mod:`._trajectories` adds them to trajectories.
 """
 
@@ -47,6 +48,13 @@ class CallRecord:
     completion_token_ids: list[int] | None = None
     logprobs: Any = None
     error: str | None = None
+    #: What the policy saw and said: the request's messages and tools, the response message
+    #: (assembled from the deltas when streamed), finish reason and ``system_fingerprint``.
+    messages: list[Any] | None = None
+    tools: Any = None
+    response: dict[str, Any] | None = None
+    finish_reason: str | None = None
+    system_fingerprint: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         data = {
@@ -62,6 +70,10 @@ class CallRecord:
             "completion_token_ids": self.completion_token_ids,
             "logprobs": self.logprobs,
             "error": self.error,
+            "messages": self.messages,
+            "response": self.response,
+            "finish_reason": self.finish_reason,
+            "system_fingerprint": self.system_fingerprint,
         }
         return {k: v for k, v in data.items() if v is not None}
 
@@ -84,10 +96,18 @@ class CallRecord:
             self.usage = data["usage"]
         if isinstance(data.get("prompt_token_ids"), list):
             self.prompt_token_ids = data["prompt_token_ids"]
+        if isinstance(data.get("system_fingerprint"), str):
+            self.system_fingerprint = data["system_fingerprint"]
         choices = data.get("choices")
         if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
             return
         choice = choices[0]
+        if isinstance(choice.get("finish_reason"), str):
+            self.finish_reason = choice["finish_reason"]
+        if isinstance(choice.get("message"), dict):
+            self.response = choice["message"]
+        elif isinstance(choice.get("delta"), dict):
+            self.response = _merge_delta(self.response, choice["delta"])
         if isinstance(choice.get("prompt_token_ids"), list):
             self.prompt_token_ids = choice["prompt_token_ids"]
         ids = choice.get("token_ids")
@@ -101,6 +121,83 @@ class CallRecord:
                 self.logprobs = {"content": list(logprobs["content"])}
         elif logprobs is not None and self.logprobs is None:
             self.logprobs = logprobs
+
+
+def _merge_delta(message: dict[str, Any] | None, delta: dict[str, Any]) -> dict[str, Any]:
+    """Fold one streamed ``delta`` into the assistant message being assembled."""
+    message = message if message is not None else {"role": "assistant", "content": None}
+    for key in ("content", "reasoning_content", "reasoning"):
+        piece = delta.get(key)
+        if isinstance(piece, str):
+            message[key] = (message.get(key) or "") + piece
+    for call in delta.get("tool_calls") or ():
+        if not isinstance(call, dict):
+            continue
+        calls: list[dict[str, Any]] = message.setdefault("tool_calls", [])
+        index = call.get("index", len(calls))
+        while len(calls) <= index:
+            calls.append(
+                {"id": None, "type": "function", "function": {"name": "", "arguments": ""}}
+            )
+        target = calls[index]
+        if call.get("id"):
+            target["id"] = call["id"]
+        function = call.get("function") or {}
+        if isinstance(function.get("name"), str):
+            target["function"]["name"] += function["name"]
+        if isinstance(function.get("arguments"), str):
+            target["function"]["arguments"] += function["arguments"]
+    return message
+
+
+def compact_calls(calls: list[CallRecord]) -> list[dict[str, Any]]:
+    """The calls' JSON forms with each call's messages stored as a reference plus a suffix.
+
+    A call whose messages start with the previous call's messages + response (the usual case)
+    stores ``messages_from: {"call": k, "count": m}`` and only ``messages_suffix``; :func:`expand_calls`
+    restores ``messages``. Keeps ``llm_calls.jsonl`` and trajectories linear in the conversation.
+    """
+    out: list[dict[str, Any]] = []
+    previous: list[Any] | None = None
+    for index, call in enumerate(calls):
+        data = call.to_json()
+        messages = call.messages
+        if previous is not None and messages is not None:
+            count = _common_prefix(previous, messages)
+            if count:
+                del data["messages"]
+                data["messages_from"] = {"call": index - 1, "count": count}
+                data["messages_suffix"] = messages[count:]
+        if messages is not None:
+            previous = messages + ([call.response] if call.response is not None else [])
+        out.append(data)
+    return out
+
+
+def _common_prefix(a: list[Any], b: list[Any]) -> int:
+    count = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        count += 1
+    return count
+
+
+def expand_calls(calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Undo :func:`compact_calls`: every call gets its full ``messages`` back (copies)."""
+    out: list[dict[str, Any]] = []
+    for call in calls:
+        data = dict(call)
+        ref = data.pop("messages_from", None)
+        suffix = data.pop("messages_suffix", None)
+        if isinstance(ref, dict) and isinstance(suffix, list):
+            base = out[int(ref["call"])]
+            history = list(base.get("messages") or [])
+            if base.get("response") is not None:
+                history.append(base["response"])
+            data["messages"] = history[: int(ref["count"])] + suffix
+        out.append(data)
+    return out
 
 
 class SSEWatcher:

@@ -29,7 +29,10 @@ assistant message), ``traceback``, ``cost`` (an object: currency amounts per kin
 ``metrics`` (the grader's metrics) and ``judge`` (the grader's LLM-judge usage, apart from the
 policy's ``tokens``: ``{"calls", "failed_calls", "cached_calls", "prompt_tokens",
 "completion_tokens", "latency_s", "cost_usd"?}``; a row whose judge failed has
-``error_type: "judge_error"`` and no reward). Unknown keys read from a newer file land in ``extra``.
+``error_type: "judge_error"`` and no reward) and ``training_safety`` (the rollout's append-only
+verdict, :meth:`osmosis_ai.eval.AppendOnlyVerdict.to_json`: ``{"append_only", "calls",
+"threads", "token_ids", "divergence"?, "token_mismatch"?, "truncated_calls"?}``; present when
+the rollout made policy calls). Unknown keys read from a newer file land in ``extra``.
 """
 
 from __future__ import annotations
@@ -44,7 +47,17 @@ RowStatus = Literal["success", "failed", "skipped"]
 
 #: Optional fields: omitted from the JSON form while ``None``.
 _OPTIONAL = frozenset(
-    ("prompt", "label", "answer", "traceback", "cost", "metrics", "attempt", "judge")
+    (
+        "prompt",
+        "label",
+        "answer",
+        "traceback",
+        "cost",
+        "metrics",
+        "attempt",
+        "judge",
+        "training_safety",
+    )
 )
 
 
@@ -73,6 +86,7 @@ class RowRecord:
     cost: dict[str, Any] | None = None
     metrics: dict[str, Any] | None = None
     judge: dict[str, Any] | None = None
+    training_safety: dict[str, Any] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property

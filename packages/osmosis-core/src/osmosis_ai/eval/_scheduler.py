@@ -32,7 +32,8 @@ from osmosis_ai.errors import EvalError
 from osmosis_ai.eval._dataset import DatasetRow
 from osmosis_ai.eval._journal import Journal
 from osmosis_ai.eval._proxy import PolicyProxy
-from osmosis_ai.eval._proxy_calls import CallRecord
+from osmosis_ai.eval._proxy_calls import CallRecord, compact_calls
+from osmosis_ai.eval._training_safety import check_append_only
 from osmosis_ai.judge_usage import judge_usage_from_metrics
 
 if TYPE_CHECKING:
@@ -200,6 +201,7 @@ class Scheduler:
         if calls:
             record["tokens"] = sum(call.total_tokens for call in calls)
             record["policy_calls"] = len(calls)
+            record["training_safety"] = check_append_only(calls).to_json()
             self._save_calls(rollout_id, calls)
         if self.price_row is not None and (calls or judge):
             record["cost"] = self.price_row([call.usage for call in calls or ()], judge)
@@ -299,8 +301,8 @@ class Scheduler:
         with contextlib.suppress(OSError, TypeError, ValueError):
             self.llm_calls_file.write(
                 "".join(
-                    json.dumps({"rollout_id": rollout_id, **call.to_json()}) + "\n"
-                    for call in calls
+                    json.dumps({"rollout_id": rollout_id, **call}) + "\n"
+                    for call in compact_calls(calls)
                 )
             )
 

@@ -5,7 +5,9 @@ sample's messages. Only the proxy saw the wire, so only it knows each call's lat
 and (when the upstream returns them) token ids and logprobs. This module copies the server's
 trajectory to ``trajectories/row_<r>_run_<n>.json`` and adds the proxy's records:
 
-* all calls under ``extra.osmosis.llm_calls`` (always);
+* all calls under ``extra.osmosis.llm_calls`` (always; each call's ``messages`` as a reference
+  to the previous call plus the appended suffix, see :func:`osmosis_ai.eval.expand_calls`),
+  and the rollout's append-only verdict under ``extra.osmosis.training_safety``;
 * when the number of agent steps equals the number of calls, each step's ``metrics`` gains the
   call's ``prompt_token_ids``, ``completion_token_ids``, ``logprobs`` and ``latency_ms`` (the
   same matching rule the public SDK applies to reported per-call metrics).
@@ -59,6 +61,8 @@ def assemble_trajectory(
         osmosis = extra.setdefault("osmosis", {}) if isinstance(extra, dict) else {}
         if isinstance(osmosis, dict):
             osmosis["llm_calls"] = calls
+            if record.get("training_safety") is not None:
+                osmosis["training_safety"] = record["training_safety"]
         steps = [
             s
             for s in document.get("steps", [])

@@ -1,10 +1,12 @@
 """Rendering a :class:`Reply` in the exact OpenAI chat-completions shapes.
 
 Non-streaming: one ``chat.completion`` object. Streaming: ``chat.completion.chunk`` objects as
-Server-Sent Events — a role chunk, content pieces, tool-call deltas (``index``, ``id``,
+Server-Sent Events — a role chunk, reasoning (``reasoning_content``), content pieces, tool-call deltas (``index``, ``id``,
 ``type``, ``function.name`` first, then ``function.arguments`` in pieces the client must
 concatenate), a final chunk carrying ``finish_reason``, a usage chunk (``choices: []``) when the
-request set ``stream_options.include_usage``, then ``data: [DONE]``. Clients that parse either
+request set ``stream_options.include_usage``, then ``data: [DONE]``. With ``return_token_ids`` (vLLM's field) the response carries
+``prompt_token_ids`` and the choice ``token_ids`` (streaming: prompt ids on the first chunk, all
+completion ids on the final one) from :mod:`osmosis_ai.testing.tokens`. Clients that parse either
 shape correctly against this server parse OpenAI's.
 """
 
@@ -17,10 +19,13 @@ import time
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from osmosis_ai.testing import tokens
 from osmosis_ai.testing.replies import Reply
 from osmosis_ai.testing.responders import message_text
 
 _ids = itertools.count(1)
+#: The scripted policy's ``system_fingerprint`` (constant: the "backend" never changes).
+SYSTEM_FINGERPRINT = "fp_osmosis_scripted"
 _WORD = re.compile(r"\S+\s*|\s+")
 
 
@@ -80,6 +85,8 @@ def completion_object(
 ) -> dict[str, Any]:
     """The ``chat.completion`` object for a non-streaming request."""
     message: dict[str, Any] = {"role": "assistant", "content": reply.content, "refusal": None}
+    if reply.reasoning is not None:
+        message["reasoning_content"] = reply.reasoning
     if reply.tool_calls:
         ids = _tool_call_ids(reply, completion_id)
         message["tool_calls"] = [
@@ -96,15 +103,19 @@ def completion_object(
         "logprobs": _logprobs(reply.content) if body.get("logprobs") else None,
         "finish_reason": reply.resolved_finish_reason,
     }
-    return {
+    result: dict[str, Any] = {
         "id": completion_id,
         "object": "chat.completion",
         "created": int(time.time()),
         "model": reply.model or model,
         "choices": [choice],
         "usage": compute_usage(body, reply),
-        "system_fingerprint": None,
+        "system_fingerprint": SYSTEM_FINGERPRINT,
     }
+    if body.get("return_token_ids"):
+        result["prompt_token_ids"] = tokens.prompt_token_ids(body.get("messages"))
+        choice["token_ids"] = tokens.completion_token_ids(message)
+    return result
 
 
 def _sse(payload: Mapping[str, Any]) -> bytes:
@@ -120,6 +131,7 @@ def stream_events(
     created = int(time.time())
     model_name = reply.model or model
     want_logprobs = bool(body.get("logprobs"))
+    want_ids = bool(body.get("return_token_ids"))
 
     def chunk(delta: dict[str, Any], finish_reason: str | None = None, **extra: Any) -> bytes:
         payload: dict[str, Any] = {
@@ -127,6 +139,7 @@ def stream_events(
             "object": "chat.completion.chunk",
             "created": created,
             "model": model_name,
+            "system_fingerprint": SYSTEM_FINGERPRINT,
             "choices": [
                 {
                     "index": 0,
@@ -136,11 +149,20 @@ def stream_events(
                 }
             ],
         }
+        if want_ids and "token_ids" in extra:
+            payload["choices"][0]["token_ids"] = extra["token_ids"]
+        if want_ids and "prompt_token_ids" in extra:
+            payload["prompt_token_ids"] = extra["prompt_token_ids"]
         if include_usage:
             payload["usage"] = None
         return _sse(payload)
 
-    yield chunk({"role": "assistant", "content": ""})
+    yield chunk(
+        {"role": "assistant", "content": ""},
+        prompt_token_ids=tokens.prompt_token_ids(body.get("messages")),
+    )
+    if reply.reasoning:
+        yield chunk({"reasoning_content": reply.reasoning})
     for piece in _WORD.findall(reply.content or ""):
         yield chunk({"content": piece}, logprobs=_logprobs(piece) if want_logprobs else None)
     for index, (call_id, call) in enumerate(
@@ -163,7 +185,9 @@ def stream_events(
         for part in (arguments[:half], arguments[half:]):
             if part:
                 yield chunk({"tool_calls": [{"index": index, "function": {"arguments": part}}]})
-    yield chunk({}, reply.resolved_finish_reason)
+    final = completion_object(body, reply, model=model, completion_id=completion_id)
+    message = final["choices"][0]["message"]
+    yield chunk({}, reply.resolved_finish_reason, token_ids=tokens.completion_token_ids(message))
     if include_usage:
         yield _sse(
             {

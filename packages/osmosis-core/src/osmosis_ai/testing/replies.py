@@ -43,7 +43,8 @@ class Reply:
 
     ``finish_reason`` defaults to ``"tool_calls"`` when there are tool calls, else ``"stop"``.
     ``usage`` overrides the computed token counts; ``model`` overrides the server's model name;
-    ``delay`` (seconds) is waited before the response starts.
+    ``delay`` (seconds) is waited before the response starts. ``reasoning`` is returned as the
+    message's ``reasoning_content`` (as vLLM and DeepSeek do), streamed before the content.
     """
 
     content: str | None = None
@@ -52,6 +53,7 @@ class Reply:
     delay: float = 0.0
     usage: dict[str, int] | None = None
     model: str | None = None
+    reasoning: str | None = None
 
     @property
     def resolved_finish_reason(self) -> str:

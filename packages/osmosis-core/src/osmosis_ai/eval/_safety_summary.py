@@ -1,0 +1,62 @@
+"""The run-level training-safety summary (``metrics.json`` ``summary.training_safety``, console).
+
+Reads the per-row verdicts :func:`osmosis_ai.eval.check_append_only` produced (their JSON form,
+as stored in each :class:`~osmosis_ai.eval.RowRecord`'s ``training_safety``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+
+def summarize_training_safety(verdicts: Iterable[Mapping[str, Any] | None]) -> dict[str, Any]:
+    """The ``training_safety`` block of ``metrics.json`` from per-row verdicts (``to_json``).
+
+    Rows without a verdict (no policy call recorded, or written by an older version) are not
+    counted as rollouts.
+    """
+    checked = broken = with_ids = truncated = 0
+    causes: dict[str, int] = {}
+    for verdict in verdicts:
+        if not verdict:
+            continue
+        checked += 1
+        if verdict.get("token_ids") == "all":
+            with_ids += 1
+        if verdict.get("truncated_calls"):
+            truncated += 1
+        if verdict.get("append_only") is False:
+            broken += 1
+            divergence = verdict.get("divergence") or {}
+            cause = divergence.get("cause") or "token_mismatch"
+            causes[cause] = causes.get(cause, 0) + 1
+    return {
+        "rollouts": checked,
+        "append_only": checked - broken,
+        "broken": broken,
+        "causes": dict(sorted(causes.items(), key=lambda kv: (-kv[1], kv[0]))),
+        "token_ids_rows": with_ids,
+        "length_truncated_rows": truncated,
+    }
+
+
+def describe_training_safety(summary: Mapping[str, Any]) -> str:
+    """One console line, e.g. ``196/200 rollouts append-only; 4 break it: 3 x tool_args_reformatted, ...``."""
+    total = int(summary.get("rollouts") or 0)
+    text = f"{summary.get('append_only', 0)}/{total} rollouts append-only"
+    broken = int(summary.get("broken") or 0)
+    if broken:
+        causes = summary.get("causes") or {}
+        text += f"; {broken} break it: " + ", ".join(
+            f"{n} \N{MULTIPLICATION SIGN} {c}" for c, n in causes.items()
+        )
+    text += f"; token ids: {summary.get('token_ids_rows', 0)}/{total} rows"
+    if not summary.get("token_ids_rows"):
+        text += " (enable with --token-ids)"
+    if summary.get("length_truncated_rows"):
+        text += f"; {summary['length_truncated_rows']} rows hit the length limit"
+    return text
+
+
+__all__ = ["describe_training_safety", "summarize_training_safety"]

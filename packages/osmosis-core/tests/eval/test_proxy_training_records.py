@@ -1,0 +1,105 @@
+"""What the proxy records for the training-safety check: messages, response, ids, fingerprint."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import httpx
+import pytest
+
+from osmosis_ai.eval import check_append_only
+from osmosis_ai.eval._proxy import PolicyProxy
+from osmosis_ai.eval._upstream import Upstream
+from osmosis_ai.testing import Reply, ScriptedPolicyServer, ToolCall
+from osmosis_ai.testing.completions import SYSTEM_FINGERPRINT
+from osmosis_ai.testing.tokens import completion_token_ids, prompt_token_ids
+
+TURNS = [
+    Reply(
+        reasoning="use the tool",
+        tool_calls=(ToolCall("multiply", {"a": 2, "b": 3}, id="call_1"),),
+    ),
+    Reply(content="#### 6"),
+]
+USER: dict[str, object] = {"role": "user", "content": "What is 2 times 3?"}
+
+
+@pytest.fixture
+async def http() -> AsyncIterator[httpx.AsyncClient]:
+    async with httpx.AsyncClient(timeout=10) as client:
+        yield client
+
+
+async def _two_turns(
+    http: httpx.AsyncClient, url: str, token: str, *, stream: bool
+) -> list[dict[str, object]]:
+    """A faithful two-call conversation; returns the assistant messages as the client parsed them."""
+    headers = {"Authorization": f"Bearer {token}"}
+    messages: list[dict[str, object]] = [USER]
+    first = await http.post(
+        f"{url}/chat/completions",
+        json={"messages": messages, "stream": stream},
+        headers=headers,
+    )
+    assert first.status_code == 200
+    if stream:
+        response = {
+            "role": "assistant",
+            "content": None,
+            "reasoning_content": "use the tool",
+            "tool_calls": [
+                {
+                    "id": "call_1",
+                    "type": "function",
+                    "function": {"name": "multiply", "arguments": '{"a":2,"b":3}'},
+                }
+            ],
+        }
+    else:
+        response = first.json()["choices"][0]["message"]
+    messages = [*messages, response, {"role": "tool", "tool_call_id": "call_1", "content": "6"}]
+    second = await http.post(
+        f"{url}/chat/completions", json={"messages": messages, "stream": stream}, headers=headers
+    )
+    assert second.status_code == 200
+    return messages
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_records_messages_response_and_token_ids_on_opt_in(
+    http: httpx.AsyncClient, stream: bool
+) -> None:
+    async with ScriptedPolicyServer(TURNS) as policy:
+        upstream = Upstream(model="m", base_url=policy.url)
+        async with PolicyProxy(upstream, token_ids=True) as proxy:
+            url, token = proxy.register("r")
+            messages = await _two_turns(http, url, token, stream=stream)
+            calls = proxy.unregister("r")
+        assert all(r.body["return_token_ids"] is True for r in policy.requests)
+    first, second = calls
+    assert first.messages == [USER]
+    assert first.response is not None
+    assert first.response["reasoning_content"] == "use the tool"
+    assert first.response["tool_calls"][0]["function"] == {
+        "name": "multiply",
+        "arguments": '{"a":2,"b":3}',
+    }
+    assert (first.finish_reason, second.finish_reason) == ("tool_calls", "stop")
+    assert first.system_fingerprint == SYSTEM_FINGERPRINT
+    assert second.messages == messages
+    assert first.prompt_token_ids == prompt_token_ids([USER])
+    assert first.completion_token_ids == completion_token_ids(first.response)
+    verdict = check_append_only(calls)
+    assert verdict.append_only
+    assert verdict.token_ids == "all"
+
+
+async def test_token_ids_are_never_asked_for_without_opt_in(http: httpx.AsyncClient) -> None:
+    async with ScriptedPolicyServer(TURNS) as policy:
+        async with PolicyProxy(Upstream(model="m", base_url=policy.url)) as proxy:
+            url, token = proxy.register("r")
+            await _two_turns(http, url, token, stream=False)
+            calls = proxy.unregister("r")
+        assert all("return_token_ids" not in r.body for r in policy.requests)
+    assert calls[0].prompt_token_ids is None
+    assert check_append_only(calls).token_ids == "none"

@@ -1,0 +1,124 @@
+"""The training-safety check through the eval engine: per-row verdicts, metrics, trajectories.
+
+One run over :mod:`safety_rollout`'s rows (one per mode) against a scripted policy that reasons,
+calls the multiply tool, then answers; token ids requested (``token_ids=True``).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from collections.abc import Mapping
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from osmosis_ai.eval import EvalRun, check_append_only, expand_calls, read_index
+from osmosis_ai.eval._plan import EvalOptions, build_plan
+from osmosis_ai.eval._session import run_session
+from osmosis_ai.testing import ScriptedPolicyServer
+from osmosis_ai.testing.replies import Reply
+from osmosis_ai.testing.responders import multiply_solver
+
+
+def _safety_rollout() -> Any:
+    name = "osmosis_core_tests_safety_rollout"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(
+            name, Path(__file__).with_name("safety_rollout.py")
+        )
+        assert spec is not None
+        assert spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
+def reasoning_solver(body: Mapping[str, Any]) -> Reply:
+    """The multiply solver, with reasoning on its tool-calling turns."""
+    reply = multiply_solver(body)
+    return replace(reply, reasoning="I will use the tool.") if reply.tool_calls else reply
+
+
+#: mode -> (call, message, field, cause) of the first divergence (None: append-only)
+EXPECTED: dict[str, tuple[int, int, str, str] | None] = {
+    "safe": None,
+    "subagents": None,
+    "tool_args_reformatted": (1, 2, "tool_calls[0].function.arguments", "tool_args_reformatted"),
+    "reasoning_dropped": (1, 2, "reasoning_content", "reasoning_dropped"),
+    "history_edited": (1, 1, "content", "history_edited"),
+    "history_truncated": (1, 1, "messages", "history_truncated"),
+    "system_changed": (1, 0, "content", "system_changed"),
+}
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory: pytest.TempPathFactory) -> EvalRun:
+    import asyncio
+
+    root = tmp_path_factory.mktemp("safety") / "ws"
+    config = _safety_rollout().write_safety_workspace(root)
+
+    async def main() -> EvalRun:
+        async with ScriptedPolicyServer(reasoning_solver) as policy:
+            options = EvalOptions(
+                target=config, model="m", base_url=policy.url, name="s", token_ids=True
+            )
+            return await run_session(build_plan(options))
+
+    return asyncio.run(main())
+
+
+def _mode(run: EvalRun, row_index: int) -> str:
+    return _safety_rollout().MODES[row_index]
+
+
+def test_every_row_is_checked_with_the_right_verdict(run: EvalRun) -> None:
+    assert run.succeeded == len(EXPECTED)
+    for row in read_index(run.run_dir):
+        verdict = row.training_safety
+        assert verdict is not None
+        mode = _mode(run, row.row_index)
+        expected = EXPECTED[mode]
+        assert verdict["token_ids"] == "all", mode
+        if expected is None:
+            assert verdict["append_only"] is True, (mode, verdict)
+            assert "token_mismatch" not in verdict, mode
+            continue
+        assert verdict["append_only"] is False, mode
+        d = verdict["divergence"]
+        assert (d["call"], d["message"], d["field"], d["cause"]) == expected, mode
+        # re-rendering history also changes the prompt's token ids: found on the same call
+        assert verdict["token_mismatch"]["call"] == expected[0], mode
+    by_mode = {_mode(run, r.row_index): r.training_safety for r in read_index(run.run_dir)}
+    assert by_mode["subagents"]["threads"] == 3  # type: ignore[index]
+
+
+def test_metrics_summarise_the_run(run: EvalRun) -> None:
+    metrics = json.loads((run.run_dir / "metrics.json").read_text())
+    summary = metrics["summary"]["training_safety"]
+    assert summary == run.metrics["training_safety"]
+    assert summary["rollouts"] == 7
+    assert summary["append_only"] == 2
+    assert summary["broken"] == 5
+    assert summary["causes"] == {c[3]: 1 for c in EXPECTED.values() if c is not None}
+    assert summary["token_ids_rows"] == 7
+
+
+def test_trajectory_keeps_calls_compact_and_the_check_reruns_on_it(run: EvalRun) -> None:
+    for row in read_index(run.run_dir):
+        path = row.trajectory_path(run.run_dir)
+        assert path is not None
+        osmosis = json.loads(path.read_text())["extra"]["osmosis"]
+        assert osmosis["training_safety"] == row.training_safety
+        calls = osmosis["llm_calls"]
+        assert all(c["system_fingerprint"] == "fp_osmosis_scripted" for c in calls)
+        if _mode(run, row.row_index) == "safe":
+            assert "messages" not in calls[1]  # a reference + the appended suffix
+            assert calls[1]["messages_from"] == {"call": 0, "count": 3}
+        # a trainer runs the same check on its own copy of the trace
+        assert check_append_only(expand_calls(calls)).to_json() == row.training_safety
