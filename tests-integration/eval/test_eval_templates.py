@@ -66,3 +66,10 @@ def test_template_solved_by_the_scripted_policy_gets_reward_1(
         calls = trajectory["extra"]["osmosis"]["llm_calls"]
         assert len(calls) >= 2  # the tool call turn and the answer turn, seen by the proxy
         assert all(call["status_code"] == 200 for call in calls)
+        # the shipped templates are safe for token-in/token-out training (docs/guides/
+        # training-safe-rollouts.md): every call extends the previous call + its response
+        verdict = item["training_safety"]
+        assert verdict["append_only"] is True, verdict
+        assert verdict["threads"] == 1
+        assert trajectory["extra"]["osmosis"]["training_safety"] == verdict
+    assert envelope["resource"]["metrics"]["training_safety"]["append_only"] == 2
