@@ -66,10 +66,22 @@ def test_template_solved_by_the_scripted_policy_gets_reward_1(
         calls = trajectory["extra"]["osmosis"]["llm_calls"]
         assert len(calls) >= 2  # the tool call turn and the answer turn, seen by the proxy
         assert all(call["status_code"] == 200 for call in calls)
-        # the shipped templates are safe for token-in/token-out training (docs/guides/
-        # training-safe-rollouts.md): every call extends the previous call + its response
+        # training safety (docs/guides/training-safe-rollouts.md): OpenAI Agents sends every
+        # earlier turn back byte for byte; Strands keeps the tool input as a dict and re-renders
+        # it with json.dumps (", " and ": "), so the policy's compact '{"a":x,"b":y}' returns as
+        # '{"a": x, "b": y}' in the second call's history
         verdict = item["training_safety"]
-        assert verdict["append_only"] is True, verdict
-        assert verdict["threads"] == 1
         assert trajectory["extra"]["osmosis"]["training_safety"] == verdict
-    assert envelope["resource"]["metrics"]["training_safety"]["append_only"] == 2
+        assert verdict["threads"] == 1
+        if framework == "agents":
+            assert verdict["append_only"] is True, json.dumps(verdict)
+            continue
+        assert verdict["append_only"] is False, json.dumps(verdict)
+        divergence = verdict["divergence"]
+        assert divergence["cause"] == "tool_args_reformatted"
+        assert (divergence["call"], divergence["message"]) == (1, 2)  # system, user, assistant
+        assert divergence["field"] == "tool_calls[0].function.arguments"
+        assert json.loads(divergence["expected"]) == json.loads(divergence["actual"])
+        assert divergence["expected"].replace(",", ", ").replace(":", ": ") == divergence["actual"]
+    safety = envelope["resource"]["metrics"]["training_safety"]
+    assert safety["append_only"] == (2 if framework == "agents" else 0)
