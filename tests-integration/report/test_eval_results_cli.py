@@ -45,6 +45,17 @@ def test_show_summary_rows_and_failures(eval_runs: EvalRuns) -> None:
         (GRADER_FAILURE_ROW, "grader.py:34")
     ]
     assert failed[0]["prompt"] == "What is 1 multiplied by -1?"
+    # index.jsonl itself holds the facts (one record for every reader), the traceback included
+    index = [json.loads(line) for line in (eval_runs.run_dir("wrong") / "index.jsonl").open()]
+    assert [r["prompt"] for r in index][:2] == [
+        "What is 2 multiplied by 3?",
+        "What is 3 multiplied by 5?",
+    ]
+    assert [r["answer"] for r in index][:2] == ["#### 0", "#### 15"]
+    assert [r["label"] for r in index][:2] == ["6", "15"]
+    (failed_record,) = [r for r in index if r["status"] == "failed"]
+    assert failed_record["traceback"].rstrip().endswith("KeyError: 'contnet'")
+    assert failed_record["failed_phase"] == "grader"
 
 
 def test_show_row_prints_the_transcript_with_tool_calls(eval_runs: EvalRuns) -> None:

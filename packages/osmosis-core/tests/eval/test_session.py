@@ -56,6 +56,8 @@ async def test_mock_policy_solves_every_row(workspace: MakeWorkspace) -> None:
         (r, n) for r in range(3) for n in range(2)
     }
     assert all(i["reward"] == 1.0 and i["tokens"] > 0 for i in index)
+    # the record carries the row's facts: the prompt and the final answer from its trajectory
+    assert all(i["prompt"] and i["answer"] for i in index)
     metrics = json.loads((run / "metrics.json").read_text())
     assert metrics["eval_run"]["status"] == "success"
     assert metrics["summary"]["graded"] == 6

@@ -13,7 +13,7 @@ import re
 import shlex
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -73,8 +73,13 @@ def row_from_journal(
 def collect_rows(
     plan: EvalPlan, paths: RunPaths, items: list[WorkItem], session_ids: set[str]
 ) -> list[RowRecord]:
+    """One enriched :class:`RowRecord` per finished work item (prompt, label, answer, grader
+    metrics and, for failures, the traceback, redacted like the log)."""
+    from osmosis_ai.eval.report._run_data import row_with_facts
+
     latest: dict[WorkKey, dict[str, Any]] = load_latest(paths.journal)
     calls_by_rollout = load_calls(paths) if session_ids else {}
+    redact = plan_redactor(plan)
     rows: list[RowRecord] = []
     for item in items:
         record = latest.get((item.row_index, item.run_index))
@@ -87,7 +92,13 @@ def collect_rows(
             calls_by_rollout.get(str(record.get("rollout_id")), []),
             rebuild=this_session,
         )
-        rows.append(row_from_journal(item, record, resumed=not this_session, trajectory=trajectory))
+        row = row_with_facts(
+            paths.root,
+            row_from_journal(item, record, resumed=not this_session, trajectory=trajectory),
+        )
+        if row.traceback:
+            row = replace(row, traceback=redact(row.traceback))
+        rows.append(row)
     return rows
 
 
@@ -189,14 +200,18 @@ def _write_metrics(
 _URL_USERINFO = re.compile(r"(\w+://)[^/@\s]+@")
 
 
-def _command_line(plan: EvalPlan) -> str:
-    """This process's command line, URL credentials and known secret values masked."""
-    text = _URL_USERINFO.sub(r"\1***@", shlex.join(sys.argv))
+def plan_redactor(plan: EvalPlan) -> Redactor:
+    """Redacts the run's secrets: the upstream API key and the rollout's secret values."""
     redactor = Redactor()
     redactor.add(plan.upstream.api_key)
     for value in plan.secrets.values():
         redactor.add(value)
-    return redactor(text)
+    return redactor
+
+
+def _command_line(plan: EvalPlan) -> str:
+    """This process's command line, URL credentials and known secret values masked."""
+    return plan_redactor(plan)(_URL_USERINFO.sub(r"\1***@", shlex.join(sys.argv)))
 
 
 #: Distributions whose versions a run records (those installed).

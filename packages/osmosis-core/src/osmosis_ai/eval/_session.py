@@ -18,14 +18,14 @@ from typing import Any
 
 from osmosis_ai.eval._dispatch import dispatch
 from osmosis_ai.eval._errors import EvalRunFailed
-from osmosis_ai.eval._finalize import SessionEnd, finalize, row_from_journal
+from osmosis_ai.eval._finalize import SessionEnd, finalize, plan_redactor, row_from_journal
 from osmosis_ai.eval._journal import load_latest
 from osmosis_ai.eval._manifest import check_manifest, read_manifest, write_manifest
 from osmosis_ai.eval._plan import EvalPlan
 from osmosis_ai.eval._progress import EvalProgress, EvalUpdate, ProgressCallback
 from osmosis_ai.eval._run import EvalRun
 from osmosis_ai.eval._run_layout import RunLock, RunPaths, archive_run
-from osmosis_ai.eval._run_log import Redactor, RunLog
+from osmosis_ai.eval._run_log import RunLog
 from osmosis_ai.eval._scheduler import WorkItem
 from osmosis_ai.eval._server_process import RolloutServerError
 
@@ -40,7 +40,7 @@ async def run_session(plan: EvalPlan, progress: ProgressCallback | None = None) 
     try:
         end.archived = archive_run(paths.root) if plan.fresh else None
         manifest = _open_manifest(plan, paths)
-        log = RunLog(paths.logs, _redactor(plan))
+        log = RunLog(paths.logs, plan_redactor(plan))
         try:
             return await _Session(plan, paths, manifest, log, progress).run(end)
         finally:
@@ -67,14 +67,6 @@ def _open_manifest(plan: EvalPlan, paths: RunPaths) -> dict[str, Any]:
             "upstream_base_url": plan.upstream.base_url or None,
         },
     )
-
-
-def _redactor(plan: EvalPlan) -> Redactor:
-    redactor = Redactor()
-    redactor.add(plan.upstream.api_key)
-    for value in plan.secrets.values():
-        redactor.add(value)
-    return redactor
 
 
 def _work_items(plan: EvalPlan) -> list[WorkItem]:

@@ -233,6 +233,28 @@ def _with_facts(
     )
 
 
+def _documents(root: str, row: RowRecord) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The row's trajectory document and, for a failure, its diagnostics (``{}`` if none)."""
+    document = _read_json(f"{root}/{row.trajectory_filename}") if row.trajectory_filename else {}
+    diagnostics: dict[str, Any] = {}
+    if row.status == "failed" and row.rollout_id:
+        diagnostics = _read_json(f"{root}/rollout_trials/{row.rollout_id}/diagnostics.json")
+    return document, diagnostics
+
+
+def row_with_facts(run_dir: Path, row: RowRecord) -> RowRecord:
+    """``row`` with the optional facts it lacks (prompt, label, answer, traceback, grader
+    metrics) read from its trajectory and diagnostics; the engine stores them in index.jsonl."""
+    document, diagnostics = _documents(str(run_dir), row)
+    return _with_facts(row, document, diagnostics, transcript_messages(document))
+
+
+def _stored_facts(row: RowRecord) -> bool:
+    """The record already carries what the trajectory would add (a run written by this
+    version): readers that do not need transcripts can skip reading the trajectory."""
+    return row.prompt is not None and (row.status != "failed" or row.traceback is not None)
+
+
 def load_run(path: Path, *, transcripts: bool = True) -> RunData:
     """Read a run directory. ``transcripts=False`` skips the message lists (not the facts)."""
     header = read_header(path)
@@ -240,16 +262,14 @@ def load_run(path: Path, *, transcripts: bool = True) -> RunData:
     loaded: dict[tuple[int, int], Transcript] = {}
     root = str(path)
     for row in _records(path):
-        trajectory = row.trajectory_filename
-        if trajectory is None:
+        if row.trajectory_filename is None:
             candidate = f"trajectories/row_{row.row_index}_run_{row.run_index}.json"
             if (path / candidate).is_file():
-                trajectory = candidate
-                row = replace(row, trajectory_filename=trajectory)
-        document = _read_json(f"{root}/{trajectory}") if trajectory else {}
-        diagnostics: dict[str, Any] = {}
-        if row.status == "failed" and row.rollout_id:
-            diagnostics = _read_json(f"{root}/rollout_trials/{row.rollout_id}/diagnostics.json")
+                row = replace(row, trajectory_filename=candidate)
+        if not transcripts and _stored_facts(row):
+            rows.append(row)
+            continue
+        document, diagnostics = _documents(root, row)
         messages = transcript_messages(document)
         rows.append(_with_facts(row, document, diagnostics, messages))
         if transcripts:
