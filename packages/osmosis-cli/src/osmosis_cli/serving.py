@@ -9,7 +9,6 @@ factory in the worker it restarts on changes.
 
 from __future__ import annotations
 
-import ipaddress
 import os
 from pathlib import Path
 from typing import Any
@@ -48,10 +47,14 @@ def serve_rollout(
             f"`osmosis rollout serve` needs uvicorn and FastAPI: {SERVER_EXTRA_HINT}",
             details={"missing": "uvicorn"},
         ) from None
-    from osmosis_ai.rollout.server.serving import resolve_port
+    from osmosis_ai.rollout.server.serving import (
+        DEFAULT_TIMEOUT_KEEP_ALIVE,
+        is_loopback_host,
+        resolve_port,
+    )
 
     output = get_output()
-    if not _is_loopback(host):
+    if not is_loopback_host(host):
         output.warn(
             "PUBLIC_BIND",
             f"binding {host}: the rollout server is reachable from other machines; protect it "
@@ -71,6 +74,8 @@ def serve_rollout(
         os.environ[loader.ENV_ROLLOUT_DIR] = str(target.rollout_dir)
         os.environ[loader.ENV_ENTRYPOINT] = str(target.entrypoint)
         os.environ[loader.ENV_ATTRIBUTE] = attr
+        # uvicorn.run, not serving.uvicorn_config: the reloader pickles the config into a child
+        # process, and the connection-guard protocol class cannot be pickled.
         uvicorn.run(
             "osmosis_ai.rollout.entrypoint:app_from_env",
             factory=True,
@@ -78,7 +83,7 @@ def serve_rollout(
             port=bound_port,
             reload=True,
             reload_dirs=[str(target.rollout_dir)],
-            timeout_keep_alive=2160,
+            timeout_keep_alive=DEFAULT_TIMEOUT_KEEP_ALIVE,
         )
     else:
         from osmosis_ai.errors import ConfigurationError
@@ -102,12 +107,3 @@ def _load_app(rollout_dir: Path, entrypoint: Path, attr: str) -> Any:
         if exc.missing_module:
             details["missing_module"] = exc.missing_module
         raise CLIError(CLIErrorCode.VALIDATION, str(exc), details=details) from exc
-
-
-def _is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False

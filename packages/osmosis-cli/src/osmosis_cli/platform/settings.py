@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ipaddress
 import os
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -28,7 +27,9 @@ def platform_url() -> str:
             f"{ENV_PLATFORM_URL}={url!r} is not an http(s) URL, e.g. https://platform.osmosis.ai",
             details={"platform_url": url},
         )
-    insecure = parts.scheme == "http" and not _is_loopback(parts.hostname)
+    from osmosis_ai.rollout.server.serving import is_loopback_host
+
+    insecure = parts.scheme == "http" and not is_loopback_host(parts.hostname)
     if insecure and os.environ.get(ENV_ALLOW_INSECURE) != "1":
         raise CLIError(
             CLIErrorCode.VALIDATION,
@@ -37,15 +38,6 @@ def platform_url() -> str:
             details={"platform_url": url},
         )
     return url
-
-
-def _is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def config_dir() -> Path:

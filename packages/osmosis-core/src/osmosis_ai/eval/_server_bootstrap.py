@@ -4,7 +4,9 @@ Run as a *file* (``python _server_bootstrap.py ENTRYPOINT ROLLOUT_DIR PORT_FILE`
 ``-m osmosis_ai.eval...``: with ``--isolated`` it runs in the rollout's own environment, which
 has osmosis-core (every rollout server needs it) but maybe not this version's ``eval`` package.
 It therefore imports only the standard library, uvicorn, the stdlib-only
-:mod:`osmosis_ai.rollout.entrypoint` and :mod:`osmosis_ai.listening_socket`, and the entrypoint.
+:mod:`osmosis_ai.rollout.entrypoint` and :mod:`osmosis_ai.listening_socket`, and the entrypoint
+(plus, when that osmosis-core has them, the worker pool and the rollout server's uvicorn
+settings, :func:`osmosis_ai.rollout.server.serving.uvicorn_config`).
 
 * The entrypoint is loaded by :func:`osmosis_ai.rollout.entrypoint.load_rollout_app`, the loader
   ``osmosis rollout validate`` and ``rollout serve`` use too: never as ``__main__`` (its
@@ -91,14 +93,27 @@ def main(argv: list[str]) -> None:
     tmp = port_file.with_name(port_file.name + ".tmp")
     tmp.write_text(str(port))
     tmp.replace(port_file)
-    config = uvicorn.Config(
+    config = _uvicorn_config(
         app,
         log_level=os.environ.get("_OSMOSIS_EVAL_SERVER_LOG_LEVEL", "warning"),
         access_log=False,
-        timeout_keep_alive=2160,
         timeout_graceful_shutdown=10,
     )
     uvicorn.Server(config).run(sockets=[sock])
+
+
+def _uvicorn_config(app: Any, **options: Any) -> Any:
+    """The rollout server's own uvicorn settings (:func:`osmosis_ai.rollout.server.serving.
+    uvicorn_config`: keep-alive above the platform's idle timeout, bounded connections); an
+    osmosis-core without it (``--isolated`` with an older pin) gets plain uvicorn with the same
+    keep-alive."""
+    try:
+        from osmosis_ai.rollout.server.serving import uvicorn_config
+    except ImportError:
+        import uvicorn
+
+        return uvicorn.Config(app, timeout_keep_alive=2160, **options)
+    return uvicorn_config(app, port=0, **options)
 
 
 if __name__ == "__main__":

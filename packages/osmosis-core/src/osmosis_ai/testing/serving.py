@@ -10,8 +10,8 @@
             ...
 
 The app is served on ``127.0.0.1`` (a free port unless ``port=`` is given) inside the caller's
-event loop, with its lifespan run, so a test exercises the same HTTP stack a controller talks
-to. On exit the server is asked to stop and its lifespan shutdown (drain, outbox) completes
+event loop, with its lifespan run and the settings of :func:`osmosis_ai.rollout.server.serve`
+(keep-alive, connection bounds), so a test exercises the same HTTP stack a controller talks to. On exit the server is asked to stop and its lifespan shutdown (drain, outbox) completes
 before the context manager returns.
 """
 
@@ -23,6 +23,8 @@ from contextlib import asynccontextmanager
 from typing import Any, Literal
 
 import uvicorn
+
+from osmosis_ai.rollout.server.serving import uvicorn_config
 
 
 class _LoopbackServer(uvicorn.Server):
@@ -46,9 +48,8 @@ async def serve_app(
     start_timeout_sec: float = 10.0,
 ) -> AsyncIterator[str]:
     """Serve ``app`` on ``127.0.0.1``; yield its base URL (``http://127.0.0.1:PORT``)."""
-    server = _LoopbackServer(
-        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan=lifespan)
-    )
+    config = uvicorn_config(app, port=port, log_level="warning", lifespan=lifespan)
+    server = _LoopbackServer(config)
     task = asyncio.create_task(server.serve())
     ready = asyncio.create_task(server.ready.wait())
     done, _ = await asyncio.wait(

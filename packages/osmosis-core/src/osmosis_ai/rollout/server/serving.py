@@ -16,6 +16,7 @@ does uvicorn close the listener and the app cancel what is left. A second signal
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import logging
 import os
 from types import FrameType
@@ -28,6 +29,16 @@ DEFAULT_PORT = 8000
 DEFAULT_TIMEOUT_KEEP_ALIVE = 2160
 
 logger = logging.getLogger("osmosis_ai.rollout.server")
+
+
+def is_loopback_host(host: str) -> bool:
+    """Whether ``host`` (a name or an IP address) is this machine: ``localhost`` or a loopback IP."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def resolve_port(port: int | None) -> int:
