@@ -85,3 +85,29 @@ def test_template_solved_by_the_scripted_policy_gets_reward_1(
         assert divergence["expected"].replace(",", ", ").replace(":", ": ") == divergence["actual"]
     safety = envelope["resource"]["metrics"]["training_safety"]
     assert safety["append_only"] == (2 if framework == "agents" else 0)
+
+
+@pytest.mark.parametrize("template", ["multiply-local-openai", "multiply-local-strands"])
+def test_template_earns_1_through_two_worker_processes(
+    cli: Cli, tmp_path: Path, solving_policy: ScriptedPolicyServer, template: str
+) -> None:
+    """The rollout server runs the template's rollouts in 2 worker processes (``--workers 2``):
+    the context, policy calls, grader and trajectories work the same as in one process."""
+    framework, env = TEMPLATES[template]
+    if importlib.util.find_spec(framework) is None:
+        pytest.skip(f"{framework} is not installed")
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    config = _workspace(cli, ws, template)
+    result = cli.run(
+        "eval", "run", str(config), "--limit", "4", "--name", "w", "--workers", "2",
+        "--base-url", solving_policy.url, "--model", "scripted", "--json",
+        cwd=ws, env=env, timeout=300,
+    )  # fmt: skip
+    assert result.code == 0, result.stderr
+    resource = result.json()["resource"]
+    assert (resource["succeeded"], resource["failed"]) == (4, 0)
+    assert resource["metrics"]["reward_stats"]["mean"] == 1.0
+    run = Path(resource["output_path"])
+    index = [json.loads(line) for line in (run / "index.jsonl").read_text().splitlines()]
+    assert all(item["trajectory_filename"] is not None for item in index)

@@ -67,6 +67,7 @@ class WorkerProcess:
         self._reader_task: asyncio.Task[None] | None = None
         self._death: str | None = None
         self._death_reason: str | None = None
+        self.stopping = False
         #: Called when a slot frees up (a rollout finished); the pool wakes a queued rollout.
         self.released: Callable[[], None] = lambda: None
 
@@ -137,6 +138,7 @@ class WorkerProcess:
             self.proc.kill()
 
     async def stop(self, timeout: float) -> None:  # noqa: ASYNC109
+        self.stopping = True
         self.send(("stop",))
         if self.proc is None:
             return
@@ -183,7 +185,9 @@ class WorkerProcess:
             f"the rollout worker process running this rollout (worker {self.index}, pid "
             f"{self.pid}) {reason}; the rollout was lost and the worker restarted"
         )
-        if self.pending:
+        if self.stopping:
+            pass
+        elif self.pending:
             logger.error(
                 "rollout worker %d (pid %s) %s; failing its %d rollout(s) and restarting it",
                 self.index,
