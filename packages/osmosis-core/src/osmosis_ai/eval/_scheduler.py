@@ -185,10 +185,10 @@ class Scheduler:
             else:
                 self._halt(f"the rollout server answered unexpectedly: {exc}")
         except (httpx.TransportError, OSError) as exc:
-            if self.server_alive():
-                self._halt(f"cannot reach the rollout server: {type(exc).__name__}: {exc}")
-            else:
+            if await self._server_exits_soon():
                 self._halt("the rollout server exited")
+            else:
+                self._halt(f"cannot reach the rollout server: {type(exc).__name__}: {exc}")
         except Exception as exc:  # admission timeout and anything the client did not expect
             self._halt(f"{type(exc).__name__}: {exc}")
         finally:
@@ -207,6 +207,20 @@ class Scheduler:
             record["cost"] = self.price_row([call.usage for call in calls or ()], judge)
         await self.journal.append(record)
         self.on_result(record)
+
+    async def _server_exits_soon(self, grace_sec: float = 2.0) -> bool:
+        """Whether the server process is gone, or goes within ``grace_sec``.
+
+        A dying server closes its connections before its exit can be observed, so a transport
+        error seen a moment before the exit would otherwise be reported as "cannot reach" instead
+        of the crash (whose output the session then shows).
+        """
+        deadline = time.monotonic() + grace_sec
+        while self.server_alive():
+            if time.monotonic() >= deadline:
+                return False
+            await asyncio.sleep(0.05)
+        return True
 
     def _classify(
         self, item: WorkItem, rollout_id: str, started: float, result: RolloutResultResponse
