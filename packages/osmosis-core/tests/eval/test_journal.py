@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from osmosis_ai.eval._journal import Journal, iter_records, load_latest
+from osmosis_ai.eval._journal import Journal, count_unreadable, iter_records, load_latest
 
 
 def _record(row: int, run: int = 0, status: str = "success") -> dict[str, object]:
@@ -62,3 +62,15 @@ async def test_closed_journal_refuses(tmp_path: Path) -> None:
     journal.close()
     with pytest.raises(RuntimeError, match="closed"):
         await journal.append(_record(0))
+
+
+async def test_nul_and_invalid_utf8_lines_are_skipped_and_counted(tmp_path: Path) -> None:
+    path = tmp_path / "events.jsonl"
+    good = json.dumps(_record(0)).encode() + b"\n"
+    path.write_bytes(good + b"\x00" * 40 + b"\n" + b'{"row_index": 1, "x": "\xff\xfe"}\n' + good)
+    assert list(load_latest(path)) == [(0, 0)]
+    assert count_unreadable(path) == 2
+    journal = Journal(path)  # a resume appends after them
+    await journal.append(_record(1))
+    await journal.aclose()
+    assert sorted(load_latest(path)) == [(0, 0), (1, 0)]

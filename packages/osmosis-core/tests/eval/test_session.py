@@ -100,6 +100,25 @@ async def test_rerun_resumes_only_missing_items(workspace: MakeWorkspace) -> Non
     assert len(list(iter_records(first.run_dir / "events.jsonl"))) == 2
 
 
+async def test_a_corrupt_journal_line_is_skipped_and_reported_on_resume(
+    workspace: MakeWorkspace,
+) -> None:
+    config = workspace(n_rows=2)
+    first = await run_session(_plan(config))
+    events = first.run_dir / "events.jsonl"
+    lines = events.read_bytes().splitlines(keepends=True)
+    events.write_bytes(lines[0] + b"\x00" * 16 + b"\n" + b"\xff\xfe{\n")  # row 2 is lost
+    notices: list[Any] = []
+    plan = _plan(config)
+    again = await run_session(plan, notices.append)
+    assert again.status == "success"
+    assert (again.resumed, again.dispatched) == (1, 1)
+    skipped = [u for u in notices if u.kind == "notice" and "unreadable" in (u.message or "")]
+    assert len(skipped) == 1
+    assert skipped[0].details["lines"] == 2
+    assert "skipped 2 unreadable line(s)" in (first.run_dir / "logs.txt").read_text()
+
+
 async def test_changed_input_is_refused_and_fresh_archives(workspace: MakeWorkspace) -> None:
     config = workspace(n_rows=2)
     await run_session(_plan(config))
@@ -134,6 +153,21 @@ async def test_wrong_policy_scores_zero(workspace: MakeWorkspace) -> None:
     assert result.failed == 0
     assert result.metrics["reward_stats"]["mean"] == 0.0
     assert result.metrics["pass_rate"] == 0.0
+
+
+async def test_credentials_in_the_base_url_never_reach_files(workspace: MakeWorkspace) -> None:
+    async with ScriptedPolicyServer(multiply_solver) as policy:
+        config = workspace(n_rows=2)
+        secret_url = policy.url.replace("http://", "http://alice:pa55word@") + "?api_key=sekrit"
+        result = await run_session(_plan(config, model="m", base_url=secret_url))
+    assert result.succeeded == 2
+    for path in result.run_dir.rglob("*"):
+        if path.is_file():
+            text = path.read_text(errors="replace")
+            assert "pa55word" not in text, path
+            assert "sekrit" not in text, path
+    manifest = (result.run_dir / "manifest.json").read_text()
+    assert "***@127.0.0.1" in manifest
 
 
 async def test_policy_errors_are_failures_not_zero_and_retry_failed(

@@ -153,7 +153,7 @@ async def _start_proxy(
         "proxy",
         "policy proxy listening",
         url=proxy.base_url,
-        upstream=upstream.base_url,
+        upstream=upstream.display_url,
         model=upstream.model,
     )
     return proxy
@@ -176,7 +176,7 @@ async def _preflight(proxy: PolicyProxy, upstream: Upstream, log: RunLog) -> Non
         404: "check the model name and --base-url",
     }.get(status or 0, "check the model name")
     error = UpstreamRejected(
-        f"the model endpoint {upstream.base_url} rejected model {upstream.model!r} with HTTP "
+        f"the model endpoint {upstream.display_url} rejected model {upstream.model!r} with HTTP "
         f"{status}: {excerpt}; {hint}",
         status or 0,
     )

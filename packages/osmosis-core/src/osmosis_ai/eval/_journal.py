@@ -10,7 +10,9 @@ are written together and covered by the next single fsync, so throughput scales 
 concurrency while every caller still waits for durability of its own record.
 
 A torn last line (the process died mid-write) is ignored on load and cut off before the file
-is appended to again. For one work item the *last* record wins (``--retry-failed`` appends a
+is appended to again. A complete line that is not a JSON object (a NUL-filled block after a
+power cut, invalid UTF-8, a stray edit) is skipped too and counted (:func:`count_unreadable`),
+so the resume reports it and the item it held simply runs again. For one work item the *last* record wins (``--retry-failed`` appends a
 new attempt after a failed one).
 """
 
@@ -34,12 +36,25 @@ def iter_records(path: Path) -> Iterator[dict[str, Any]]:
         for line in fh:
             if not line.endswith(b"\n"):
                 return  # torn final write
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            if isinstance(record, dict):
+            record = _decode(line)
+            if record is not None:
                 yield record
+
+
+def _decode(line: bytes) -> dict[str, Any] | None:
+    try:
+        record = json.loads(line.decode("utf-8"))  # a NUL or invalid UTF-8: ValueError
+    except ValueError:
+        return None
+    return record if isinstance(record, dict) else None
+
+
+def count_unreadable(path: Path) -> int:
+    """How many complete lines of ``path`` are not JSON objects (skipped by the reader)."""
+    if not path.exists():
+        return 0
+    with path.open("rb") as fh:
+        return sum(1 for line in fh if line.endswith(b"\n") and _decode(line) is None)
 
 
 def load_latest(path: Path) -> dict[WorkKey, dict[str, Any]]:

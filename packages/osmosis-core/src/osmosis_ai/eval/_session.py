@@ -19,7 +19,7 @@ from typing import Any
 from osmosis_ai.eval._dispatch import dispatch
 from osmosis_ai.eval._errors import EvalRunFailed
 from osmosis_ai.eval._finalize import SessionEnd, finalize, plan_redactor, row_from_journal
-from osmosis_ai.eval._journal import load_latest
+from osmosis_ai.eval._journal import count_unreadable, load_latest
 from osmosis_ai.eval._manifest import check_manifest, read_manifest, write_manifest
 from osmosis_ai.eval._plan import EvalPlan
 from osmosis_ai.eval._progress import EvalProgress, EvalUpdate, ProgressCallback
@@ -64,7 +64,7 @@ def _open_manifest(plan: EvalPlan, paths: RunPaths) -> dict[str, Any]:
             "config_path": str(plan.config_path) if plan.config_path else None,
             "dataset_path": str(plan.dataset_path),
             "rollout_dir": str(plan.rollout_dir),
-            "upstream_base_url": plan.upstream.base_url or None,
+            "upstream_base_url": plan.upstream.display_url or None,
         },
     )
 
@@ -151,6 +151,14 @@ class _Session:
             dataset=str(plan.dataset_path),
             retry_failed=retry,
         )
+        unreadable = count_unreadable(self.paths.journal) if prior or pending else 0
+        if unreadable:
+            self._notice(
+                "warning",
+                f"skipped {unreadable} unreadable line(s) in {self.paths.journal} (not JSON "
+                "records: a NUL block or invalid UTF-8); the work items they held run again.",
+                {"code": "JOURNAL_LINES_SKIPPED", "lines": unreadable},
+            )
         if plan.upstream.is_mock:
             self._notice(
                 "warning",

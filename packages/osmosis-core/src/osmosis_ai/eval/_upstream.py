@@ -34,11 +34,21 @@ class Upstream:
 
     @property
     def chat_completions_url(self) -> str:
-        return f"{self.base_url}/chat/completions"
+        """``<base_url>/chat/completions``, a query in ``base_url`` (``?api_key=``) kept after it."""
+        base, sep, query = self.base_url.partition("?")
+        return f"{base}/chat/completions{sep}{query}"
+
+    @property
+    def display_url(self) -> str:
+        """``base_url`` as logs, files, the console and reports show it: credentials in it
+        (``user:pass@``, ``?api_key=``) are masked; only requests use the real one."""
+        from osmosis_ai._url_masking import mask_url
+
+        return mask_url(self.base_url) if self.base_url else ""
 
     def locked_identity(self) -> dict[str, str | None]:
-        """What the run manifest locks (never the key)."""
-        return {"model": self.model, "base_url": None if self.is_mock else self.base_url}
+        """What the run manifest locks (never the key, nor credentials in the URL)."""
+        return {"model": self.model, "base_url": None if self.is_mock else self.display_url}
 
 
 def resolve_upstream(
@@ -81,12 +91,17 @@ def resolve_upstream(
 
 
 def _check_base_url(url: str) -> str:
-    url = url.strip().rstrip("/")
-    if not url.startswith(("http://", "https://")):
-        raise UpstreamError(f"--base-url {url!r} must start with http:// or https://")
-    if url.endswith("/chat/completions"):
-        url = url[: -len("/chat/completions")]
-    return url
+    from osmosis_ai._url_masking import mask_url
+
+    base, sep, query = url.strip().partition("?")
+    base = base.rstrip("/")
+    if not base.startswith(("http://", "https://")):
+        raise UpstreamError(
+            f"--base-url {mask_url(url.strip())!r} must start with http:// or https://"
+        )
+    if base.endswith("/chat/completions"):
+        base = base[: -len("/chat/completions")]
+    return f"{base}{sep}{query}"
 
 
 def _read_key(

@@ -220,8 +220,8 @@ def test_the_journal_keeps_any_rollout_id_and_skips_a_torn_line(tmp_path: Path) 
     outbox = Outbox(tmp_path / "outbox")
     assert outbox.open() == []
     for rid in ids:
-        outbox.append(rid, {"op": "done", "id": rid, "result": "{}"}, None)
-    outbox.append("r1", None, None)  # acknowledged: gone
+        outbox.append(rid, {"op": "done", "id": rid, "result": "{}"})
+    outbox.append("r1", None)  # acknowledged: gone
     outbox.close()
     with (tmp_path / "outbox" / JOURNAL_NAME).open("ab") as fh:
         fh.write(b'{"op":"done","id":"torn","res')  # a crash in the middle of a write

@@ -37,7 +37,6 @@ class RolloutEntry:
         "cancel_disposition",
         "cancel_message",
         "cancel_requested",
-        "durable",
         "err_message",
         "fetched",
         "fingerprint",
@@ -66,10 +65,8 @@ class RolloutEntry:
         self.lease_deadline = 0.0
         self.salt = b""
         self.fingerprint = b""
-        # Set once the outbox holds this rollout (so forgetting it must be recorded there);
-        # ``durable`` resolves when the admission record is on disk.
+        # Set once the outbox holds this rollout (so forgetting it must be recorded there).
         self.journaled = False
-        self.durable: asyncio.Future[bool] | None = None
         self.uses_lease = True
         self.request: RolloutInitRequest | None = None
         self.progress = RolloutProgress()

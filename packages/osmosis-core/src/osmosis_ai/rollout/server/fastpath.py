@@ -13,11 +13,11 @@ from __future__ import annotations
 import logging
 import math
 from typing import Any
-from urllib.parse import urlsplit
 
 from pydantic import ValidationError
 from starlette.types import Receive, Scope, Send
 
+from osmosis_ai._url_masking import mask_url
 from osmosis_ai.rollout.server import wire
 from osmosis_ai.rollout.server.service import AdmissionError, RolloutService
 from osmosis_ai.rollout.server.settings import RETRY_AFTER_SEC
@@ -73,7 +73,7 @@ def validation_body(exc: ValidationError) -> bytes:
         loc = detail.get("loc") or []
         value = detail.get("input")
         if isinstance(value, str) and loc and str(loc[-1]).endswith("_url"):
-            detail["input"] = _mask_url(value)
+            detail["input"] = mask_url(value)
         else:
             detail["input"] = _strict(value)
         if "ctx" in detail:
@@ -92,17 +92,6 @@ def _strict(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [_strict(v) for v in value]
     return value
-
-
-def _mask_url(url: str) -> str:
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return "<invalid URL>"
-    netloc = parts.netloc
-    if "@" in netloc:
-        netloc = "***@" + netloc.rsplit("@", 1)[1]
-    return parts._replace(netloc=netloc, query="***" if parts.query else "").geturl()
 
 
 class BodyTooLarge(Exception):
@@ -187,7 +176,7 @@ class FastRoutes:
             await send_json(send, 422, validation_body(exc))
             return
         try:
-            payload = await self.service.admit_durably(request, body)
+            payload = self.service.admit(request, body)
         except AdmissionError as exc:
             extra = [_RETRY_AFTER] if exc.status_code in (429, 503) else None
             await send_json(send, exc.status_code, wire.encode_json({"detail": exc.detail}), extra)

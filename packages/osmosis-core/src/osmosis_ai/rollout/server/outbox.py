@@ -1,10 +1,10 @@
 """The server's outbox: an append-only journal that makes admissions and results crash-safe.
 
 Every admission, finished result and acknowledgement is appended to ``<outbox>/journal.jsonl``
-by one writer thread that commits in groups: it takes everything queued, writes it with one
-``write`` and one ``fdatasync``, then takes the next group. The window is therefore one commit
-(a write plus an fsync, typically milliseconds); the 202 of an admission is sent only after its
-record is committed, and a result is on disk one commit after it finishes.
+with one ``write`` as it happens (an admission before its 202 is sent, a result when it
+finishes), so it survives the process dying (``kill -9``, an OOM kill) at once. A background
+thread makes the writes durable against a machine crash with one ``fdatasync`` per
+:data:`SYNC_INTERVAL_SEC` (group commit: everything written in that window shares it).
 
 Records (one JSON object per line; ``op`` says which):
 
@@ -26,13 +26,10 @@ key to re-send with it, so the directory is 0700 and the files 0600.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import hashlib
 import json
 import logging
 import os
-import queue
 import threading
 from pathlib import Path
 from typing import Any
@@ -44,7 +41,8 @@ KEY_NAME = "lease.key"
 LOCK_NAME = "lock"
 _COMPACT_MIN_BYTES = 4 * 1024 * 1024
 
-Waiter = tuple[asyncio.AbstractEventLoop, asyncio.Future[bool]]
+# The group-commit window: written records reach the disk within this long.
+SYNC_INTERVAL_SEC = 0.05
 
 
 class OutboxLocked(OSError):
@@ -58,9 +56,10 @@ class Outbox:
     def __init__(self, directory: Path) -> None:
         self.directory = directory
         self.lease_key = b""
-        self._queue: queue.SimpleQueue[tuple[str, bytes | None, Waiter | None] | None] = (
-            queue.SimpleQueue()
-        )
+        self._lock = threading.Lock()  # appends (event loop) vs compaction (writer thread)
+        self._wake = threading.Event()
+        self._stopping = False
+        self._dirty = False
         self._live: dict[str, bytes] = {}
         self._live_bytes = 0
         self._file_bytes = 0
@@ -99,70 +98,63 @@ class Outbox:
 
     # ---- writing ----------------------------------------------------------------------
 
-    def append(self, rollout_id: str, record: dict[str, Any] | None, waiter: Waiter | None) -> None:
-        """Queue ``record`` (``None``: an acknowledgement) for the next commit; ``waiter``'s
-        future gets ``True`` once it is on disk (``False`` if it could not be written)."""
-        self._queue.put((rollout_id, None if record is None else encode(record), waiter))
-
-    def _writer(self) -> None:
-        q = self._queue
-        while True:
-            item = q.get()
-            batch = [item]
-            while True:
-                try:
-                    batch.append(q.get_nowait())
-                except queue.Empty:
-                    break
-            stop = None in batch
-            ok = self._commit([b for b in batch if b is not None])
-            waiters = [b[2] for b in batch if b is not None and b[2] is not None]
-            for loop, future in waiters:
-                # A closed loop: nobody is waiting any more.
-                with contextlib.suppress(RuntimeError):
-                    loop.call_soon_threadsafe(_resolve, future, ok)
-            if stop:
-                return
-
-    def _commit(self, batch: list[tuple[str, bytes | None, Waiter | None]]) -> bool:
-        lines: list[bytes] = []
-        live = self._live
-        for rollout_id, line, _ in batch:
-            old = live.pop(rollout_id, None)
+    def append(self, rollout_id: str, record: dict[str, Any] | None) -> None:
+        """Write ``record`` (``None``: an acknowledgement) now; it is fsync'd within
+        :data:`SYNC_INTERVAL_SEC`. One small ``write`` to the page cache, so it is called on
+        the event loop."""
+        line = None if record is None else encode(record)
+        with self._lock:
+            old = self._live.pop(rollout_id, None)
             if old is not None:
                 self._live_bytes -= len(old)
             if line is None:
                 if old is None:
-                    continue
-                lines.append(encode({"op": "ack", "id": rollout_id}))
+                    return
+                data = encode({"op": "ack", "id": rollout_id})
             else:
-                live[rollout_id] = line
+                self._live[rollout_id] = data = line
                 self._live_bytes += len(line)
-                lines.append(line)
-        if not lines:
-            return True
-        data = b"".join(lines)
-        try:
-            os.write(self._fd, data)
-            os.fdatasync(self._fd)
-        except OSError as exc:
-            if not self.failed:
-                logger.error(
-                    "could not write the rollout outbox %s (%s): results are not crash-safe "
-                    "until it can be written again",
-                    self.directory / JOURNAL_NAME,
-                    exc,
-                )
-            self.failed = True
-            return False
-        self.failed = False
-        self._file_bytes += len(data)
-        if self._file_bytes > max(_COMPACT_MIN_BYTES, 4 * self._live_bytes):
             try:
-                self._rewrite()
+                os.write(self._fd, data)
+            except OSError as exc:
+                self._write_failed(exc)
+                return
+            self.failed = False
+            self._file_bytes += len(data)
+            self._dirty = True
+
+    def _write_failed(self, exc: OSError) -> None:
+        if not self.failed:
+            logger.error(
+                "could not write the rollout outbox %s (%s): results are not crash-safe until "
+                "it can be written again",
+                self.directory / JOURNAL_NAME,
+                exc,
+            )
+        self.failed = True
+
+    def _writer(self) -> None:
+        while not self._stopping:
+            self._wake.wait(SYNC_INTERVAL_SEC)
+            self._sync()
+
+    def _sync(self) -> None:
+        with self._lock:
+            if not self._dirty:
+                return
+            self._dirty = False
+            fd = self._fd
+            compact = self._file_bytes > max(_COMPACT_MIN_BYTES, 4 * self._live_bytes)
+        try:
+            os.fdatasync(fd)
+        except OSError as exc:
+            self._write_failed(exc)
+        if compact:
+            try:
+                with self._lock:  # appends wait for the rewrite (bounded by the live records)
+                    self._rewrite()
             except OSError as exc:
                 logger.error("could not compact the rollout outbox: %s", exc)
-        return True
 
     def _rewrite(self) -> None:
         """Replace the journal with the live records only (atomically), and append to it."""
@@ -178,22 +170,19 @@ class Outbox:
     # ---- stop -------------------------------------------------------------------------
 
     def close(self) -> None:
-        """Commit what is queued, stop the writer and release the directory."""
+        """Sync what was written, stop the writer and release the directory."""
         if self._thread is not None:
-            self._queue.put(None)
+            self._stopping = True
+            self._wake.set()
             self._thread.join()
             self._thread = None
+        self._sync()
         if self._fd >= 0:
             os.close(self._fd)
             self._fd = -1
         if self._lock_fd >= 0:
             os.close(self._lock_fd)  # releases the flock
             self._lock_fd = -1
-
-
-def _resolve(future: asyncio.Future[bool], ok: bool) -> None:
-    if not future.done():
-        future.set_result(ok)
 
 
 def encode(record: dict[str, Any]) -> bytes:

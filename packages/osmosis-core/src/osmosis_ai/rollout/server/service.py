@@ -172,14 +172,6 @@ class RolloutService(DrainingMixin):
 
     # ---- admission ------------------------------------------------------------------------
 
-    async def admit_durably(self, request: RolloutInitRequest, body: bytes) -> bytes:
-        """:meth:`admit`, answered once the admission is on disk (see :mod:`.outbox`)."""
-        entry, payload = self._admit(request, hashlib.sha256(body).digest())
-        durable = entry.durable
-        if durable is not None and not durable.done():
-            await asyncio.shield(durable)
-        return payload
-
     def admit(self, request: RolloutInitRequest, body: bytes | None = None) -> bytes:
         """Register and schedule one rollout; return the 202 body. Never awaits agent work.
 
@@ -233,7 +225,7 @@ class RolloutService(DrainingMixin):
                 entry.lease_deadline = loop.time() + settings.polling_lease_timeout_sec
                 entry.timer = loop.call_at(entry.lease_deadline, self._check_lease, entry)
             self.entries[rollout_id] = entry
-            self._journal_admission(entry, request, loop)
+            self._journal_admission(entry, request)
             task = loop.create_task(self._run(entry, exec_request))
         except Exception as exc:
             self.entries.pop(rollout_id, None)
@@ -263,22 +255,19 @@ class RolloutService(DrainingMixin):
             entry.lease_deadline = loop.time() + self.settings.polling_lease_timeout_sec
         return self._admission_body(entry.rollout_id, token)
 
-    def _journal_admission(
-        self, entry: RolloutEntry, request: RolloutInitRequest, loop: asyncio.AbstractEventLoop
-    ) -> None:
+    def _journal_admission(self, entry: RolloutEntry, request: RolloutInitRequest) -> None:
         if self._outbox is None:
             return
         urls = [u for u in (request.completion_callback_url, request.grader_callback_url) if u]
-        entry.durable = loop.create_future()
         entry.journaled = True
-        self._outbox.append(entry.rollout_id, admission_record(entry, urls), (loop, entry.durable))
+        self._outbox.append(entry.rollout_id, admission_record(entry, urls))
 
     def _acknowledge(self, entry: RolloutEntry) -> None:
         """The result was received (or forgotten): the outbox no longer needs it."""
         self._settling.set()
         if entry.journaled and self._outbox is not None:
             entry.journaled = False
-            self._outbox.append(entry.rollout_id, None, None)
+            self._outbox.append(entry.rollout_id, None)
 
     # ---- execution ------------------------------------------------------------------------
 
@@ -396,7 +385,7 @@ class RolloutService(DrainingMixin):
             if record is None:
                 self._acknowledge(entry)
             else:
-                self._outbox.append(entry.rollout_id, record, None)
+                self._outbox.append(entry.rollout_id, record)
         if entry.timer is not None:
             entry.timer.cancel()  # lets the loop drop it (and this entry) from its timer heap
             entry.timer = None
@@ -505,7 +494,7 @@ class RolloutService(DrainingMixin):
             # Admitted, never finished: the server stopped without a trace of it (kill -9).
             entry = restarted_entry(record, now)
             if entry is not None and self._outbox is not None:
-                self._outbox.append(entry.rollout_id, outbox_record(entry), None)
+                self._outbox.append(entry.rollout_id, outbox_record(entry))
         else:
             entry = entry_from_record(record, now)
         if entry is None:
