@@ -247,12 +247,9 @@ class _BodyStream(httpx.AsyncByteStream):
         try:
             async with asyncio.timeout(self._timeout):
                 data = await conn[0].readexactly(self._length)
-        except BaseException as exc:
-            self.aclose_now()
-            error = _body_error(exc)
-            if error is None:
-                raise
-            raise error from exc
+        except BaseException as exc:  # the connection is in an unknown state
+            self._abandon(exc)
+            raise
         self.finish()
         return data
 
@@ -282,12 +279,17 @@ class _BodyStream(httpx.AsyncByteStream):
                         break
                     yield data
         except BaseException as exc:  # the connection is in an unknown state
-            self.aclose_now()
-            error = _body_error(exc)
-            if error is None:
-                raise
-            raise error from exc
+            self._abandon(exc)
+            raise
         self.finish()
+
+    def _abandon(self, exc: BaseException) -> None:
+        """A read failed: close the connection and raise ``exc`` as httpx would, if it has an
+        httpx equivalent (the caller re-raises anything else)."""
+        self.aclose_now()
+        error = _body_error(exc)
+        if error is not None:
+            raise error from exc
 
     def aclose_now(self) -> None:
         conn, self._conn = self._conn, None

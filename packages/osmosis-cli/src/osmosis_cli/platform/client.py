@@ -19,9 +19,10 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol
 
+from osmosis_ai.retry_after import parse_retry_after
 from osmosis_cli import __version__
 from osmosis_cli.errors import CLIError, CLIErrorCode
-from osmosis_cli.platform.http_errors import error_from_response, retry_after_seconds
+from osmosis_cli.platform.http_errors import error_from_response
 
 DEFAULT_TIMEOUT_SEC = 30.0
 IDEMPOTENT = frozenset({"GET", "HEAD", "PUT", "DELETE"})
@@ -161,7 +162,7 @@ class PlatformClient:
         """Seconds to wait before the next attempt, or ``None`` to give up."""
         if not retryable or attempt >= MAX_ATTEMPTS:
             return None
-        asked = retry_after_seconds(retry_after)
+        asked = parse_retry_after(retry_after)
         if asked is None:
             return min(0.5 * 2 ** (attempt - 1), MAX_RETRY_WAIT_SEC)
         return asked if asked <= MAX_RETRY_WAIT_SEC else None

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from osmosis_ai.atomic_file import write_atomic
 from osmosis_cli.errors import CLIError, CLIErrorCode
 from osmosis_cli.platform.settings import config_dir
 
@@ -79,12 +80,7 @@ def _write_file(tokens: dict[str, str]) -> None:
     path = credentials_file()
     path.parent.mkdir(parents=True, exist_ok=True)
     payload = json.dumps({"version": FILE_VERSION, "tokens": tokens}, indent=2)
-    tmp = path.with_suffix(".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(payload)
-    os.chmod(tmp, 0o600)
-    os.replace(tmp, path)
+    write_atomic(path, payload, mode=0o600)
 
 
 def load_token(platform: str) -> Token | None:

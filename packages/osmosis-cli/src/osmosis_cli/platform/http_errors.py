@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from osmosis_ai.retry_after import parse_retry_after
 from osmosis_cli.errors import CLIError, CLIErrorCode
 
 STATUS_CODES: dict[int, CLIErrorCode] = {
@@ -23,24 +24,8 @@ STATUS_CODES: dict[int, CLIErrorCode] = {
 }
 
 
-def retry_after_seconds(value: str | None) -> float | None:
-    """``Retry-After`` as seconds (a number or an HTTP date); ``None`` when absent or invalid."""
-    if not value:
-        return None
-    try:
-        return max(float(value), 0.0)
-    except ValueError:
-        pass
-    from datetime import UTC, datetime
-    from email.utils import parsedate_to_datetime
-
-    try:
-        when = parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    return max((when - datetime.now(UTC)).total_seconds(), 0.0)
+#: ``Retry-After`` as seconds: the core reading (:func:`osmosis_ai.retry_after.parse_retry_after`).
+retry_after_seconds = parse_retry_after
 
 
 def scrub(text: str, secrets: Iterable[str]) -> str:
@@ -80,7 +65,7 @@ def error_from_response(
             "for this; log in with an account that has access ('osmosis auth login')."
         )
     elif status == 429:
-        wait = retry_after_seconds(retry_after)
+        wait = parse_retry_after(retry_after)
         later = f" Retry in {wait:g}s." if wait is not None else " Retry later."
         text = f"The platform is rate limiting requests{suffix}.{later}"
     elif status >= 500:

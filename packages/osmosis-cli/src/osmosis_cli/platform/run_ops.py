@@ -6,11 +6,11 @@ downloads are :mod:`osmosis_cli.platform.run_download`.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import quote
 
+from osmosis_ai.atomic_file import write_atomic
 from osmosis_cli.errors import CLIError, CLIErrorCode
 from osmosis_cli.output import Column, Output
 from osmosis_cli.platform.client import PlatformClient
@@ -78,9 +78,7 @@ def show_run(
             details={"path": str(out), "flags": ["--overwrite"]},
         )
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.tmp")
-    tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    os.replace(tmp, out)
+    write_atomic(out, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
     output.emit_operation(
         f"{COMMANDS[kind]}.info",
         message=f"Wrote {label(kind)} run {data.get('name') or run} to {out}.",

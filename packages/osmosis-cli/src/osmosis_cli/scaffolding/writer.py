@@ -8,13 +8,12 @@ thing being written (``rollouts/<name>/``) is replaced as a whole by ``--force``
 
 from __future__ import annotations
 
-import os
 import shutil
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from osmosis_ai.atomic_file import write_atomic
 from osmosis_cli.errors import CLIError, CLIErrorCode
 
 
@@ -119,15 +118,7 @@ def apply_plan(plan: WritePlan, *, force: bool, what: str) -> WriteResult:
 
 def _atomic_write(dest: Path, content: bytes) -> None:
     dest.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(content)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, dest)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_atomic(dest, content)
 
 
 def read_files(files: Mapping[str, Path]) -> dict[str, bytes]:

@@ -20,6 +20,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from osmosis_ai.atomic_file import write_atomic
 from osmosis_ai.errors import EvalError
 
 SCHEMA_VERSION = 1
@@ -132,10 +133,4 @@ def check_manifest(manifest: dict[str, Any], run_name: str, inputs: dict[str, An
 
 def write_json_atomic(path: Path, data: Any) -> None:
     """Readers see the old or the new file, never half of one."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with tmp.open("w", encoding="utf-8") as fh:
-        json.dump(data, fh, indent=2, allow_nan=False)
-        fh.write("\n")
-        fh.flush()
-        os.fsync(fh.fileno())
-    tmp.replace(path)
+    write_atomic(path, json.dumps(data, indent=2, allow_nan=False) + "\n", durable=True)

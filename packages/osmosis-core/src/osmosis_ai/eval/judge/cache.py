@@ -14,10 +14,11 @@ import asyncio
 import hashlib
 import json
 import os
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+
+from osmosis_ai.atomic_file import write_atomic
 
 #: Set it to a directory to cache every judge call that was not given ``cache=`` explicitly.
 CACHE_ENV = "OSMOSIS_JUDGE_CACHE"
@@ -50,14 +51,7 @@ class JudgeCache:
     def put_blocking(self, key: str, value: Mapping[str, Any]) -> None:
         path = self._path(key)
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                json.dump(dict(value), handle, ensure_ascii=False)
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        write_atomic(path, json.dumps(dict(value), ensure_ascii=False), mode=0o600)
 
     async def get(self, key: str) -> dict[str, Any] | None:
         return await asyncio.to_thread(self.get_blocking, key)

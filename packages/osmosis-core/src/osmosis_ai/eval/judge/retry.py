@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import email.utils
 import random
-import time
 from collections.abc import Mapping
+
+from osmosis_ai.retry_after import parse_retry_after
 
 #: HTTP statuses worth retrying: timeout, conflict, rate limit, server errors.
 RETRY_STATUSES = frozenset({408, 409, 429})
@@ -28,16 +28,8 @@ def retry_after(headers: Mapping[str, str] | None) -> float | None:
             return _bounded(float(raw_ms) / 1000.0)
         except ValueError:
             pass
-    raw = lowered.get("retry-after")
-    if raw is None:
-        return None
-    try:
-        return _bounded(float(raw))
-    except ValueError:
-        parsed = email.utils.parsedate_to_datetime(raw) if raw.strip() else None
-        if parsed is None:
-            return None
-        return _bounded(parsed.timestamp() - time.time())
+    seconds = parse_retry_after(lowered.get("retry-after"))
+    return None if seconds is None else _bounded(seconds)
 
 
 def _bounded(seconds: float) -> float:

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import html
 import json
-import os
 import re
 from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
+from osmosis_ai.atomic_file import write_atomic
 from osmosis_ai.eval.report._compare import RunComparison, compare_runs
 from osmosis_ai.eval.report._payload import Redact, build_payload
 from osmosis_ai.eval.report._run_data import RunData
@@ -68,7 +68,5 @@ def write_report(
     """Write :func:`render_report` to ``path`` atomically; returns ``path``."""
     text = render_report(run, compare_with=compare_with, redact=redact)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
+    write_atomic(path, text)
     return path

@@ -19,6 +19,7 @@ import httpx
 from pydantic import ValidationError
 
 from osmosis_ai.errors import RolloutAdmissionTimeoutError, RolloutProtocolError
+from osmosis_ai.retry_after import parse_retry_after
 from osmosis_ai.rollout.client._http import Reply, Sender, owned_client
 from osmosis_ai.rollout.client.handle import RolloutHandle
 from osmosis_ai.rollout.types.protocol import (
@@ -318,10 +319,7 @@ def _parse_admission(rollout_id: str, reply: Reply) -> RolloutInitResponse:
 
 
 def _retry_after(reply: Reply) -> float:
-    try:
-        value = float(reply.retry_after or "")
-    except ValueError:
-        return _RETRY_AFTER_DEFAULT
-    if not math.isfinite(value):
+    value = parse_retry_after(reply.retry_after)
+    if value is None:
         return _RETRY_AFTER_DEFAULT
     return min(max(value, _RETRY_AFTER_MIN), _RETRY_AFTER_MAX)

@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from osmosis_ai.retry_after import parse_retry_after
+
 if TYPE_CHECKING:
     import httpx
 
@@ -107,12 +109,12 @@ class CallbackSender:
                 split, headers, body, self.policy.request_timeout_sec
             )
             retry = next((v for k, v in raw_headers if k == b"retry-after"), None)
-            return status, content, _parse_retry_after(retry.decode("latin-1") if retry else None)
+            return status, content, parse_retry_after(retry.decode("latin-1") if retry else None)
         response = await self._http().post(url, content=body, headers=headers)
         return (
             response.status_code,
             response.content,
-            _parse_retry_after(response.headers.get("retry-after")),
+            parse_retry_after(response.headers.get("retry-after")),
         )
 
     async def aclose(self) -> None:
@@ -183,16 +185,6 @@ class CallbackSender:
                     attempt,
                 )
             await asyncio.sleep(delay)
-
-
-def _parse_retry_after(value: str | None) -> float | None:
-    if not value:
-        return None
-    try:
-        seconds = float(value)
-    except ValueError:
-        return None
-    return seconds if seconds >= 0 else None
 
 
 def _ack_json(content: bytes) -> Any:

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from osmosis_ai.atomic_file import write_atomic
 from osmosis_ai.rollout.home import ENV_ARTIFACT_ROOT, osmosis_home
 from osmosis_ai.rollout.identifiers import validate_rollout_id
 from osmosis_ai.rollout.trajectory.atif import Trajectory, convert_sample_to_trajectory
@@ -295,19 +296,7 @@ def _write_atomic(folder: str, name: str, text: str) -> str:
     except FileNotFoundError:
         os.makedirs(folder, exist_ok=True)
     final = os.path.join(folder, name)
-    tmp = os.path.join(folder, f".{name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    data = memoryview(text.encode("utf-8"))
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    try:
-        while data:
-            data = data[os.write(fd, data) :]
-    except BaseException:
-        os.close(fd)
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    os.close(fd)
-    os.replace(tmp, final)
+    write_atomic(final, text)
     return final
 
 

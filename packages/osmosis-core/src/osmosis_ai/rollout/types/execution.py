@@ -9,13 +9,13 @@ hot path pays for validation once.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from osmosis_ai.rollout.identifiers import validate_rollout_id
 from osmosis_ai.rollout.types.enums import RolloutErrorCategory, RolloutStatus
+from osmosis_ai.rollout.types.protocol import TimeoutSec
 from osmosis_ai.rollout.types.sample import RolloutSample
 
 _SUCCESS = RolloutStatus.SUCCESS
@@ -42,8 +42,8 @@ class ExecutionRequest(BaseModel):
     prompt: list[dict[str, Any]]
     label: str | None = None
     metadata: dict[str, Any] | None = None
-    agent_timeout_sec: float | None = None
-    grader_timeout_sec: float | None = None
+    agent_timeout_sec: TimeoutSec = None
+    grader_timeout_sec: TimeoutSec = None
     grade: bool = True
     chat_completions_url: str = ""
     api_key: str | None = Field(default=None, repr=False, exclude=True)
@@ -53,13 +53,6 @@ class ExecutionRequest(BaseModel):
     @classmethod
     def _check_id(cls, value: str) -> str:
         return validate_rollout_id(value)
-
-    @field_validator("agent_timeout_sec", "grader_timeout_sec")
-    @classmethod
-    def _check_timeout(cls, value: float | None) -> float | None:
-        if value is not None and not math.isfinite(value):
-            raise ValueError("timeout must be finite; omit it to run unbounded")
-        return value
 
 
 class ExecutionResult(BaseModel):

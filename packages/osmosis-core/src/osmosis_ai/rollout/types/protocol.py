@@ -12,10 +12,11 @@ One request model accepts both, so one server speaks both.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Annotated, Any
 from urllib.parse import urlsplit
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -32,6 +33,17 @@ from osmosis_ai.rollout.types.sample import RolloutSample
 POLLING_LEASE_HEADER = "X-Osmosis-Rollout-Lease"
 
 
+def _finite_timeout(value: float | None) -> float | None:
+    if value is not None and not math.isfinite(value):
+        raise ValueError("timeout must be finite; omit it to run unbounded")
+    return value
+
+
+TimeoutSec = Annotated[float | None, AfterValidator(_finite_timeout)]
+"""A phase timeout in seconds (``agent_timeout_sec``, ``grader_timeout_sec``): finite, or
+``None`` for unbounded. Shared by the wire request and :class:`ExecutionRequest`."""
+
+
 class RolloutInitRequest(BaseModel):
     """``POST /rollout`` body.
 
@@ -46,8 +58,8 @@ class RolloutInitRequest(BaseModel):
     chat_completions_url: str
     llm_api_key: str | None = None
     grade: bool = True
-    agent_timeout_sec: float | None = None
-    grader_timeout_sec: float | None = None
+    agent_timeout_sec: TimeoutSec = None
+    grader_timeout_sec: TimeoutSec = None
     extra_fields: dict[str, Any] | None = None
     # 0.3.0 callback protocol.
     controller_api_key: str | None = None
@@ -64,13 +76,6 @@ class RolloutInitRequest(BaseModel):
     def _check_llm_api_key(cls, value: str | None) -> str | None:
         if value is not None and value == "":
             raise ValueError("llm_api_key must be omitted or a non-empty string")
-        return value
-
-    @field_validator("agent_timeout_sec", "grader_timeout_sec")
-    @classmethod
-    def _check_timeout(cls, value: float | None) -> float | None:
-        if value is not None and not math.isfinite(value):
-            raise ValueError("timeout must be finite; omit it to run unbounded")
         return value
 
     @field_validator("completion_callback_url", "grader_callback_url")
