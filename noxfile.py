@@ -10,6 +10,7 @@ Run a subset with ``nox -s core``, ``nox -t strands`` or ``nox -p 3.12 -s core``
 from __future__ import annotations
 
 import shutil
+import time
 from pathlib import Path
 
 import nox
@@ -203,9 +204,10 @@ def demo(session: nox.Session) -> None:
         "--frozen",
         env={"UV_PROJECT_ENVIRONMENT": session.virtualenv.location},
     )
-    workspace = ROOT / "build" / "demo"
-    if workspace.exists():
-        shutil.rmtree(workspace)
+    # Each demo run gets its own workspace, so earlier demo results are never deleted.
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    workspace = ROOT / "build" / "demo" / stamp
+    session.log(f"demo workspace: {workspace}")
     session.run("osmosis", "init", str(workspace))
     session.chdir(workspace)
     session.run("osmosis", "template", "apply", "multiply-local-strands")

@@ -82,9 +82,7 @@ class Output:
             return False
 
     def _console(self, stderr: bool = False) -> Any:
-        from rich.console import Console
-
-        return Console(file=self.stderr if stderr else self.stdout, highlight=False)
+        return make_console(self.stderr if stderr else self.stdout)
 
     def _print(self, text: str, *, stderr: bool = False) -> None:
         stream = self.stderr if stderr else self.stdout
@@ -328,3 +326,19 @@ def set_output(output: Output) -> Output:
     global _current
     _current = output
     return output
+
+
+#: Width for Rich output that is not going to a terminal (CI logs, pipes, files): wide enough
+#: that paths and commands are never wrapped, as Rich would otherwise wrap at 80 columns.
+_UNBOUNDED_WIDTH = 10_000
+
+
+def make_console(file: Any) -> Any:
+    """A Rich console on ``file``: the terminal's width on a terminal, else no wrapping at all."""
+    import os
+
+    from rich.console import Console
+
+    is_terminal = bool(getattr(file, "isatty", lambda: False)())
+    width = None if is_terminal or os.environ.get("COLUMNS") else _UNBOUNDED_WIDTH
+    return Console(file=file, highlight=False, width=width, soft_wrap=not is_terminal)

@@ -143,15 +143,16 @@ class _ProgressBar:
         self._task: Any = None
         if out.is_json or out.mode != "rich" or total < 2 or not out.stderr.isatty():
             return
-        from rich.console import Console
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+        from osmosis_cli.output import make_console
 
         self._bar = Progress(
             TextColumn("judging"),
             BarColumn(),
             MofNCompleteColumn(),
             TextColumn("{task.fields[errors]}"),
-            console=Console(file=out.stderr),
+            console=make_console(out.stderr),
             transient=True,
         )
         self._bar.start()

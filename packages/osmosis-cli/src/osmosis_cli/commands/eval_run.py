@@ -285,7 +285,6 @@ class _RichReporter(_Reporter):
         self._retries = 0
 
     def started(self, progress: EvalProgress) -> None:
-        from rich.console import Console
         from rich.progress import (
             BarColumn,
             MofNCompleteColumn,
@@ -295,8 +294,10 @@ class _RichReporter(_Reporter):
             TimeRemainingColumn,
         )
 
-        console = Console(file=self.out.stderr)
-        console.print(_plan_line(progress), highlight=False)
+        from osmosis_cli.output import make_console
+
+        console = make_console(self.out.stderr)
+        console.print(_plan_line(progress))
         if progress.pending_at_start == 0:
             return
         self._progress = Progress(
@@ -446,8 +447,9 @@ def _safety_lines(result: EvalRun) -> list[str]:
 
 
 def _print_summary_table(result: EvalRun, out: Output) -> None:
-    from rich.console import Console
     from rich.table import Table
+
+    from osmosis_cli.output import make_console
 
     metrics = result.metrics
     stats = metrics.get("reward_stats", {})
@@ -492,7 +494,7 @@ def _print_summary_table(result: EvalRun, out: Output) -> None:
     rows.extend(_cost_rows(metrics.get("cost")))
     for key, value in rows:
         table.add_row(key, fmt(value))
-    Console(file=out.stdout, highlight=False).print(table)
+    make_console(out.stdout).print(table)
 
 
 def _cost_rows(cost: dict[str, Any] | None) -> list[tuple[str, Any]]:

@@ -49,16 +49,18 @@ def validate_command(
         float, typer.Option("--timeout", min=1, help="Seconds allowed for the import check.")
     ] = 60.0,
 ) -> None:
-    """Check a rollout before running or submitting it (config, paths, dependencies, import).
+    """Check a rollout before running or submitting it (config, dataset, paths, dependencies, import).
 
-    The entrypoint is imported once in a child process; its `__main__` block does not run.
+    The entrypoint is imported once in a child process; its `__main__` block does not run. A
+    module it imports that is not installed here fails the check (exit 1); a local dataset
+    whose rows carry no label is a warning.
     """
     from osmosis_cli.errors import CLIError, CLIErrorCode
     from osmosis_cli.output import get_output
     from osmosis_cli.preflight import resolve_target, run_preflight
 
     output = get_output()
-    report = run_preflight(resolve_target(target), timeout_sec=timeout)
+    report = run_preflight(resolve_target(target), timeout_sec=timeout, local=True)
     label = f"{report.rollout}/{report.entrypoint}"
     if not report.ok:
         failed = next(c for c in report.checks if c.status == "error")

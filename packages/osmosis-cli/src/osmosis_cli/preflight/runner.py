@@ -20,9 +20,16 @@ DEFAULT_IMPORT_TIMEOUT_SEC = 60.0
 
 
 def run_preflight(
-    target: RolloutTarget, *, timeout_sec: float = DEFAULT_IMPORT_TIMEOUT_SEC
+    target: RolloutTarget,
+    *,
+    timeout_sec: float = DEFAULT_IMPORT_TIMEOUT_SEC,
+    local: bool = False,
 ) -> PreflightReport:
     """Run every step; the report holds an ``error`` check when the rollout would not start.
+
+    ``local`` (``osmosis rollout validate``): the rollout runs in this environment, so an
+    entrypoint importing a module that is not installed is an error. Without it (submit's
+    best-effort rule) that is a warning: the platform installs the rollout's dependencies.
 
     Raises :class:`CLIError` only for failures of the preflight itself (e.g. the child process
     cannot be started); a broken rollout is a report with an error, so callers can show all of it.
@@ -69,7 +76,7 @@ def run_preflight(
             )
         )
 
-    report.add(_import_check(target, timeout_sec))
+    report.add(_import_check(target, timeout_sec, local=local))
     return report
 
 
@@ -81,7 +88,7 @@ def _dataset_check(report: PreflightReport, target: RolloutTarget) -> None:
     candidates = [data / name, *(data / f"{name}{s}" for s in (".jsonl", ".csv", ".parquet"))]
     found = next((c for c in candidates if c.is_file()), None)
     if found is not None:
-        report.add(Check("dataset", "ok", f"local dataset {found.relative_to(target.workspace)}"))
+        report.add(_dataset_rows_check(found, found.relative_to(target.workspace).as_posix()))
     else:
         report.add(
             Check(
@@ -93,7 +100,21 @@ def _dataset_check(report: PreflightReport, target: RolloutTarget) -> None:
         )
 
 
-def _import_check(target: RolloutTarget, timeout_sec: float) -> Check:
+def _dataset_rows_check(path: Path, shown: str) -> Check:
+    """Read the local dataset as ``eval run`` would; unreadable rows or no labels warn."""
+    from osmosis_ai.eval import DatasetError, load_dataset, missing_label_warning
+
+    try:
+        rows = load_dataset(path)
+    except DatasetError as exc:
+        return Check("dataset", "warning", f"{shown}: {exc}")
+    no_label = missing_label_warning(path, rows)
+    if no_label is not None:
+        return Check("dataset", "warning", no_label, {"code": "NO_LABEL"})
+    return Check("dataset", "ok", f"local dataset {shown} ({len(rows)} rows)")
+
+
+def _import_check(target: RolloutTarget, timeout_sec: float, *, local: bool) -> Check:
     with tempfile.TemporaryDirectory(prefix="osmosis-preflight-") as tmp:
         result_path = Path(tmp) / "result.json"
         command = [
@@ -139,10 +160,10 @@ def _import_check(target: RolloutTarget, timeout_sec: float) -> Check:
                 {"exit_code": completed.returncode},
             )
         result: dict[str, Any] = json.loads(result_path.read_text(encoding="utf-8"))
-    return _interpret(result, target)
+    return _interpret(result, target, local=local)
 
 
-def _interpret(result: dict[str, Any], target: RolloutTarget) -> Check:
+def _interpret(result: dict[str, Any], target: RolloutTarget, *, local: bool = False) -> Check:
     if result.get("ok"):
         attributes = result.get("attributes") or {}
         if attributes.get("app") is None:
@@ -160,6 +181,17 @@ def _interpret(result: dict[str, Any], target: RolloutTarget) -> Check:
             {"attributes": attributes},
         )
     location = _location_label(result, target)
+    if result.get("module_not_found") and local:
+        missing = result.get("missing_module")
+        return Check(
+            "import",
+            "error",
+            f"{location}: {result.get('message')}: module {missing!r} is not installed in "
+            "this environment. Fix the import if it is a typo, else add the package to the "
+            f"rollout's pyproject.toml and install it (e.g. `uv pip install -e "
+            f"{target.rollout_label}`).",
+            {"missing_module": missing, "file": result.get("file"), "line": result.get("line")},
+        )
     if result.get("module_not_found"):
         return Check(
             "import",

@@ -44,6 +44,7 @@ _EXPORTS = {
     "DatasetError": "osmosis_ai.eval._dataset",
     "iter_dataset": "osmosis_ai.eval._dataset",
     "load_dataset": "osmosis_ai.eval._dataset",
+    "missing_label_warning": "osmosis_ai.eval._dataset",
     "SelectionError": "osmosis_ai.eval._selection",
     "parse_rows_spec": "osmosis_ai.eval._selection",
     # training safety: is a rollout append-only (safe for token-in/token-out training)?
@@ -64,7 +65,13 @@ __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 if TYPE_CHECKING:
     from osmosis_ai.eval._api import run_eval, run_eval_async
-    from osmosis_ai.eval._dataset import DatasetError, DatasetRow, iter_dataset, load_dataset
+    from osmosis_ai.eval._dataset import (
+        DatasetError,
+        DatasetRow,
+        iter_dataset,
+        load_dataset,
+        missing_label_warning,
+    )
     from osmosis_ai.eval._errors import EvalExtraMissingError, EvalRunFailed, UpstreamRejected
     from osmosis_ai.eval._manifest import ManifestError, ManifestMismatchError
     from osmosis_ai.eval._progress import EvalProgress, EvalUpdate
@@ -114,6 +121,7 @@ __all__ = [
     "expand_calls",
     "iter_dataset",
     "load_dataset",
+    "missing_label_warning",
     "parse_rows_spec",
     "read_index",
     "run_eval",

@@ -3,9 +3,10 @@
 Why one normalised row type: the scheduler, the manifest and the index only ever see
 :class:`DatasetRow`, so adding a file format never touches them. The row rules follow the public
 SDK's dataset format: *prompt mode* (``user_prompt`` with ``ground_truth`` or ``label``, optional
-``system_prompt``) or *metadata mode* (a ``metadata`` column holding a JSON object, passed to the
-rollout as ``metadata``). Empty strings count as absent; other scalars are stringified. Extra
-columns are ignored.
+``system_prompt``), *messages mode* (an OpenAI-style ``messages`` list, the conversation the
+rollout starts from) or *metadata mode* (a ``metadata`` column holding a JSON object, passed to
+the rollout as ``metadata``). Empty strings count as absent; other scalars are stringified. Extra
+columns are ignored. The user-facing description is ``docs/dataset-format.md``.
 """
 
 from __future__ import annotations
@@ -65,6 +66,28 @@ def iter_dataset(path: Path) -> Iterator[DatasetRow]:
     """
     if not path.is_file():
         raise DatasetError(f"dataset file not found: {path}")
+    for index, record in enumerate(_records(path)):
+        yield normalize_row(index, record)
+
+
+def missing_label_warning(path: Path, rows: list[DatasetRow]) -> str | None:
+    """A warning when no row carries a label (and none carries metadata), else ``None``.
+
+    Graders compare against ``ground_truth``/``label``; without one every reward is silently 0,
+    so the warning names the columns the file does have and the column to rename.
+    """
+    if not rows or any(row.label is not None or row.metadata is not None for row in rows):
+        return None
+    first = next(iter(_records(path)), {})
+    found = ", ".join(sorted(str(key) for key in first)) or "none"
+    return (
+        f"no row of {path.name} has a label: a grader gets label=None and most score 0. "
+        f"Columns found: {found}. Put the expected answer in a 'ground_truth' (or 'label') "
+        "column; see docs/dataset-format.md."
+    )
+
+
+def _records(path: Path) -> Iterable[Mapping[str, Any]]:
     suffix = path.suffix.lower()
     if suffix == ".jsonl":
         records: Iterable[Mapping[str, Any]] = _read_jsonl(path)
@@ -77,8 +100,7 @@ def iter_dataset(path: Path) -> Iterator[DatasetRow]:
             f"unsupported dataset format {suffix or '(no extension)'!r} for {path}; "
             f"use one of {', '.join(SUPPORTED_SUFFIXES)}"
         )
-    for index, record in enumerate(records):
-        yield normalize_row(index, record)
+    return records
 
 
 def normalize_row(index: int, record: Mapping[str, Any]) -> DatasetRow:
@@ -90,12 +112,20 @@ def normalize_row(index: int, record: Mapping[str, Any]) -> DatasetRow:
     if label is None:
         label = _text(record.get("label"))
     metadata = _metadata(record.get("metadata"), where)
-    if user is None and metadata is None:
+    conversation = _messages(record.get("messages"), where)
+    if user is None and metadata is None and conversation is None:
         present = ", ".join(sorted(str(k) for k in record)) or "none"
         raise DatasetError(
-            f"{where}: needs a 'user_prompt' (prompt mode) or a 'metadata' JSON object "
-            f"(metadata mode); columns present: {present}"
+            f"{where}: needs a 'user_prompt' (prompt mode), a 'messages' list (messages mode) "
+            f"or a 'metadata' JSON object (metadata mode); columns present: {present}"
         )
+    if conversation is not None:
+        if user is not None or system is not None:
+            raise DatasetError(
+                f"{where}: has both 'messages' and 'user_prompt'/'system_prompt'; keep one "
+                "(put the system prompt in 'messages' as its first entry)"
+            )
+        return DatasetRow(index, conversation, label=label, metadata=metadata)
     messages: list[dict[str, Any]] = []
     if system is not None:
         messages.append({"role": "system", "content": system})
@@ -124,6 +154,26 @@ def _metadata(value: Any, where: str) -> dict[str, Any] | None:
     if not isinstance(value, Mapping) or not value:
         raise DatasetError(f"{where}: 'metadata' must be a non-empty JSON object")
     return dict(value)
+
+
+def _messages(value: Any, where: str) -> list[dict[str, Any]] | None:
+    """An OpenAI-style ``messages`` list (a JSON string in CSV), each with ``role`` and ``content``."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError as exc:
+            raise DatasetError(f"{where}: 'messages' is not valid JSON ({exc.msg})") from exc
+    if not isinstance(value, list) or not value:
+        raise DatasetError(f"{where}: 'messages' must be a non-empty list of message objects")
+    for position, message in enumerate(value):
+        if not isinstance(message, Mapping) or not isinstance(message.get("role"), str):
+            raise DatasetError(
+                f"{where}: messages[{position}] must be an object with a 'role' "
+                '(e.g. {"role": "user", "content": "..."})'
+            )
+    return [dict(message) for message in value]
 
 
 def _read_jsonl(path: Path) -> Iterator[Mapping[str, Any]]:

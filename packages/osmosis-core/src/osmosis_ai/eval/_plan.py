@@ -209,6 +209,10 @@ def _select(
         dataset_path = _resolve_dataset(options, source)
         all_rows = load_dataset(dataset_path)
         limit = options.limit
+        if limit is not None and limit < 1:
+            raise EvalPlanError(
+                f"--limit must be at least 1, got {limit}; omit --limit to evaluate every row"
+            )
         if options.rows is None and limit is None:
             limit = source.evaluation.limit
         rows_spec = options.rows

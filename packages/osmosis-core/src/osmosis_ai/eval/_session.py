@@ -16,6 +16,7 @@ import time
 from datetime import UTC, datetime
 from typing import Any
 
+from osmosis_ai.eval._dataset import missing_label_warning
 from osmosis_ai.eval._dispatch import dispatch
 from osmosis_ai.eval._errors import EvalRunFailed
 from osmosis_ai.eval._finalize import SessionEnd, finalize, plan_redactor, row_from_journal
@@ -166,6 +167,9 @@ class _Session:
                 "say nothing about any model.",
                 {"code": "MOCK_MODEL"},
             )
+        no_label = missing_label_warning(plan.dataset_path, plan.rows)
+        if no_label is not None:
+            self._notice("warning", no_label, {"code": "NO_LABEL"})
         self._emit(EvalUpdate("started", self.progress))
         return pending
 
