@@ -158,14 +158,16 @@ def test_validate_syntax_error_and_exit_at_import(
     assert "SystemExit: 3" in exits.error()["error"]["message"]
 
 
-def test_missing_module_warns_and_continues(
+def test_missing_module_fails_validate_and_names_it(
     run_cli: RunCli, git_repo: Path, rollout_factory: RolloutFactory
 ) -> None:
+    # validate runs the rollout here, so a missing module is an error (submit only warns).
     rollout_factory(git_repo, "needs", "import not_installed_pkg_xyz\napp = 1\n")
     result = run_cli("--json", "rollout", "validate", "configs/eval/needs.toml", cwd=git_repo)
-    assert result.code == 0, result.stderr
-    (warning,) = [w for w in result.warnings() if w["warning"]["details"]["check"] == "import"]
-    assert "not_installed_pkg_xyz" in warning["warning"]["message"]
+    assert result.code == 1
+    error = result.error()["error"]
+    assert error["details"]["missing_module"] == "not_installed_pkg_xyz"
+    assert "module 'not_installed_pkg_xyz' is not installed" in error["message"]
 
 
 def test_unsatisfied_declared_dependencies_skip_the_import(

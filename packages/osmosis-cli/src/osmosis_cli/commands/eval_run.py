@@ -10,6 +10,7 @@ could not start; 130 interrupted (the run is resumable with the same ``--name``)
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -149,7 +150,7 @@ def run(
     from osmosis_cli.commands.eval_results import finish_run
 
     report, failures = finish_run(result.run_dir, write=not no_report)
-    _emit(result, out, report, failures)
+    _emit(result, out, config, report, failures)
     if result.status == "interrupted":
         raise typer.Exit(code=EXIT_INTERRUPTED)
     if result.status != "success":
@@ -362,13 +363,15 @@ def _plan_line(progress: EvalProgress) -> str:
     )
 
 
-def _emit(result: EvalRun, out: Output, report: Path | None, failures: list[str]) -> None:
+def _emit(
+    result: EvalRun, out: Output, config: Path, report: Path | None, failures: list[str]
+) -> None:
     status = "success" if result.status == "success" else "partial"
     resource = {**result.resource(), "report_path": str(report) if report else None}
     if result.status == "interrupted":
         message = (
             f"Interrupted: {result.pending} work item(s) pending. Rerun with --name "
-            f"{result.run_name} to resume."
+            f"{result.run_name} (the stored model and rows are reused) to resume."
         )
     elif result.status == "success":
         message = f"Eval {result.run_name} finished: {_rewards(result)}."
@@ -380,10 +383,12 @@ def _emit(result: EvalRun, out: Output, report: Path | None, failures: list[str]
     tail = [*failures, *([f"report: {report}"] if report else [])]
     lines = [*_summary_lines(result), *tail]
     next_steps: list[str] = []
+    # The run's manifest stores the model, dataset and selection: --name alone resumes it.
+    resume = f"osmosis eval run {shlex.quote(str(config))} --name {shlex.quote(result.run_name)}"
     if result.failed:
-        next_steps.append(f"osmosis eval run <config> --name {result.run_name} --retry-failed")
+        next_steps.append(f"{resume} --retry-failed")
     if result.pending:
-        next_steps.append(f"osmosis eval run <config> --name {result.run_name}")
+        next_steps.append(resume)
     if not out.is_json and out.mode.value == "rich":
         _print_summary_table(result, out)
         lines = [

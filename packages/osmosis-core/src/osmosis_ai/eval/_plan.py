@@ -11,7 +11,7 @@ import hashlib
 import math
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,7 +22,13 @@ from osmosis_ai.eval._dataset import (
     file_sha256,
     load_dataset,
 )
-from osmosis_ai.eval._manifest import LOCK_VERSIONS, inputs_digest, source_digest
+from osmosis_ai.eval._manifest import (
+    LOCK_VERSIONS,
+    ManifestError,
+    inputs_digest,
+    read_manifest,
+    source_digest,
+)
 from osmosis_ai.eval._run_layout import (
     DEFAULT_OUTPUT_ROOT,
     RunLayoutError,
@@ -103,6 +109,9 @@ class EvalPlan:
     retry_policy: RetryPolicy | None = None
     item_deadline_sec: float | None = None
     token_ids: bool = False
+    #: The explicit choices of the request that started the run (model, dataset, selection,
+    #: n), stored in the manifest so a resume given only the run name reuses them.
+    request: dict[str, Any] = field(default_factory=dict)
 
     @property
     def run_dir(self) -> Path:
@@ -287,15 +296,60 @@ def _workers(requested: int | str, max_in_flight: int | None, work_items: int) -
     return max(1, count)
 
 
+def _stored_request(options: EvalOptions, output_root: Path) -> EvalOptions:
+    """Fill what the user left out from the run's stored request, when resuming by name.
+
+    ``--model`` brings its own ``--base-url``/``--api-key-env``; ``--rows``/``--limit`` are one
+    choice. Anything passed explicitly wins (and is then checked against the manifest as usual).
+    """
+    if options.name is None or options.fresh:
+        return options
+    try:
+        manifest = read_manifest(output_root / validate_run_name(options.name) / "manifest.json")
+    except (RunLayoutError, ManifestError):
+        return options  # reported where the run is opened
+    stored = (manifest or {}).get("provenance", {}).get("request")
+    if not isinstance(stored, dict):
+        return options
+    changes: dict[str, Any] = {}
+    if options.model is None and stored.get("model"):
+        changes.update(
+            model=stored["model"],
+            base_url=options.base_url or stored.get("base_url"),
+            api_key_env=options.api_key_env or stored.get("api_key_env"),
+        )
+    if options.dataset is None and stored.get("dataset"):
+        changes["dataset"] = Path(stored["dataset"])
+    if options.rows is None and options.limit is None:
+        changes.update(rows=stored.get("rows"), limit=stored.get("limit"))
+    if options.n is None and stored.get("n") is not None:
+        changes["n"] = stored["n"]
+    return replace(options, **changes)
+
+
+def _request_record(options: EvalOptions, dataset_path: Path) -> dict[str, Any]:
+    rows = options.rows
+    return {
+        "model": options.model,
+        "base_url": options.base_url,
+        "api_key_env": options.api_key_env,
+        "dataset": str(dataset_path) if options.dataset is not None else None,
+        "rows": ",".join(str(int(i)) for i in rows) if isinstance(rows, list) else rows,
+        "limit": options.limit,
+        "n": options.n,
+    }
+
+
 def build_plan(options: EvalOptions, *, environ: Mapping[str, str] | None = None) -> EvalPlan:
     """Validate the request; raises :class:`EvalPlanError` or ``ConfigError``."""
     env_map: Mapping[str, str] = os.environ if environ is None else environ
     source = resolve_source(Path(options.target), options.workspace)
+    output_root = Path(options.output or source.workspace / DEFAULT_OUTPUT_ROOT).resolve()
+    options = _stored_request(options, output_root)
     knobs = _knobs(options, source)
     dataset_path, all_rows, selection, upstream = _select(options, source, env_map)
     secrets = _resolve_secrets(source.secret_names, env_map)
     env = {**source.env, **(options.env or {})}
-    output_root = Path(options.output or source.workspace / DEFAULT_OUTPUT_ROOT).resolve()
     inputs = _locked_inputs(
         source, dataset_path, selection, upstream, knobs, env, secrets, output_root
     )
@@ -332,4 +386,5 @@ def build_plan(options: EvalOptions, *, environ: Mapping[str, str] | None = None
         retry_policy=options.retry_policy,
         item_deadline_sec=options.item_deadline_sec,
         token_ids=options.token_ids,
+        request=_request_record(options, dataset_path),
     )

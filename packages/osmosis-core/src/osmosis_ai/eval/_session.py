@@ -66,6 +66,7 @@ def _open_manifest(plan: EvalPlan, paths: RunPaths) -> dict[str, Any]:
             "dataset_path": str(plan.dataset_path),
             "rollout_dir": str(plan.rollout_dir),
             "upstream_base_url": plan.upstream.display_url or None,
+            "request": plan.request,
         },
     )
 
