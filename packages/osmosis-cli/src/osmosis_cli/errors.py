@@ -34,6 +34,8 @@ class CLIErrorCode(StrEnum):
     TOKEN_NOT_FOUND = "TOKEN_NOT_FOUND"
     KEYRING_CLEANUP_FAILED = "KEYRING_CLEANUP_FAILED"
     TOKEN_REVOKE_FAILED = "TOKEN_REVOKE_FAILED"
+    #: The model endpoint of a local eval refused the API key (HTTP 401/403), not the platform.
+    MODEL_AUTH = "MODEL_AUTH"
 
 
 class CLIError(Exception):

@@ -183,7 +183,7 @@ def test_rejected_api_key_fails_fast_with_a_hint(
         )  # fmt: skip
     assert code == 1
     error = _error(err)
-    assert error["code"] == "VALIDATION"
+    assert error["code"] == "MODEL_AUTH"
     assert error["details"]["status_code"] == 401
     assert "TINY_KEY" in error["message"]
     assert "wrong-key-1234" not in err

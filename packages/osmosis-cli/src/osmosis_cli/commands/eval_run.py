@@ -195,8 +195,9 @@ def _execute(out: Output, config: Path, **arguments: Any) -> EvalRun:
     except RunLayoutError as exc:
         raise CLIError(CLIErrorCode.CONFLICT, str(exc), details={"run_name": name}) from None
     except UpstreamRejected as exc:
+        code = {0: CLIErrorCode.NETWORK, 401: CLIErrorCode.MODEL_AUTH, 403: CLIErrorCode.MODEL_AUTH}
         raise CLIError(
-            CLIErrorCode.VALIDATION,
+            code.get(exc.status_code, CLIErrorCode.VALIDATION),
             str(exc),
             details={"status_code": exc.status_code, "run_name": name},
         ) from None

@@ -160,11 +160,21 @@ async def _start_proxy(
 
 
 async def _preflight(proxy: PolicyProxy, upstream: Upstream, log: RunLog) -> None:
+    """One request before any work item: a model that cannot answer stops the run here."""
     status, excerpt = await proxy.preflight()
     excerpt = log.redact(excerpt)
     if status == 200:
         log.info("upstream", "model preflight ok", model=upstream.model)
         return
+    where = upstream.display_url
+    if status is None:  # connection refused, DNS, TLS, timeout: every call would fail the same
+        error = UpstreamRejected(
+            f"the model endpoint {where} could not be reached ({excerpt}); nothing was "
+            "dispatched. Check --base-url (and that the model server is running).",
+            0,
+        )
+        log.error("upstream", "model preflight failed", error=str(error))
+        raise error
     fatal = status in _FATAL_PREFLIGHT or (status == 400 and "model" in excerpt.lower())
     if not fatal:  # rate limits, outages: every call is retried anyway
         log.warning("upstream", "model preflight did not succeed", status=status, body=excerpt)
@@ -174,11 +184,11 @@ async def _preflight(proxy: PolicyProxy, upstream: Upstream, log: RunLog) -> Non
         "(or pass --api-key-env)",
         403: "the key is not allowed to use this model",
         404: "check the model name and --base-url",
-    }.get(status or 0, "check the model name")
+    }.get(status, "check the model name")
     error = UpstreamRejected(
         f"the model endpoint {upstream.display_url} rejected model {upstream.model!r} with HTTP "
         f"{status}: {excerpt}; {hint}",
-        status or 0,
+        status,
     )
     log.error("upstream", "model preflight failed", error=str(error))
     raise error

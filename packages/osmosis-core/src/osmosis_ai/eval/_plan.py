@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from osmosis_ai._url_masking import mask_url
 from osmosis_ai.eval._dataset import (
     SUPPORTED_SUFFIXES,
     DatasetError,
@@ -329,9 +330,13 @@ def _stored_request(options: EvalOptions, output_root: Path) -> EvalOptions:
 
 def _request_record(options: EvalOptions, dataset_path: Path) -> dict[str, Any]:
     rows = options.rows
+    base_url = options.base_url
+    # A base URL carrying credentials is never written to a file: such a run resumes with
+    # --model/--base-url passed again.
+    with_secret = base_url is not None and mask_url(base_url) != base_url
     return {
-        "model": options.model,
-        "base_url": options.base_url,
+        "model": None if with_secret else options.model,
+        "base_url": None if with_secret else base_url,
         "api_key_env": options.api_key_env,
         "dataset": str(dataset_path) if options.dataset is not None else None,
         "rows": ",".join(str(int(i)) for i in rows) if isinstance(rows, list) else rows,
