@@ -49,6 +49,27 @@ def run(
         str | None,
         typer.Option("--api-key-env", help="Environment variable holding the upstream API key."),
     ] = None,
+    temperature: Annotated[
+        float | None, typer.Option("--temperature", help="Sampling temperature for every call.")
+    ] = None,
+    top_p: Annotated[
+        float | None, typer.Option("--top-p", help="Nucleus sampling top_p for every call.")
+    ] = None,
+    max_tokens: Annotated[
+        int | None, typer.Option("--max-tokens", min=1, help="max_tokens for every call.")
+    ] = None,
+    seed: Annotated[
+        int | None, typer.Option("--seed", help="Sampling seed for every call.")
+    ] = None,
+    model_arg: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--model-arg",
+            metavar="KEY=VALUE",
+            help="Any other request field for every call (VALUE parsed as JSON, else a string); "
+            "repeatable. Sampling flags are recorded in the run's manifest.",
+        ),
+    ] = None,
     n: Annotated[
         int | None, typer.Option("--n", help="Samples per row (default: evaluation.n).")
     ] = None,
@@ -127,6 +148,7 @@ def run(
     from osmosis_cli.output import get_output
 
     out = get_output()
+    sampling = _sampling(temperature, top_p, max_tokens, seed, model_arg or [])
     result = _execute(
         out,
         config,
@@ -134,6 +156,7 @@ def run(
         model=model,
         base_url=base_url,
         api_key_env=api_key_env,
+        sampling=sampling or None,
         n=n,
         limit=limit,
         rows=rows,
@@ -157,6 +180,35 @@ def run(
         raise typer.Exit(code=1)
     if require_append_only and result.metrics.get("training_safety", {}).get("broken"):
         raise typer.Exit(code=1)
+
+
+def _sampling(
+    temperature: float | None,
+    top_p: float | None,
+    max_tokens: int | None,
+    seed: int | None,
+    model_args: list[str],
+) -> dict[str, Any]:
+    """The request fields set on every model call; ``--model-arg`` values are JSON when they parse."""
+    import json
+
+    from osmosis_cli.errors import validation
+
+    sampling: dict[str, Any] = {}
+    for item in model_args:
+        key, sep, raw = item.partition("=")
+        if not sep or not key.strip():
+            raise validation(f"--model-arg {item!r} is not KEY=VALUE (e.g. frequency_penalty=0.5)")
+        try:
+            sampling[key.strip()] = json.loads(raw)
+        except json.JSONDecodeError:
+            sampling[key.strip()] = raw
+    named = {"temperature": temperature, "top_p": top_p, "max_tokens": max_tokens, "seed": seed}
+    sampling.update({key: value for key, value in named.items() if value is not None})
+    for reserved in ("model", "messages", "stream"):
+        if reserved in sampling:
+            raise validation(f"--model-arg cannot set {reserved!r}: the rollout sends it")
+    return sampling
 
 
 def _execute(out: Output, config: Path, **arguments: Any) -> EvalRun:

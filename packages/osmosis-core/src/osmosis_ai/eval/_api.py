@@ -26,6 +26,7 @@ async def run_eval_async(
     base_url: str | None = None,
     api_key: str | None = None,
     api_key_env: str | None = None,
+    sampling: Mapping[str, Any] | None = None,
     n: int | None = None,
     limit: int | None = None,
     rows: str | Sequence[int] | None = None,
@@ -50,7 +51,8 @@ async def run_eval_async(
     ``main.py``) or an entrypoint file. ``model`` is ``'<provider>/<model>'`` (e.g.
     ``'openai/gpt-4.1-mini'``, key from ``OPENAI_API_KEY``), any served name with ``base_url`` (vLLM,
     SGLang, Ollama...), or ``'mock'`` (the offline scripted policy: a plumbing check). ``api_key``
-    overrides ``api_key_env``. ``rows`` selects 0-based dataset rows (``'0-9,20'`` or a list),
+    overrides ``api_key_env``. ``sampling`` (e.g. ``{"temperature": 0.2, "seed": 7}``) is set on
+    every model call, overriding the rollout's own values, and recorded in the manifest. ``rows`` selects 0-based dataset rows (``'0-9,20'`` or a list),
     ``limit`` the first N. Results go to ``<output_dir or <workspace>/.osmosis/evals>/<name>``;
     calling again with the same ``name`` resumes the run (``fresh=True`` archives it and starts
     over, ``retry_failed=True`` reruns failed rows). ``workers`` is how many worker processes the
@@ -80,6 +82,7 @@ async def run_eval_async(
         base_url=base_url,
         api_key=api_key,
         api_key_env=api_key_env,
+        sampling=sampling,
         n=n,
         limit=limit,
         rows=rows if rows is None or isinstance(rows, str) else list(rows),

@@ -60,6 +60,9 @@ class EvalOptions:
     base_url: str | None = None
     api_key: str | None = field(default=None, repr=False)
     api_key_env: str | None = None
+    #: Sampling parameters set on every model call (``temperature``, ``top_p``, ``max_tokens``,
+    #: ``seed`` or any other request field); ``None``: the rollout's own values.
+    sampling: Mapping[str, Any] | None = None
     n: int | None = None
     limit: int | None = None
     rows: str | list[int] | None = None
@@ -239,6 +242,8 @@ def _select(
             api_key_env=options.api_key_env,
             environ=dict(environ),
         )
+        if options.sampling:
+            upstream = replace(upstream, sampling=dict(options.sampling))
     except (DatasetError, SelectionError, UpstreamError) as exc:
         raise EvalPlanError(str(exc)) from exc
     if not selection:
@@ -325,6 +330,8 @@ def _stored_request(options: EvalOptions, output_root: Path) -> EvalOptions:
         changes.update(rows=stored.get("rows"), limit=stored.get("limit"))
     if options.n is None and stored.get("n") is not None:
         changes["n"] = stored["n"]
+    if options.sampling is None and stored.get("sampling"):
+        changes["sampling"] = stored["sampling"]
     return replace(options, **changes)
 
 
@@ -342,6 +349,7 @@ def _request_record(options: EvalOptions, dataset_path: Path) -> dict[str, Any]:
         "rows": ",".join(str(int(i)) for i in rows) if isinstance(rows, list) else rows,
         "limit": options.limit,
         "n": options.n,
+        "sampling": dict(options.sampling) if options.sampling else None,
     }
 
 

@@ -233,6 +233,7 @@ class PolicyProxy:
             )
             return
         request["model"] = self.upstream.model
+        request.update(self.upstream.sampling)
         stream = request.get("stream") is True
         if self.token_ids:
             request.setdefault("return_token_ids", True)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from typing import Any
 
 from osmosis_ai.errors import ConfigurationError
 from osmosis_ai.eval._providers import known_names, lookup
@@ -31,6 +32,9 @@ class Upstream:
     api_key: str | None = field(default=None, repr=False)
     key_env: str | None = None
     is_mock: bool = False
+    #: Sampling parameters set on every forwarded request (``--temperature``, ``--model-arg``...);
+    #: empty: the rollout's own values apply.
+    sampling: dict[str, Any] = field(default_factory=dict)
 
     @property
     def chat_completions_url(self) -> str:
@@ -46,9 +50,15 @@ class Upstream:
 
         return mask_url(self.base_url) if self.base_url else ""
 
-    def locked_identity(self) -> dict[str, str | None]:
+    def locked_identity(self) -> dict[str, Any]:
         """What the run manifest locks (never the key, nor credentials in the URL)."""
-        return {"model": self.model, "base_url": None if self.is_mock else self.display_url}
+        identity: dict[str, Any] = {
+            "model": self.model,
+            "base_url": None if self.is_mock else self.display_url,
+        }
+        if self.sampling:  # only when set: runs without it keep their locked identity
+            identity["sampling"] = dict(sorted(self.sampling.items()))
+        return identity
 
 
 def resolve_upstream(
