@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from osmosis_cli.errors import CLIError, CLIErrorCode
 from osmosis_cli.output import Output
@@ -18,6 +18,10 @@ from osmosis_cli.platform.git_info import describe_repository
 from osmosis_cli.platform.run_ops import COMMANDS, ENDPOINTS, Kind
 from osmosis_cli.platform.secrets import resolve_secrets
 from osmosis_cli.platform.settings import platform_url
+
+if TYPE_CHECKING:
+    from osmosis_ai.config import SubmitConfig
+    from osmosis_cli.preflight.report import PreflightReport
 
 
 @dataclass
@@ -54,32 +58,12 @@ def submit(options: SubmitOptions, output: Output) -> None:
 
     output.progress("Running the rollout preflight...")
     report = run_preflight(target, timeout_sec=options.import_timeout_sec)
-    label = f"{report.rollout}/{report.entrypoint}"
-    if not report.ok:
-        failed = next(c for c in report.checks if c.status == "error")
-        raise CLIError(
-            CLIErrorCode.VALIDATION,
-            f"{expected.capitalize()} preflight failed for `{label}`:\n  {failed.message}",
-            details={**failed.details, **report.as_dict()},
-        )
-    for check in report.warnings:
-        output.warn("PREFLIGHT_WARNING", f"{check.name}: {check.message}", check=check.name)
+    _require_preflight(report, expected, output)
 
     secrets = resolve_secrets(
         config.required_secrets, secrets_file=options.secrets_file, output=output
     )
-    git = describe_repository(workspace)
-    if not git.get("remote_url"):
-        output.warn(
-            "NO_GIT_ORIGIN",
-            "this workspace has no git `origin`; the platform runs the code it clones from "
-            "origin, so push the workspace to the repository connected to the platform",
-        )
-    elif git.get("dirty"):
-        output.warn(
-            "DIRTY_WORKTREE",
-            "the workspace has uncommitted changes; the platform runs what is pushed",
-        )
+    git = _describe_git(workspace, output)
 
     summary = {
         "Platform": url,
@@ -105,6 +89,49 @@ def submit(options: SubmitOptions, output: Output) -> None:
     run = client.request("POST", ENDPOINTS[options.kind], json=body, redact=secrets.values.values())
     if not isinstance(run, dict):
         raise CLIError(CLIErrorCode.PLATFORM_ERROR, "The platform returned no run.")
+    _emit_submitted(options, output, run, config, workspace, git)
+
+
+def _require_preflight(report: PreflightReport, expected: str, output: Output) -> None:
+    """Stop on a failed preflight check; print its warnings."""
+    if not report.ok:
+        failed = next(c for c in report.checks if c.status == "error")
+        raise CLIError(
+            CLIErrorCode.VALIDATION,
+            f"{expected.capitalize()} preflight failed for `{report.rollout}/"
+            f"{report.entrypoint}`:\n  {failed.message}",
+            details={**failed.details, **report.as_dict()},
+        )
+    for check in report.warnings:
+        output.warn("PREFLIGHT_WARNING", f"{check.name}: {check.message}", check=check.name)
+
+
+def _describe_git(workspace: Path, output: Output) -> dict[str, Any]:
+    """The workspace's git facts, warning when the platform would not run what is here."""
+    git = describe_repository(workspace)
+    if not git.get("remote_url"):
+        output.warn(
+            "NO_GIT_ORIGIN",
+            "this workspace has no git `origin`; the platform runs the code it clones from "
+            "origin, so push the workspace to the repository connected to the platform",
+        )
+    elif git.get("dirty"):
+        output.warn(
+            "DIRTY_WORKTREE",
+            "the workspace has uncommitted changes; the platform runs what is pushed",
+        )
+    return git
+
+
+def _emit_submitted(
+    options: SubmitOptions,
+    output: Output,
+    run: dict[str, Any],
+    config: SubmitConfig,
+    workspace: Path,
+    git: dict[str, Any],
+) -> None:
+    expected = "eval" if options.kind == "eval" else "training"
     resource = {
         **{
             k: run.get(k)

@@ -196,6 +196,16 @@ class Scheduler:
             calls = self.proxy.unregister(rollout_id)
         if record is None:
             return  # left pending (halted)
+        await self._finish(record, rollout_id, judge, calls)
+
+    async def _finish(
+        self,
+        record: dict[str, Any],
+        rollout_id: str,
+        judge: dict[str, float] | None,
+        calls: list[CallRecord],
+    ) -> None:
+        """Add the judge usage, the policy calls' tokens, safety check and cost; journal it."""
         if judge:
             record["judge"] = judge
         if calls:
