@@ -76,6 +76,8 @@ def test_run_eval_evaluates_a_template_config(
     first = json.loads((run.run_dir / "index.jsonl").read_text().splitlines()[0])
     assert first["policy_calls"] == 2
     assert first["trajectory_filename"] == "trajectories/row_0_run_0.json"
+    # each trajectory is stored once: the server's copy is folded into trajectories/
+    assert list((run.run_dir / "rollout_trials").glob("*/trajectory.json")) == []
 
     again = run_eval(
         ws / "configs" / "eval" / f"{TEMPLATE}.toml",

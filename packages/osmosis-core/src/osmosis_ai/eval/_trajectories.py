@@ -3,7 +3,9 @@
 The rollout server writes ``rollout_trials/<rollout_id>/trajectory.json`` (ATIF) from the
 sample's messages. Only the proxy saw the wire, so only it knows each call's latency, retries,
 and (when the upstream returns them) token ids and logprobs. This module copies the server's
-trajectory to ``trajectories/row_<r>_run_<n>.json`` and adds the proxy's records:
+trajectory to ``trajectories/row_<r>_run_<n>.json``, adds the proxy's records and removes the
+server's copy, so each trajectory is stored once (``rollout_trials/<rollout_id>/`` keeps the
+rollout's ``diagnostics.json`` and artifacts):
 
 * all calls under ``extra.osmosis.llm_calls`` (always; each call's ``messages`` as a reference
   to the previous call plus the appended suffix, see :func:`osmosis_ai.eval.expand_calls`),
@@ -80,6 +82,8 @@ def assemble_trajectory(
         target.write_text(json.dumps(document, indent=2, allow_nan=False), encoding="utf-8")
     except (OSError, TypeError, ValueError):
         return None
+    with contextlib.suppress(OSError):
+        source.unlink()  # the enriched copy under trajectories/ is the one record
     return target.relative_to(paths.root).as_posix()
 
 
