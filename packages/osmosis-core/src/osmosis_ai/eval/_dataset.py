@@ -143,14 +143,20 @@ def _text(value: Any) -> str | None:
     return text if text != "" else None
 
 
+def _decode_json_text(value: Any, where: str, column: str) -> Any:
+    """A cell that holds JSON as text (CSV, Parquet strings) decoded; anything else as is."""
+    if not isinstance(value, str):
+        return value
+    try:
+        return json.loads(value)
+    except json.JSONDecodeError as exc:
+        raise DatasetError(f"{where}: {column!r} is not valid JSON ({exc.msg})") from exc
+
+
 def _metadata(value: Any, where: str) -> dict[str, Any] | None:
     if value is None or value == "":
         return None
-    if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except json.JSONDecodeError as exc:
-            raise DatasetError(f"{where}: 'metadata' is not valid JSON ({exc.msg})") from exc
+    value = _decode_json_text(value, where, "metadata")
     if not isinstance(value, Mapping) or not value:
         raise DatasetError(f"{where}: 'metadata' must be a non-empty JSON object")
     return dict(value)
@@ -160,11 +166,7 @@ def _messages(value: Any, where: str) -> list[dict[str, Any]] | None:
     """An OpenAI-style ``messages`` list (a JSON string in CSV), each with ``role`` and ``content``."""
     if value is None or value == "":
         return None
-    if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except json.JSONDecodeError as exc:
-            raise DatasetError(f"{where}: 'messages' is not valid JSON ({exc.msg})") from exc
+    value = _decode_json_text(value, where, "messages")
     if not isinstance(value, list) or not value:
         raise DatasetError(f"{where}: 'messages' must be a non-empty list of message objects")
     for position, message in enumerate(value):

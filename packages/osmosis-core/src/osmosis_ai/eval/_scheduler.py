@@ -236,48 +236,32 @@ class Scheduler:
         self, item: WorkItem, rollout_id: str, started: float, result: RolloutResultResponse
     ) -> dict[str, Any] | None:
         status = str(result.status)
+
+        def failed(error_type: str, message: str | None) -> dict[str, Any]:
+            return self._record(
+                item, rollout_id, started, "failed", error_type=error_type, error_message=message
+            )
+
         if status == "success":
             sample = result.sample
             if sample is None:
-                return self._record(
-                    item,
-                    rollout_id,
-                    started,
-                    "failed",
-                    error_type="missing_sample",
-                    error_message="the rollout succeeded but returned no sample",
-                )
+                return failed("missing_sample", "the rollout succeeded but returned no sample")
             if sample.remove_sample:
                 return self._record(item, rollout_id, started, "skipped")
             if sample.reward is None:
-                return self._record(
-                    item,
-                    rollout_id,
-                    started,
-                    "failed",
-                    error_type="not_graded",
-                    error_message="the rollout succeeded but no reward was set (does the grader call ctx.set_reward?)",
+                return failed(
+                    "not_graded",
+                    "the rollout succeeded but no reward was set (does the grader call ctx.set_reward?)",
                 )
             return self._record(item, rollout_id, started, "success", reward=float(sample.reward))
         if status == "failure":
             category = result.err_category.value if result.err_category is not None else None
             if category is None and result.err_message is None and result.sample is None:
-                return self._record(
-                    item,
-                    rollout_id,
-                    started,
-                    "failed",
-                    error_type="not_graded",
-                    error_message="grading could not run: the rollout has no grader, or the row has neither label nor metadata",
+                return failed(
+                    "not_graded",
+                    "grading could not run: the rollout has no grader, or the row has neither label nor metadata",
                 )
-            return self._record(
-                item,
-                rollout_id,
-                started,
-                "failed",
-                error_type=category or "rollout_failed",
-                error_message=result.err_message,
-            )
+            return failed(category or "rollout_failed", result.err_message)
         # cancelled (server shutting down, or someone cancelled it): not a result; stays pending
         self._halt(f"rollout {rollout_id} was cancelled by the rollout server")
         return None
