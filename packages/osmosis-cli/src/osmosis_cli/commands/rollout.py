@@ -55,24 +55,15 @@ def validate_command(
     module it imports that is not installed here fails the check (exit 1); a local dataset
     whose rows carry no label is a warning.
     """
-    from osmosis_cli.errors import CLIError, CLIErrorCode
     from osmosis_cli.output import get_output
     from osmosis_cli.preflight import resolve_target, run_preflight
 
     output = get_output()
     report = run_preflight(resolve_target(target), timeout_sec=timeout, local=True)
     label = f"{report.rollout}/{report.entrypoint}"
-    if not report.ok:
-        failed = next(c for c in report.checks if c.status == "error")
-        if not output.is_json:
-            _print_checks(report.checks)
-        raise CLIError(
-            CLIErrorCode.VALIDATION,
-            f"Preflight failed for `{label}`:\n  {failed.message}",
-            details={**failed.details, **report.as_dict()},
-        )
-    for check in report.warnings:
-        output.warn("PREFLIGHT_WARNING", f"{check.name}: {check.message}", check=check.name)
+    report.enforce(
+        output, on_failure=None if output.is_json else lambda: _print_checks(report.checks)
+    )
     lines = [
         f"{_mark(c.status)} {c.name}: {c.message}" for c in report.checks if c.status != "warning"
     ]

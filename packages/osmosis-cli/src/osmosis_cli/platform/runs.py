@@ -21,7 +21,6 @@ from osmosis_cli.platform.settings import platform_url
 
 if TYPE_CHECKING:
     from osmosis_ai.config import SubmitConfig
-    from osmosis_cli.preflight.report import PreflightReport
 
 
 @dataclass
@@ -58,7 +57,7 @@ def submit(options: SubmitOptions, output: Output) -> None:
 
     output.progress("Running the rollout preflight...")
     report = run_preflight(target, timeout_sec=options.import_timeout_sec)
-    _require_preflight(report, expected, output)
+    report.enforce(output, kind=expected)
 
     secrets = resolve_secrets(
         config.required_secrets, secrets_file=options.secrets_file, output=output
@@ -90,20 +89,6 @@ def submit(options: SubmitOptions, output: Output) -> None:
     if not isinstance(run, dict):
         raise CLIError(CLIErrorCode.PLATFORM_ERROR, "The platform returned no run.")
     _emit_submitted(options, output, run, config, workspace, git)
-
-
-def _require_preflight(report: PreflightReport, expected: str, output: Output) -> None:
-    """Stop on a failed preflight check; print its warnings."""
-    if not report.ok:
-        failed = next(c for c in report.checks if c.status == "error")
-        raise CLIError(
-            CLIErrorCode.VALIDATION,
-            f"{expected.capitalize()} preflight failed for `{report.rollout}/"
-            f"{report.entrypoint}`:\n  {failed.message}",
-            details={**failed.details, **report.as_dict()},
-        )
-    for check in report.warnings:
-        output.warn("PREFLIGHT_WARNING", f"{check.name}: {check.message}", check=check.name)
 
 
 def _describe_git(workspace: Path, output: Output) -> dict[str, Any]:

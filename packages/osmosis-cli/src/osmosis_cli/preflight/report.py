@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from osmosis_cli.output import Output
 
 Status = Literal["ok", "warning", "error", "skipped"]
 
@@ -40,6 +44,26 @@ class PreflightReport:
     @property
     def warnings(self) -> list[Check]:
         return [c for c in self.checks if c.status == "warning"]
+
+    def enforce(
+        self, output: Output, *, kind: str = "", on_failure: Callable[[], None] | None = None
+    ) -> None:
+        """Raise a ``VALIDATION`` :class:`~osmosis_cli.errors.CLIError` naming the first failed
+        check (``on_failure`` runs first); otherwise print each warning."""
+        if not self.ok:
+            from osmosis_cli.errors import CLIError, CLIErrorCode
+
+            failed = next(c for c in self.checks if c.status == "error")
+            if on_failure is not None:
+                on_failure()
+            what = f"{kind.capitalize()} preflight" if kind else "Preflight"
+            raise CLIError(
+                CLIErrorCode.VALIDATION,
+                f"{what} failed for `{self.rollout}/{self.entrypoint}`:\n  {failed.message}",
+                details={**failed.details, **self.as_dict()},
+            )
+        for check in self.warnings:
+            output.warn("PREFLIGHT_WARNING", f"{check.name}: {check.message}", check=check.name)
 
     def as_dict(self) -> dict[str, Any]:
         return {

@@ -8,11 +8,12 @@ scheduler writes them to ``llm_calls.jsonl`` and :mod:`._trajectories` adds them
 
 from __future__ import annotations
 
-import contextlib
 import json
 import random
 from dataclasses import dataclass
 from typing import Any
+
+from osmosis_ai.retry_after import parse_retry_after
 
 
 @dataclass(slots=True)
@@ -25,9 +26,9 @@ class RetryPolicy:
     max_retry_after: float = 60.0
 
     def delay(self, attempt: int, retry_after: str | None) -> float:
-        if retry_after:
-            with contextlib.suppress(ValueError):
-                return min(max(float(retry_after), 0.0), self.max_retry_after)
+        asked = parse_retry_after(retry_after)
+        if asked is not None:
+            return min(asked, self.max_retry_after)
         backoff = min(self.base_delay * (2 ** (attempt - 1)), self.max_delay)
         return backoff * (0.75 + random.random() / 2)
 
