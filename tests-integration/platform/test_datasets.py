@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -25,12 +26,13 @@ def write_jsonl(path: Path, size: int) -> Path:
 def test_upload_in_parts_with_bounded_memory(cli: Cli, platform: Platform, tmp_path: Path) -> None:
     cli.env["OSMOSIS_TOKEN"] = platform.token
     platform.state.part_size = 4 * 1024 * 1024
-    data = write_jsonl(tmp_path / "big.jsonl", 48 * 1024 * 1024)
+    data = write_jsonl(tmp_path / "big.jsonl", 200 * 1024 * 1024)  # the 200 MB case
     size = data.stat().st_size
     result, rss = cli.measured("--json", "dataset", "upload", str(data), cwd=tmp_path)
     assert result.code == 0, result.stderr
     print(f"dataset upload of {size / 2**20:.0f} MiB: peak RSS {rss:.0f} MiB")
-    assert rss < size / 2**20, f"peak RSS {rss:.0f} MiB for a {size / 2**20:.0f} MiB file"
+    # Streaming: the CLI's peak stays near its ~27 MiB baseline whatever the file size.
+    assert rss < 64, f"peak RSS {rss:.0f} MiB for a {size / 2**20:.0f} MiB file"
     envelope = result.envelope()
     assert envelope["operation"] == "dataset.upload"
     dataset = envelope["resource"]
@@ -39,7 +41,11 @@ def test_upload_in_parts_with_bounded_memory(cli: Cli, platform: Platform, tmp_p
     assert len(parts) == -(-size // platform.state.part_size)
     assert all(int(p.headers["content-length"]) <= platform.state.part_size for p in parts)
     stored = platform.state.storage / "dataset-big"  # type: ignore[operator]
-    assert stored.read_bytes() == data.read_bytes()
+    with stored.open("rb") as got, data.open("rb") as sent:
+        assert (
+            hashlib.file_digest(got, "sha256").digest()
+            == hashlib.file_digest(sent, "sha256").digest()
+        )
 
 
 def test_an_invalid_file_is_refused_before_anything_is_sent(
