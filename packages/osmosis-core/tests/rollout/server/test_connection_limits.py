@@ -105,7 +105,7 @@ def _closed_by_server(sockets: list[socket.socket], at_least: int) -> int:
 
 async def test_1100_idle_connections_do_not_block_authenticated_traffic() -> None:
     _raise_own_fd_limit(FLOOD + 300)
-    async with _server_process(SERVER_FD_LIMIT) as port:
+    async with asyncio.timeout(60), _server_process(SERVER_FD_LIMIT) as port:
         url = f"http://127.0.0.1:{port}"
         idle = [socket.create_connection(("127.0.0.1", port)) for _ in range(FLOOD)]
         try:
