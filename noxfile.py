@@ -292,7 +292,7 @@ def _must_fail_with_hint(venv: _Venv, module: str, extra: str) -> None:
         "try:\n"
         f"    importlib.import_module({module!r})\n"
         "except ModuleNotFoundError as exc:\n"
-        f"    assert \"pip install 'osmosis-ai[{extra}]'\" in str(exc), str(exc)\n"
+        f"    assert 'pip install \"osmosis-ai[{extra}]\"' in str(exc), str(exc)\n"
         "else:\n"
         f"    raise SystemExit({module!r} + ' imported but should be missing')\n"
     )
