@@ -66,25 +66,16 @@ def test_template_solved_by_the_scripted_policy_gets_reward_1(
         calls = trajectory["extra"]["osmosis"]["llm_calls"]
         assert len(calls) >= 2  # the tool call turn and the answer turn, seen by the proxy
         assert all(call["status_code"] == 200 for call in calls)
-        # training safety (docs/guides/training-safe-rollouts.md): OpenAI Agents sends every
-        # earlier turn back byte for byte; Strands keeps the tool input as a dict and re-renders
-        # it with json.dumps (", " and ": "), so the policy's compact '{"a":x,"b":y}' returns as
-        # '{"a": x, "b": y}' in the second call's history
+        # training safety (docs/guides/training-safe-rollouts.md): every template sends each
+        # earlier turn back byte for byte. Strands alone would re-render tool arguments with
+        # json.dumps ('{"a":2,"b":3}' -> '{"a": 2, "b": 3}'); osmosis-strands restores the
+        # policy's raw argument strings, so its templates are append-only too.
         verdict = item["training_safety"]
         assert trajectory["extra"]["osmosis"]["training_safety"] == verdict
         assert verdict["threads"] == 1
-        if framework == "agents":
-            assert verdict["append_only"] is True, json.dumps(verdict)
-            continue
-        assert verdict["append_only"] is False, json.dumps(verdict)
-        divergence = verdict["divergence"]
-        assert divergence["cause"] == "tool_args_reformatted"
-        assert (divergence["call"], divergence["message"]) == (1, 2)  # system, user, assistant
-        assert divergence["field"] == "tool_calls[0].function.arguments"
-        assert json.loads(divergence["expected"]) == json.loads(divergence["actual"])
-        assert divergence["expected"].replace(",", ", ").replace(":", ": ") == divergence["actual"]
+        assert verdict["append_only"] is True, json.dumps(verdict)
     safety = envelope["resource"]["metrics"]["training_safety"]
-    assert safety["append_only"] == (2 if framework == "agents" else 0)
+    assert (safety["rollouts"], safety["append_only"], safety["causes"]) == (2, 2, {})
 
 
 @pytest.mark.parametrize("template", ["multiply-local-openai", "multiply-local-strands"])

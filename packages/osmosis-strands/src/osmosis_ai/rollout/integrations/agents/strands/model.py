@@ -28,6 +28,7 @@ from osmosis_ai.rollout.integrations.spi import (
     translating_policy_errors,
 )
 
+from ._raw_arguments import raw_arguments_for
 from .wire import ObservedClient
 
 if TYPE_CHECKING:
@@ -131,7 +132,8 @@ class OsmosisRolloutModel(Model):
         client = policy_client(
             ctx.chat_completions_url, ctx.api_key, timeout=timeout, max_retries=max_retries or 0
         )
-        model = OpenAIModel(client=ObservedClient(client, observer), **config)
+        raw_arguments = raw_arguments_for(ctx)
+        model = OpenAIModel(client=ObservedClient(client, observer, raw_arguments), **config)
         return model, ctx.chat_completions_url
 
     async def stream(  # pyright: ignore[reportIncompatibleMethodOverride]

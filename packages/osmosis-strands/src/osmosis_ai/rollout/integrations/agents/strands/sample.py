@@ -2,7 +2,8 @@
 
 ``sample.messages`` is the agent's Strands-native history (what graders written for the public
 SDK read, e.g. ``ctx.sample.messages[-1]["content"][0]["text"]``). ``sample.trajectory_messages``
-is the same conversation in chat-completions form, exactly as Strands puts it on the wire, with
+is the same conversation in chat-completions form, exactly as it went on the wire (tool-call
+arguments as the policy wrote them, see :mod:`._raw_arguments`), with
 the system prompt first and ``"model"`` and ``"usage"`` on every assistant message that a policy
 call produced, so the trajectory writer can attribute tokens per step.
 
@@ -33,6 +34,8 @@ from osmosis_ai.rollout.integrations.spi import (
     get_rollout_context,
 )
 
+from ._raw_arguments import RawToolArguments, raw_arguments_for, restore_in
+
 if TYPE_CHECKING:
     from strands import Agent
 
@@ -45,9 +48,12 @@ type CallIndex = dict[int, tuple[Mapping[str, Any], PolicyCall]]
 class StrandsSampleSource(SampleSource):
     """The sample of one rollout served by one Strands agent."""
 
-    def __init__(self, agent: Agent, capture: SampleCapture) -> None:
+    def __init__(
+        self, agent: Agent, capture: SampleCapture, raw_arguments: RawToolArguments | None = None
+    ) -> None:
         self._agent = agent
         self._capture = capture
+        self._raw_arguments = raw_arguments
         self.calls: CallIndex = {}
         self._frozen: RolloutSample | None = None
 
@@ -77,8 +83,9 @@ class StrandsSampleSource(SampleSource):
         messages = list(self._agent.messages)
         return RolloutSample(
             messages=copy.deepcopy(messages),
-            trajectory_messages=chat_completions_messages(
-                messages, self._agent.system_prompt, self.calls
+            trajectory_messages=restore_in(
+                chat_completions_messages(messages, self._agent.system_prompt, self.calls),
+                self._raw_arguments,
             ),
         )
 
@@ -118,7 +125,7 @@ class SampleCapture(HookProvider):
                 "OsmosisStrandsAgent per rollout (other agents, e.g. sub-agents used as tools, can "
                 "be plain strands.Agent instances sharing the same OsmosisRolloutModel)"
             )
-        source = StrandsSampleSource(self._agent, self)
+        source = StrandsSampleSource(self._agent, self, raw_arguments_for(ctx))
         ctx.set_sample_source(source)
         self._switch_to(source)
         return source

@@ -12,6 +12,9 @@ wire-level problems of older Strands releases:
 * before strands-agents 1.45 ``OpenAIModel.stream`` can only iterate a stream, so a
   non-streaming response is also made iterable as one equivalent chunk. Newer releases read the
   completion's attributes directly, which the wrapper passes through.
+
+It also sends earlier tool calls' arguments back exactly as the policy wrote them
+(:mod:`._raw_arguments`): Strands re-renders them with ``json.dumps``.
 """
 
 from __future__ import annotations
@@ -23,43 +26,57 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from osmosis_ai.rollout.integrations.spi import CallObserver
 
+    from ._raw_arguments import RawToolArguments, StreamedCalls
+
 
 class ObservedClient:
     """``client.chat.completions.create`` observed; every other attribute is the real client's."""
 
-    def __init__(self, client: Any, observer: CallObserver) -> None:
+    def __init__(
+        self, client: Any, observer: CallObserver, raw_arguments: RawToolArguments | None = None
+    ) -> None:
         self._client = client
-        self.chat = _Chat(client.chat, observer)
+        self.chat = _Chat(client.chat, observer, raw_arguments)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._client, name)
 
 
 class _Chat:
-    def __init__(self, chat: Any, observer: CallObserver) -> None:
+    def __init__(
+        self, chat: Any, observer: CallObserver, raw_arguments: RawToolArguments | None
+    ) -> None:
         self._chat = chat
-        self.completions = _Completions(chat.completions, observer)
+        self.completions = _Completions(chat.completions, observer, raw_arguments)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._chat, name)
 
 
 class _Completions:
-    def __init__(self, completions: Any, observer: CallObserver) -> None:
+    def __init__(
+        self, completions: Any, observer: CallObserver, raw_arguments: RawToolArguments | None
+    ) -> None:
         self._completions = completions
         self._observer = observer
+        self._raw = raw_arguments
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._completions, name)
 
     async def create(self, **request: Any) -> Any:
+        raw = self._raw
+        if raw is not None:
+            raw.restore(request.get("messages"))
         if not request.get("stream"):
             request.pop("stream_options", None)
             completion = await self._completions.create(**request)
             self._observer.observe(completion)
+            if raw is not None:
+                raw.observe_completion(completion)
             return _IterableCompletion(completion)
         stream = await self._completions.create(**request)
-        return _ObservedStream(stream, self._observer)
+        return _ObservedStream(stream, self._observer, raw)
 
 
 class _ObservedStream:
@@ -69,10 +86,15 @@ class _ObservedStream:
     (up to ``finish_reason``, then again to drain the trailing usage chunk).
     """
 
-    def __init__(self, stream: Any, observer: CallObserver) -> None:
+    def __init__(
+        self, stream: Any, observer: CallObserver, raw_arguments: RawToolArguments | None
+    ) -> None:
         self._stream = stream
         self._observer = observer
         self._iterator: AsyncIterator[Any] | None = None
+        self._calls: StreamedCalls | None = (
+            raw_arguments.stream_collector() if raw_arguments is not None else None
+        )
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._stream, name)
@@ -85,6 +107,8 @@ class _ObservedStream:
             self._iterator = aiter(self._stream)
         chunk = await anext(self._iterator)
         self._observer.observe(chunk)
+        if self._calls is not None:
+            self._calls.add_chunk(chunk)
         return chunk
 
 
