@@ -15,6 +15,8 @@ from osmosis_ai.testing import ScriptedPolicyServer
 TEMPLATES = {
     "multiply-local-strands": ("strands", {}),
     "multiply-local-openai": ("agents", {}),
+    # No framework: a hand-written loop on the openai client (ctx.policy.client()).
+    "multiply-local-plain": ("openai", {}),
     # The Docker-free sandbox of the Harbor backend (tests only).
     "multiply-harbor-strands": ("harbor", {"OSMOSIS_HARBOR_ENV": "local"}),
 }
@@ -78,7 +80,9 @@ def test_template_solved_by_the_scripted_policy_gets_reward_1(
     assert (safety["rollouts"], safety["append_only"], safety["causes"]) == (2, 2, {})
 
 
-@pytest.mark.parametrize("template", ["multiply-local-openai", "multiply-local-strands"])
+@pytest.mark.parametrize(
+    "template", ["multiply-local-openai", "multiply-local-plain", "multiply-local-strands"]
+)
 def test_template_earns_1_through_two_worker_processes(
     cli: Cli, tmp_path: Path, solving_policy: ScriptedPolicyServer, template: str
 ) -> None:

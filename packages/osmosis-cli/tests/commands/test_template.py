@@ -10,6 +10,7 @@ from cli_harness import RunCli  # pyright: ignore[reportMissingImports]
 TEMPLATES = [
     "multiply-harbor-strands",
     "multiply-local-openai",
+    "multiply-local-plain",
     "multiply-local-strands",
     "rubric-judge-local",
 ]

@@ -1,9 +1,9 @@
 """The agent. `run` gets the prompt and must produce the conversation to be graded.
 
 Fill in `run`: call the policy through an integration (Strands: `OsmosisStrandsAgent` with
-`OsmosisRolloutModel`; OpenAI Agents: `OsmosisAgent` + `OsmosisMemorySession`), or call
-`ctx`'s chat-completions endpoint yourself and return the messages. See
-`osmosis template list` for complete examples.
+`OsmosisRolloutModel`; OpenAI Agents: `OsmosisAgent` + `OsmosisMemorySession`), or call the
+policy yourself with `ctx.policy.client()` (an `openai.AsyncOpenAI`) and return the messages
+(the `multiply-local-plain` template). See `osmosis template list` for complete examples.
 """
 
 from osmosis_ai.rollout import AgentWorkflow, AgentWorkflowConfig, AgentWorkflowContext

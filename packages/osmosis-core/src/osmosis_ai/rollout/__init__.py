@@ -28,6 +28,7 @@ _EXPORTS = {
     "RolloutProgress": "osmosis_ai.rollout.context",
     "SampleSource": "osmosis_ai.rollout.context",
     "get_rollout_context": "osmosis_ai.rollout.context",
+    "PolicyEndpoint": "osmosis_ai.rollout.policy_endpoint",
     "ExecutionBackend": "osmosis_ai.rollout.backend.base",
     "LocalBackend": "osmosis_ai.rollout.backend.local",
     "AgentWorkflowConfig": _TYPES,
@@ -69,6 +70,7 @@ if TYPE_CHECKING:  # the same names as _EXPORTS (checked by a core test)
     from osmosis_ai.rollout.context import SampleSource as SampleSource
     from osmosis_ai.rollout.context import get_rollout_context as get_rollout_context
     from osmosis_ai.rollout.grader import Grader as Grader
+    from osmosis_ai.rollout.policy_endpoint import PolicyEndpoint as PolicyEndpoint
     from osmosis_ai.rollout.types import AgentWorkflowConfig as AgentWorkflowConfig
     from osmosis_ai.rollout.types import AgentWorkflowOutput as AgentWorkflowOutput
     from osmosis_ai.rollout.types import BaseConfig as BaseConfig

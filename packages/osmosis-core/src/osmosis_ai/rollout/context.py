@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from osmosis_ai.rollout.types.enums import RolloutStatus
 
 if TYPE_CHECKING:
+    from osmosis_ai.rollout.policy_endpoint import PolicyEndpoint
     from osmosis_ai.rollout.types.execution import ExecutionRequest
     from osmosis_ai.rollout.types.sample import RolloutSample
 
@@ -36,14 +37,28 @@ rollout_contextvar: contextvars.ContextVar[RolloutContext | None] = contextvars.
 class AgentWorkflowContext[TConfig]:
     """What ``AgentWorkflow.run`` receives.
 
-    ``prompt`` is the dataset row's messages, unchanged. The rollout id is available from
-    ``get_rollout_context().rollout_id``; the label is deliberately not here (only graders see it).
+    ``prompt`` is the dataset row's messages, unchanged. :attr:`policy` is the policy endpoint
+    (base URL, key, ready ``openai`` clients) for agent loops written without a framework. The
+    rollout id is ``ctx.policy.rollout_id`` (or ``get_rollout_context().rollout_id``); the label
+    is deliberately not here (only graders see it).
     """
 
     prompt: list[dict[str, Any]]
     config: TConfig | None = None
     metadata: dict[str, Any] | None = None
     artifacts_dir: Path | None = None
+
+    @property
+    def policy(self) -> PolicyEndpoint:
+        """The running rollout's policy: ``base_url``, ``api_key``, ``model``, ``client()``.
+
+        Read when accessed from the ambient :class:`RolloutContext`; outside a rollout it raises
+        :class:`~osmosis_ai.errors.NoActiveRolloutError` saying how to run the code in one.
+        See :class:`osmosis_ai.rollout.policy_endpoint.PolicyEndpoint`.
+        """
+        from osmosis_ai.rollout.policy_endpoint import PolicyEndpoint
+
+        return PolicyEndpoint.current()
 
 
 @dataclass

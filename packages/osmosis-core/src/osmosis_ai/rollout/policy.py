@@ -12,6 +12,7 @@ about that call that does not depend on the framework lives here:
   copy sharing that pool. Header hygiene: the base client never sends the user's
   ``OPENAI_ORG_ID`` / ``OPENAI_PROJECT_ID`` (``OpenAI-Organization`` / ``OpenAI-Project``
   headers), nor ``OPENAI_API_KEY`` or ``OPENAI_BASE_URL``, to the policy;
+  :func:`sync_policy_client` builds a blocking ``openai.OpenAI`` with the same hygiene;
 * :func:`translate_policy_error` — ``openai`` and transport failures become
   :class:`~osmosis_ai.errors.PolicyHTTPError` (``http_error``) or
   :class:`~osmosis_ai.errors.PolicyTimeoutError` (``timeout``) with status, body excerpt and URL,
@@ -39,7 +40,7 @@ from osmosis_ai.errors import NoActiveRolloutError, PolicyHTTPError, PolicyTimeo
 from osmosis_ai.rollout.context import RolloutContext, get_rollout_context
 
 if TYPE_CHECKING:
-    from openai import AsyncOpenAI
+    from openai import AsyncOpenAI, OpenAI
 
 __all__ = [
     "NO_API_KEY",
@@ -49,6 +50,7 @@ __all__ = [
     "policy_client",
     "public_url",
     "require_active_rollout",
+    "sync_policy_client",
     "translate_policy_error",
     "translating_policy_errors",
     "usage_dict",
@@ -120,8 +122,20 @@ _clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopClients] = (
 )
 
 
+def _hygienic_headers() -> dict[str, str]:
+    """Headers that drop ``OpenAI-Organization`` / ``OpenAI-Project``.
+
+    The ``openai`` clients fill these from OPENAI_ORG_ID / OPENAI_PROJECT_ID; they identify the
+    user's OpenAI account and must never reach the policy. ``Omit`` removes a header (openai's
+    documented idiom; the annotation says ``str`` only). ``with_options`` copies keep it.
+    """
+    from openai import Omit
+
+    return cast("dict[str, str]", {"OpenAI-Organization": Omit(), "OpenAI-Project": Omit()})
+
+
 def _new_base_client() -> AsyncOpenAI:
-    from openai import AsyncOpenAI, DefaultAsyncHttpxClient, Omit
+    from openai import AsyncOpenAI, DefaultAsyncHttpxClient
 
     return AsyncOpenAI(
         # Explicit values so OPENAI_API_KEY / OPENAI_BASE_URL from the environment are never used.
@@ -132,12 +146,32 @@ def _new_base_client() -> AsyncOpenAI:
         # ``aclose()`` from a finalizer on whatever loop runs at garbage collection, which fails
         # noisily once this client's own loop has closed.
         http_client=DefaultAsyncHttpxClient(),
-        # AsyncOpenAI fills these from OPENAI_ORG_ID / OPENAI_PROJECT_ID; they identify the user's
-        # OpenAI account and must never reach the policy. ``Omit`` removes a header (openai's
-        # documented idiom; the annotation says ``str`` only). ``with_options`` copies keep it.
-        default_headers=cast(
-            "dict[str, str]", {"OpenAI-Organization": Omit(), "OpenAI-Project": Omit()}
-        ),
+        default_headers=_hygienic_headers(),
+    )
+
+
+def sync_policy_client(
+    base_url: str,
+    api_key: str | None,
+    *,
+    timeout: float | None = None,
+    max_retries: int = 0,
+) -> OpenAI:
+    """A new blocking ``openai.OpenAI`` for one policy endpoint, with the same header hygiene.
+
+    Not pooled (a thread may not share an event loop's pool); the caller closes it.
+    """
+    from openai import OpenAI
+
+    options: dict[str, Any] = {}
+    if timeout is not None:
+        options["timeout"] = timeout
+    return OpenAI(
+        api_key=api_key or NO_API_KEY,
+        base_url=base_url,
+        max_retries=max_retries,
+        default_headers=_hygienic_headers(),
+        **options,
     )
 
 

@@ -1,0 +1,1 @@
+"""multiply-local-plain: a hand-written agent loop (openai client, no framework) with a tool."""
