@@ -15,9 +15,10 @@ ErrorReply`` function, sync or async.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import Any
 
+from osmosis_ai.rollout.types.messages import content_text
 from osmosis_ai.testing.replies import Reply, ToolCall
 
 _INT = re.compile(r"-?\d+")
@@ -25,22 +26,7 @@ _INT = re.compile(r"-?\d+")
 
 def message_text(message: Mapping[str, Any]) -> str:
     """The text of a message whose ``content`` is a string or a list of content parts."""
-    content = message.get("content")
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, Sequence):
-        parts: list[str] = []
-        for part in content:
-            if isinstance(part, str):
-                parts.append(part)
-            elif isinstance(part, Mapping):
-                text = part.get("text")
-                if isinstance(text, str):
-                    parts.append(text)
-        return "\n".join(parts)
-    return str(content)
+    return content_text(message.get("content"))
 
 
 def _messages(body: Mapping[str, Any]) -> list[Mapping[str, Any]]:

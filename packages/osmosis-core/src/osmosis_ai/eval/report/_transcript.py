@@ -13,6 +13,8 @@ import json
 from collections.abc import Mapping
 from typing import Any, NotRequired, TypedDict
 
+from osmosis_ai.rollout.types.messages import content_text
+
 
 class ToolCallView(TypedDict):
     id: str | None
@@ -40,21 +42,8 @@ class CallView(TypedDict, total=False):
 
 
 def text_of(content: Any) -> str:
-    """Text of a message ``content``: a string, or a list of text parts."""
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        parts: list[str] = []
-        for part in content:
-            if isinstance(part, str):
-                parts.append(part)
-            elif isinstance(part, Mapping):
-                text = part.get("text")
-                parts.append(text if isinstance(text, str) else json.dumps(part, default=str))
-        return "\n".join(parts)
-    return json.dumps(content, default=str)
+    """Text of a message ``content``, non-text parts shown as their JSON."""
+    return content_text(content, keep_non_text=True)
 
 
 def _arguments(raw: Any) -> str:
