@@ -34,3 +34,11 @@ def lazy_exports(
         return sorted(set(importlib.import_module(package).__dict__) | set(exports))
 
     return __getattr__, __dir__
+
+
+def exports_from(modules: Mapping[str, str]) -> dict[str, str]:
+    """Invert ``{module: "Name OtherName ..."}`` into the ``{name: module}`` map of :func:`lazy_exports`.
+
+    A package lists its public names grouped by the module that defines them, one line a module.
+    """
+    return {name: module for module, names in modules.items() for name in names.split()}

@@ -9,16 +9,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from osmosis_ai._lazy import lazy_exports
+from osmosis_ai._lazy import exports_from, lazy_exports
 
-_EXPORTS = {
-    "MissingAPIKeyError": "osmosis_ai.eval.judge.errors",
-    "ModelNotFoundError": "osmosis_ai.eval.judge.errors",
-    "ProviderRequestError": "osmosis_ai.eval.judge.errors",
-    "RubricResult": "osmosis_ai.eval.judge.result",
-    "evaluate_rubric": "osmosis_ai.eval.rubric.engine",
-    "evaluate_rubric_sync": "osmosis_ai.eval.rubric.engine",
-}
+_EXPORTS = exports_from(
+    {
+        "osmosis_ai.eval.judge.errors": (
+            "MissingAPIKeyError ModelNotFoundError ProviderRequestError"
+        ),
+        "osmosis_ai.eval.judge.result": "RubricResult",
+        "osmosis_ai.eval.rubric.engine": "evaluate_rubric evaluate_rubric_sync",
+    }
+)
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 if TYPE_CHECKING:

@@ -10,7 +10,8 @@ What an integration needs, in one place:
 
 * packaging: :func:`lazy_exports` (lazy ``__getattr__``/``__dir__`` for a package ``__init__``
   built from an ``_EXPORTS`` table, so importing an integration does not import its framework;
-  derive ``__all__ = sorted(_EXPORTS)`` and list the same names under ``if TYPE_CHECKING:``);
+  :func:`exports_from` builds that table from ``{module: "Name Name ..."}``; derive
+  ``__all__ = sorted(_EXPORTS)`` and list the same names under ``if TYPE_CHECKING:``);
 * the rollout contract: :class:`RolloutContext`, :func:`get_rollout_context`,
   :class:`SampleSource` (register one per rollout), :class:`RolloutSample`,
   :func:`share_in_config_copies` (objects that ``LocalBackend`` may share between config copies);
@@ -31,41 +32,31 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from osmosis_ai._lazy import lazy_exports
+from osmosis_ai._lazy import exports_from, lazy_exports
 
 _CONTEXT = "osmosis_ai.rollout.context"
 _POLICY = "osmosis_ai.rollout.policy"
 _ERRORS = "osmosis_ai.errors"
 _ENGINE = "osmosis_ai.rollout._execution"
 _HOME = "osmosis_ai.rollout.home"
-_EXPORTS = {
-    "run_workflow_phase": _ENGINE,
-    "run_grader_phase": _ENGINE,
-    "validate_reward": _ENGINE,
-    "failure": _ENGINE,
-    "rollout_dir": _HOME,
-    "osmosis_cache_dir": _HOME,
-    "RolloutContext": _CONTEXT,
-    "SampleSource": _CONTEXT,
-    "get_rollout_context": _CONTEXT,
-    "RolloutSample": "osmosis_ai.rollout.types.sample",
-    "share_in_config_copies": "osmosis_ai.rollout.backend.local",
-    "require_active_rollout": _POLICY,
-    "policy_client": _POLICY,
-    "aclose_policy_clients": _POLICY,
-    "translate_policy_error": _POLICY,
-    "translating_policy_errors": _POLICY,
-    "usage_dict": _POLICY,
-    "PolicyCall": _POLICY,
-    "CallObserver": _POLICY,
-    "OsmosisError": _ERRORS,
-    "PolicyError": _ERRORS,
-    "PolicyHTTPError": _ERRORS,
-    "PolicyTimeoutError": _ERRORS,
-    "NoActiveRolloutError": _ERRORS,
-    "ConfigurationError": _ERRORS,
-}
-__all__ = ["lazy_exports", *sorted(_EXPORTS)]
+_EXPORTS = exports_from(
+    {
+        _ENGINE: "run_workflow_phase run_grader_phase validate_reward failure",
+        _HOME: "rollout_dir osmosis_cache_dir",
+        _CONTEXT: "RolloutContext SampleSource get_rollout_context",
+        "osmosis_ai.rollout.types.sample": "RolloutSample",
+        "osmosis_ai.rollout.backend.local": "share_in_config_copies",
+        _POLICY: (
+            "require_active_rollout policy_client aclose_policy_clients translate_policy_error "
+            "translating_policy_errors usage_dict PolicyCall CallObserver"
+        ),
+        _ERRORS: (
+            "OsmosisError PolicyError PolicyHTTPError PolicyTimeoutError NoActiveRolloutError "
+            "ConfigurationError"
+        ),
+    }
+)
+__all__ = ["exports_from", "lazy_exports", *sorted(_EXPORTS)]
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib.util
 from typing import TYPE_CHECKING
 
-from osmosis_ai._lazy import lazy_exports
+from osmosis_ai._lazy import exports_from, lazy_exports
 from osmosis_ai.rollout.optional_imports import install_hint
 
 
@@ -29,14 +29,15 @@ for _dependency in ("fastapi", "uvicorn"):
         )
 
 _APP = "osmosis_ai.rollout.server.app"
-_EXPORTS = {
-    "create_rollout_server": _APP,
-    "DEFAULT_POLLING_LEASE_TIMEOUT_SEC": _APP,
-    "DEFAULT_RESULT_RETENTION_SEC": _APP,
-    "DEFAULT_RESULT_WAIT_TIMEOUT_SEC": _APP,
-    "POLLING_LEASE_HEADER": _APP,
-    "serve": "osmosis_ai.rollout.server.serving",
-}
+_EXPORTS = exports_from(
+    {
+        _APP: (
+            "create_rollout_server DEFAULT_POLLING_LEASE_TIMEOUT_SEC DEFAULT_RESULT_RETENTION_SEC "
+            "DEFAULT_RESULT_WAIT_TIMEOUT_SEC POLLING_LEASE_HEADER"
+        ),
+        "osmosis_ai.rollout.server.serving": "serve",
+    }
+)
 __all__ = sorted(_EXPORTS)
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 

@@ -10,21 +10,19 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from osmosis_ai._lazy import lazy_exports
+from osmosis_ai._lazy import exports_from, lazy_exports
 
 _P = __name__
-_EXPORTS = {
-    "save_trajectory": f"{_P}.writer",
-    "configure_retention": f"{_P}.writer",
-    "prune_rollout_dirs": f"{_P}.writer",
-    "RetentionPolicy": f"{_P}.writer",
-    "dumps_trajectory": f"{_P}.writer",
-    "convert_sample_to_trajectory": f"{_P}.atif",
-    "SCHEMA_VERSION": f"{_P}.atif",
-    "Trajectory": f"{_P}.atif",
-    "TrajectoryReport": f"{_P}.report",
-    "report_from_response": f"{_P}.report",
-}
+_EXPORTS = exports_from(
+    {
+        f"{_P}.writer": (
+            "save_trajectory configure_retention prune_rollout_dirs RetentionPolicy "
+            "dumps_trajectory"
+        ),
+        f"{_P}.atif": "convert_sample_to_trajectory SCHEMA_VERSION Trajectory",
+        f"{_P}.report": "TrajectoryReport report_from_response",
+    }
+)
 __all__ = sorted(_EXPORTS)
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 

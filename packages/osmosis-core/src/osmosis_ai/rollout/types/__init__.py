@@ -4,37 +4,24 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from osmosis_ai._lazy import lazy_exports
+from osmosis_ai._lazy import exports_from, lazy_exports
 
 _P = __name__
-_EXPORTS = {
-    "RolloutStatus": f"{_P}.enums",
-    "RolloutErrorCategory": f"{_P}.enums",
-    "GraderStatus": f"{_P}.enums",
-    "MessageDict": f"{_P}.messages",
-    "Messages": f"{_P}.messages",
-    "RolloutSample": f"{_P}.sample",
-    "AgentWorkflowOutput": f"{_P}.output",
-    "BaseConfig": f"{_P}.config",
-    "AgentWorkflowConfig": f"{_P}.config",
-    "GraderConfig": f"{_P}.config",
-    "ConcurrencyConfig": f"{_P}.config",
-    "ExecutionRequest": f"{_P}.execution",
-    "ExecutionResult": f"{_P}.execution",
-    "ExecutionOutcome": f"{_P}.execution",
-    "POLLING_LEASE_HEADER": f"{_P}.protocol",
-    "RolloutInitRequest": f"{_P}.protocol",
-    "RolloutInitResponse": f"{_P}.protocol",
-    "RolloutResultResponse": f"{_P}.protocol",
-    "CancelRolloutsRequest": f"{_P}.protocol",
-    "CancelRolloutsResponse": f"{_P}.protocol",
-    "RolloutLifecycle": f"{_P}.protocol",
-    "RolloutStatusResponse": f"{_P}.protocol",
-    "RolloutCompleteRequest": f"{_P}.protocol",
-    "GraderCompleteRequest": f"{_P}.protocol",
-    "GraderInitRequest": f"{_P}.protocol",
-    "GraderInitResponse": f"{_P}.protocol",
-}
+_EXPORTS = exports_from(
+    {
+        f"{_P}.enums": "RolloutStatus RolloutErrorCategory GraderStatus",
+        f"{_P}.messages": "MessageDict Messages",
+        f"{_P}.sample": "RolloutSample",
+        f"{_P}.output": "AgentWorkflowOutput",
+        f"{_P}.config": "BaseConfig AgentWorkflowConfig GraderConfig ConcurrencyConfig",
+        f"{_P}.execution": "ExecutionRequest ExecutionResult ExecutionOutcome",
+        f"{_P}.protocol": (
+            "POLLING_LEASE_HEADER RolloutInitRequest RolloutInitResponse RolloutResultResponse "
+            "CancelRolloutsRequest CancelRolloutsResponse RolloutLifecycle RolloutStatusResponse "
+            "RolloutCompleteRequest GraderCompleteRequest GraderInitRequest GraderInitResponse"
+        ),
+    }
+)
 
 __all__ = sorted(_EXPORTS)
 

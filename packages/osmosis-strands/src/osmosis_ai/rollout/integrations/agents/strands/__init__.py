@@ -19,18 +19,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from osmosis_ai.rollout.integrations.spi import lazy_exports
+from osmosis_ai.rollout.integrations.spi import exports_from, lazy_exports
 
 _SPI = "osmosis_ai.rollout.integrations.spi"
-_EXPORTS = {
-    "OsmosisRolloutModel": f"{__name__}.model",
-    "OsmosisStrandsAgent": f"{__name__}.agent",
-    "StrandsSampleSource": f"{__name__}.sample",
-    "StrandsAgentSampleSource": f"{__name__}.sample",
-    "PolicyTimeoutError": _SPI,
-    "NoActiveRolloutError": _SPI,
-    "aclose_clients": f"{__name__}.model",
-}
+_EXPORTS = exports_from(
+    {
+        f"{__name__}.model": "OsmosisRolloutModel aclose_clients",
+        f"{__name__}.agent": "OsmosisStrandsAgent",
+        f"{__name__}.sample": "StrandsSampleSource StrandsAgentSampleSource",
+        _SPI: "PolicyTimeoutError NoActiveRolloutError",
+    }
+)
 # 0.3's two public names (OsmosisRolloutModel, OsmosisStrandsAgent) plus this implementation's.
 __all__ = sorted(_EXPORTS)
 
