@@ -181,8 +181,8 @@ async def test_exhausted_retries_return_the_upstream_error(http: httpx.AsyncClie
     assert calls[0].attempts == 2
 
 
-async def test_unreachable_upstream_is_a_502(http: httpx.AsyncClient) -> None:
-    upstream = Upstream(model="m", base_url="http://127.0.0.1:9/v1")
+async def test_unreachable_upstream_is_a_502_naming_the_upstream(http: httpx.AsyncClient) -> None:
+    upstream = Upstream(model="m", base_url="http://user:hunter2@127.0.0.1:9/v1")
     async with PolicyProxy(upstream, retry=RetryPolicy(max_attempts=2, base_delay=0.01)) as proxy:
         url, token = proxy.register("r")
         response = await http.post(
@@ -190,8 +190,14 @@ async def test_unreachable_upstream_is_a_502(http: httpx.AsyncClient) -> None:
             json={"messages": []},
             headers={"Authorization": f"Bearer {token}"},
         )
+        # A rollout's error quoting the proxy route reads as the user's endpoint.
+        quoted = proxy.public_text(f"HTTP 502 from {url}/chat/completions", "r")
     assert response.status_code == 502
-    assert "upstream model endpoint failed" in response.json()["error"]["message"]
+    message = response.json()["error"]["message"]
+    assert message.startswith(
+        "the model endpoint http://***@127.0.0.1:9/v1 failed after 2 attempt(s): ConnectError"
+    )
+    assert quoted == "HTTP 502 from http://***@127.0.0.1:9/v1/chat/completions"
 
 
 async def test_bad_body_and_models_route(http: httpx.AsyncClient) -> None:

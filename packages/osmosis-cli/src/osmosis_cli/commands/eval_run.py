@@ -98,6 +98,15 @@ def run(
         bool,
         typer.Option("--retry-failed", help="Rerun the work items that failed or were skipped."),
     ] = False,
+    max_failures: Annotated[
+        int | None,
+        typer.Option(
+            "--max-failures",
+            metavar="N",
+            help="Stop dispatching once N work items failed (resumable). Independently, 5 "
+            "failures in a row at the model endpoint always stop the run.",
+        ),
+    ] = None,
     output: Annotated[
         Path | None,
         typer.Option("--output", "-o", help="Runs folder (default: <workspace>/.osmosis/evals)."),
@@ -165,6 +174,7 @@ def run(
         name=name,
         fresh=fresh,
         retry_failed=retry_failed,
+        max_failures=max_failures,
         output_dir=output,
         isolated=isolated,
         workers=workers,
@@ -429,9 +439,10 @@ def _emit(
     elif result.status == "success":
         message = f"Eval {result.run_name} finished: {_rewards(result)}."
     else:
+        stopped = f" (stopped: {result.halt_reason})" if result.halt_reason else ""
         message = (
-            f"Eval {result.run_name} is partial: {result.failed} failed, {result.pending} pending; "
-            f"{_rewards(result)}."
+            f"Eval {result.run_name} is partial{stopped}: {result.failed} failed, "
+            f"{result.pending} pending; {_rewards(result)}."
         )
     tail = [*failures, *([f"report: {report}"] if report else [])]
     lines = [*_summary_lines(result), *tail]

@@ -36,6 +36,7 @@ async def run_eval_async(
     pass_threshold: float | None = None,
     fresh: bool = False,
     retry_failed: bool = False,
+    max_failures: int | None = None,
     isolated: bool = False,
     workers: int | str = "auto",
     env: Mapping[str, str] | None = None,
@@ -55,7 +56,9 @@ async def run_eval_async(
     every model call, overriding the rollout's own values, and recorded in the manifest. ``rows`` selects 0-based dataset rows (``'0-9,20'`` or a list),
     ``limit`` the first N. Results go to ``<output_dir or <workspace>/.osmosis/evals>/<name>``;
     calling again with the same ``name`` resumes the run (``fresh=True`` archives it and starts
-    over, ``retry_failed=True`` reruns failed rows). ``workers`` is how many worker processes the
+    over, ``retry_failed=True`` reruns failed rows). ``max_failures`` halts the session once that
+    many work items failed (resumable; the run's ``halt_reason`` says why); independently, 5
+    failed items in a row whose model calls failed at the endpoint halt it. ``workers`` is how many worker processes the
     rollout server runs rollouts in (``"auto"``: the usable cores, at most 8, at most
     ``max_in_flight`` and one per 32 work items; 1 runs them in the server process).
     ``token_ids=True`` asks the upstream for token ids (vLLM's ``return_token_ids``; only for
@@ -91,6 +94,7 @@ async def run_eval_async(
         name=name,
         fresh=fresh,
         retry_failed=retry_failed,
+        max_failures=max_failures,
         output=Path(output_dir) if output_dir is not None else None,
         isolated=isolated,
         workers=workers,

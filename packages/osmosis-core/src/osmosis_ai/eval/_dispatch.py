@@ -227,6 +227,7 @@ def _scheduler(
         server_alive=lambda: server.exited() is None,
         redact=log.redact,
         price_row=_row_pricer(plan),
+        max_failures=plan.max_failures,
     )
 
 

@@ -188,6 +188,8 @@ def _write_metrics(
                 "started_at": end.started_at.isoformat(),
                 "completed_at": datetime.now(UTC).isoformat(),
                 "pending": pending,
+                # why dispatch stopped early (--max-failures, a broken endpoint, the server)
+                "halt_reason": end.halt_reason,
                 # provenance of this session (the report's header)
                 "command_line": _command_line(plan),
                 "versions": _versions(),

@@ -71,6 +71,8 @@ class EvalOptions:
     name: str | None = None
     fresh: bool = False
     retry_failed: bool = False
+    #: Halt after this many failed work items in one session (``None``: never).
+    max_failures: int | None = None
     output: Path | None = None
     isolated: bool = False
     workers: int | str = "auto"
@@ -113,6 +115,7 @@ class EvalPlan:
     retry_policy: RetryPolicy | None = None
     item_deadline_sec: float | None = None
     token_ids: bool = False
+    max_failures: int | None = None
     #: The explicit choices of the request that started the run (model, dataset, selection,
     #: n), stored in the manifest so a resume given only the run name reuses them.
     request: dict[str, Any] = field(default_factory=dict)
@@ -356,6 +359,11 @@ def _request_record(options: EvalOptions, dataset_path: Path) -> dict[str, Any]:
 def build_plan(options: EvalOptions, *, environ: Mapping[str, str] | None = None) -> EvalPlan:
     """Validate the request; raises :class:`EvalPlanError` or ``ConfigError``."""
     env_map: Mapping[str, str] = os.environ if environ is None else environ
+    if options.max_failures is not None and options.max_failures < 1:
+        raise EvalPlanError(
+            f"--max-failures must be at least 1, got {options.max_failures}; omit it to let "
+            "every work item run"
+        )
     source = resolve_source(Path(options.target), options.workspace)
     output_root = Path(options.output or source.workspace / DEFAULT_OUTPUT_ROOT).resolve()
     options = _stored_request(options, output_root)
@@ -399,5 +407,6 @@ def build_plan(options: EvalOptions, *, environ: Mapping[str, str] | None = None
         retry_policy=options.retry_policy,
         item_deadline_sec=options.item_deadline_sec,
         token_ids=options.token_ids,
+        max_failures=options.max_failures,
         request=_request_record(options, dataset_path),
     )

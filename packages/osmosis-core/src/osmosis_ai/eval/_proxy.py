@@ -274,9 +274,7 @@ class PolicyProxy:
             break
         if response is None:
             record.error = error or "upstream unreachable"
-            await send_error(
-                send, 502, f"upstream model endpoint failed: {record.error}", "upstream_error"
-            )
+            await send_error(send, 502, self._relayed(record), "upstream_error")
             return
         record.status_code = response.status_code
         record.first_byte_ms = (time.perf_counter() - start) * 1000
@@ -329,9 +327,24 @@ class PolicyProxy:
             finally:
                 await response.aclose()
         record.error = error or "upstream unreachable"
-        await send_error(
-            send, 502, f"upstream model endpoint failed: {record.error}", "upstream_error"
+        await send_error(send, 502, self._relayed(record), "upstream_error")
+
+    def _relayed(self, record: CallRecord) -> str:
+        """The error a rollout sees when the upstream failed: it names the user's model
+        endpoint (credentials masked), not this proxy."""
+        return (
+            f"the model endpoint {self.upstream.display_url} failed after {record.attempts} "
+            f"attempt(s): {record.error}"
         )
+
+    def public_text(self, text: str, rollout_id: str) -> str:
+        """``text`` with this proxy's route for ``rollout_id`` replaced by the upstream URL.
+
+        Why: a rollout's error often quotes the URL it called (``httpx`` does), which is the
+        proxy's loopback route; the user knows the model endpoint, not our port.
+        """
+        route = f"{self.base_url}/v1/rollouts/{quote(rollout_id, safe='')}"
+        return text.replace(route, self.upstream.display_url) if route in text else text
 
     async def _pass_through(
         self, response: httpx.Response, record: CallRecord, send: Send, start: float

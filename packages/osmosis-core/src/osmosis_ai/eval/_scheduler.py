@@ -9,7 +9,15 @@ Why outcomes are classified here and not by reward: a result is only ``success``
 rollout succeeded *and* was graded. A failure keeps its category (``timeout``, ``http_error``,
 ``agent_error``, ...) and is never turned into reward 0 (see :mod:`.metrics`). Problems that
 are not about one item (the server died or stopped answering) *halt* dispatch instead: the
-remaining and in-flight items stay pending, so a rerun picks them up.
+remaining and in-flight items stay pending, so a rerun picks them up. A run that is clearly
+broken halts the same way: ``max_failures`` failed items in this session (``--max-failures``),
+or ``max_consecutive_infra`` failed items in a row whose model calls failed at the model
+endpoint (unreachable, 408/429/5xx after retries, 401/403), by default
+:data:`DEFAULT_MAX_CONSECUTIVE_INFRA_FAILURES`.
+
+Error messages name the model endpoint the user gave, never the proxy's internal route: a
+rollout's exception text that quotes its ``chat_completions_url`` is rewritten by
+:meth:`PolicyProxy.public_text`.
 
 Interrupts (Ctrl-C, SIGTERM) cancel in-flight rollouts on the server and record nothing for
 them, which leaves them pending for the next run.
@@ -41,6 +49,8 @@ if TYPE_CHECKING:
     from osmosis_ai.rollout.types import RolloutResultResponse
 
 DEFAULT_ITEM_DEADLINE_SEC = 3600.0
+#: Failed work items in a row, each with a model-endpoint failure, that halt dispatch.
+DEFAULT_MAX_CONSECUTIVE_INFRA_FAILURES = 5
 _DEADLINE_MARGIN_SEC = 60.0
 
 
@@ -92,8 +102,14 @@ class Scheduler:
     price_row: (
         Callable[[list[dict[str, Any] | None], dict[str, Any] | None], dict[str, Any]] | None
     ) = None
+    #: Halt once this many work items failed in this session (``None``: never).
+    max_failures: int | None = None
+    #: Halt after this many failed items in a row whose model calls failed upstream.
+    max_consecutive_infra: int = DEFAULT_MAX_CONSECUTIVE_INFRA_FAILURES
     halt_reason: str | None = None
     dispatched: int = 0
+    failures: int = 0
+    consecutive_infra: int = 0
     _in_flight: dict[str, WorkItem] = field(default_factory=dict)
 
     async def run(self, items: Iterable[WorkItem]) -> None:
@@ -217,6 +233,28 @@ class Scheduler:
             record["cost"] = self.price_row([call.usage for call in calls or ()], judge)
         await self.journal.append(record)
         self.on_result(record)
+        self._count_failure(record, calls)
+
+    def _count_failure(self, record: dict[str, Any], calls: list[CallRecord]) -> None:
+        """Halt a clearly broken run (see the module docstring)."""
+        if record["status"] != "failed":
+            self.consecutive_infra = 0
+            return
+        self.failures += 1
+        endpoint_failures = [call for call in calls if _endpoint_failed(call)]
+        self.consecutive_infra = self.consecutive_infra + 1 if endpoint_failures else 0
+        if self.max_failures is not None and self.failures >= self.max_failures:
+            self._halt(
+                f"{self.failures} work item(s) failed in this session (--max-failures "
+                f"{self.max_failures}); the last: {_excerpt(record)}"
+            )
+        elif self.consecutive_infra >= self.max_consecutive_infra:
+            last = endpoint_failures[-1]
+            self._halt(
+                f"{self.consecutive_infra} work items in a row failed because the model endpoint "
+                f"{self.proxy.upstream.display_url} failed ({last.error}); fix the model "
+                "endpoint, then rerun to resume"
+            )
 
     async def _server_exits_soon(self, grace_sec: float = 2.0) -> bool:
         """Whether the server process is gone, or goes within ``grace_sec``.
@@ -290,7 +328,8 @@ class Scheduler:
             "attempt": self.attempt_tag,
         }
         if error_message:
-            record["error_message"] = self.redact(error_message)[:2000]
+            public = self.proxy.public_text(error_message, rollout_id)
+            record["error_message"] = self.redact(public)[:2000]
         return record
 
     async def _cancel_on_server(self, client: RolloutClient, rollout_id: str, handle: Any) -> None:
@@ -317,3 +356,16 @@ class Scheduler:
     @property
     def in_flight(self) -> int:
         return len(self._in_flight)
+
+
+def _excerpt(record: dict[str, Any]) -> str:
+    text = str(record.get("error_message") or record.get("error_type"))
+    return text if len(text) <= 200 else text[:199] + "…"
+
+
+def _endpoint_failed(call: CallRecord) -> bool:
+    """The model endpoint failed this call: unreachable, overloaded or refusing the key."""
+    return call.error is not None and (call.status_code == 0 or call.status_code in _INFRA_STATUSES)
+
+
+_INFRA_STATUSES = frozenset({401, 403, 408, 409, 429, 500, 502, 503, 504})
