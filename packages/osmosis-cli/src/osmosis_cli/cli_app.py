@@ -15,6 +15,7 @@ from typing import Annotated, Any
 
 import typer
 from typer import _click
+from typer._click.shell_completion import CompletionItem
 from typer.core import TyperGroup
 
 from osmosis_cli.registry import COMMANDS, ROOT_HELP
@@ -92,6 +93,22 @@ class LazyGroup(TyperGroup):
             self.commands[cmd_name] = command
         return command
 
+    def shell_complete(self, ctx: _click.Context, incomplete: str) -> list[CompletionItem]:
+        """Subcommand names with their help, without importing the lazy ones; then options."""
+        results = [
+            CompletionItem(name, help=self._short_help(name))
+            for name in self.list_commands(ctx)
+            if name.startswith(incomplete)
+            and not (name in self.commands and self.commands[name].hidden)
+        ]
+        results.extend(_click.Command.shell_complete(self, ctx, incomplete))
+        return results
+
+    def _short_help(self, name: str) -> str:
+        if name in self.commands:
+            return self.commands[name].get_short_help_str()
+        return self._lazy[name].help
+
     def format_commands(self, ctx: _click.Context, formatter: _click.HelpFormatter) -> None:
         rows = []
         for name in self.list_commands(ctx):
@@ -154,6 +171,9 @@ def build_root(commands: Sequence[Any] = COMMANDS) -> LazyGroup:
     callback_app = new_typer()
     callback_app.callback()(_root_callback)
     params = typer.main.get_group(callback_app).params
+    from osmosis_cli.completion import completion_options
+
+    params.extend(completion_options())
     return LazyGroup(
         name="osmosis",
         lazy={spec.name: LazyCommand(spec.module, "app", spec.help) for spec in commands},

@@ -73,6 +73,11 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 def run(argv: Sequence[str]) -> int:
     """Run one CLI invocation and return its exit code (never raises, except SystemExit)."""
+    instruction = os.environ.get("_OSMOSIS_COMPLETE")
+    if instruction:  # a shell asking for completions (see osmosis_cli.completion)
+        from osmosis_cli.completion import complete
+
+        return complete(instruction)
     try:
         flags, values, args = split_global_flags(argv)
     except UsageProblem as exc:
@@ -108,6 +113,14 @@ def run(argv: Sequence[str]) -> int:
         return error.exit_code
     if "--platform" in values:
         os.environ["OSMOSIS_PLATFORM_URL"] = values["--platform"]
+    if args and args[0] in ("--show-completion", "--install-completion"):
+        from osmosis_cli.completion import run_flag
+
+        try:
+            return run_flag(args[0], args[1:])
+        except CLIError as error:
+            output.error(error)
+            return error.exit_code
     return _dispatch(args, output)
 
 

@@ -47,5 +47,7 @@ GLOBAL_OPTIONS: tuple[tuple[str, str], ...] = (
     ("--platform URL", "Platform base URL (overrides $OSMOSIS_PLATFORM_URL)."),
     ("--env-file PATH", "Load variables from PATH (default: the nearest .env)."),
     ("-V, --version", "Show the version and exit."),
+    ("--install-completion", "Install shell completion (optionally name a SHELL)."),
+    ("--show-completion", "Print the completion script (optionally name a SHELL)."),
     ("-h, --help", "Show this message and exit."),
 )
