@@ -48,11 +48,10 @@ def test_broken_endpoint_halts_after_five_rows_naming_the_url(tmp_path: Path, cl
             "502); fix the model endpoint, then rerun to resume"
         )
         assert (run["failed"], run["pending"]) == (5, 35)
-        # The run stopped quickly: its own recorded duration, not a timer in the test.
-        assert run["duration_ms"] < 5000
         run_dir = tmp_path / ".osmosis" / "evals" / "down"
         records = read_jsonl(run_dir / "events.jsonl")
-        assert len(records) == 5  # attempted rows
+        # Stopped early: 5 of 40 rows attempted (not a timer: the machine's load varies).
+        assert len(records) == 5
         message = records[0]["error_message"]
         assert f"{masked}/chat/completions" in message  # the user's URL ...
         assert "/v1/rollouts/" not in message  # ... not the proxy's route
