@@ -55,7 +55,8 @@ def run_flag(flag: str, rest: list[str]) -> int:
     if flag == "--show-completion":
         _click.echo(script(shell))
         return 0
-    from typer.completion import completion_init, install
+    from typer._completion_classes import completion_init
+    from typer._completion_shared import install
 
     completion_init()
     shell, path = install(shell=shell, prog_name=PROG_NAME, complete_var=COMPLETE_VAR)
@@ -66,7 +67,8 @@ def run_flag(flag: str, rest: list[str]) -> int:
 def complete(instruction: str) -> int:
     """Answer one completion request (``complete_bash``, ``complete_zsh``...); the words
     typed so far come from the environment the shell script sets."""
-    from typer.completion import completion_init, shell_complete
+    from typer._completion_classes import completion_init
+    from typer.completion import shell_complete
 
     from osmosis_cli.cli_app import build_root
 
@@ -75,7 +77,8 @@ def complete(instruction: str) -> int:
 
 
 def script(shell: str) -> str:
-    from typer.completion import completion_init, get_completion_script
+    from typer._completion_classes import completion_init
+    from typer._completion_shared import get_completion_script
 
     completion_init()
     return get_completion_script(prog_name=PROG_NAME, complete_var=COMPLETE_VAR, shell=shell)
