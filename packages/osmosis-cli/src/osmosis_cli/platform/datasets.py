@@ -18,6 +18,7 @@ from urllib.parse import quote
 from osmosis_cli.errors import CLIError, CLIErrorCode
 from osmosis_cli.output import Column, Output
 from osmosis_cli.platform.client import PlatformClient, Readable
+from osmosis_cli.platform.listing import Listing
 
 ENDPOINT = "/api/cli/datasets"
 COLUMNS = [
@@ -158,20 +159,17 @@ def _exists(client: PlatformClient, name: str) -> bool:
     return True
 
 
-def list_datasets(output: Output, *, limit: int, offset: int, all_pages: bool) -> None:
-    from osmosis_cli.platform.listing import emit_listing
+DATASETS = Listing(
+    ENDPOINT,
+    COLUMNS,
+    plain=lambda d: f"{d.get('name')}\t{d.get('row_count')}\t{d.get('status')}",
+    title="Datasets",
+    empty="No datasets yet. Upload one with 'osmosis dataset upload FILE'.",
+)
 
-    emit_listing(
-        output,
-        ENDPOINT,
-        limit=limit,
-        offset=offset,
-        all_pages=all_pages,
-        columns=COLUMNS,
-        plain=lambda d: f"{d.get('name')}\t{d.get('row_count')}\t{d.get('status')}",
-        title="Datasets",
-        empty="No datasets yet. Upload one with 'osmosis dataset upload FILE'.",
-    )
+
+def list_datasets(output: Output, *, limit: int, offset: int, all_pages: bool) -> None:
+    DATASETS.emit(output, limit=limit, offset=offset, all_pages=all_pages)
 
 
 def show_dataset(name: str, output: Output) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from osmosis_cli.output import Column, Output
+from osmosis_cli.platform.listing import Listing
 
 ENDPOINT = "/api/cli/rollouts"
 COLUMNS = [
@@ -14,20 +15,18 @@ COLUMNS = [
 ]
 
 
+ROLLOUTS = Listing(
+    ENDPOINT,
+    COLUMNS,
+    plain=lambda r: f"{r.get('name')}\t{r.get('branch')}\t{r.get('commit_sha')}",
+    title="Rollouts on the platform",
+    empty="No rollouts synced yet: push the workspace to the connected repository.",
+)
+
+
 def list_rollouts(
     output: Output, *, branch: str | None, limit: int, offset: int, all_pages: bool
 ) -> None:
-    from osmosis_cli.platform.listing import emit_listing
-
-    emit_listing(
-        output,
-        ENDPOINT,
-        limit=limit,
-        offset=offset,
-        all_pages=all_pages,
-        params={"branch": branch},
-        columns=COLUMNS,
-        plain=lambda r: f"{r.get('name')}\t{r.get('branch')}\t{r.get('commit_sha')}",
-        title="Rollouts on the platform",
-        empty="No rollouts synced yet: push the workspace to the connected repository.",
+    ROLLOUTS.emit(
+        output, limit=limit, offset=offset, all_pages=all_pages, params={"branch": branch}
     )

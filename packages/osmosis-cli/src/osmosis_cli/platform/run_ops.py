@@ -39,19 +39,15 @@ def label(kind: Kind) -> str:
 
 
 def list_runs(kind: Kind, output: Output, *, limit: int, offset: int, all_pages: bool) -> None:
-    from osmosis_cli.platform.listing import emit_listing
+    from osmosis_cli.platform.listing import Listing
 
-    emit_listing(
-        output,
+    Listing(
         ENDPOINTS[kind],
-        limit=limit,
-        offset=offset,
-        all_pages=all_pages,
-        columns=RUN_COLUMNS,
+        RUN_COLUMNS,
         plain=lambda r: f"{r.get('id')}\t{r.get('name')}\t{r.get('status')}",
         title=f"{label(kind).capitalize()} runs",
         empty="No runs yet.",
-    )
+    ).emit(output, limit=limit, offset=offset, all_pages=all_pages)
 
 
 def fetch_run(kind: Kind, run: str, client: PlatformClient) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from urllib.parse import quote
 from osmosis_cli.errors import CLIError, CLIErrorCode
 from osmosis_cli.output import Column, Output
 from osmosis_cli.platform.client import PlatformClient
+from osmosis_cli.platform.listing import Listing
 
 ENDPOINT = "/api/cli/secrets"
 NAME_RE = re.compile(r"^[A-Z][A-Z0-9_]*$")
@@ -80,21 +81,17 @@ def set_secret(name: str, output: Output, *, env_var: str | None, scope: Scope) 
     )
 
 
-def list_secrets(output: Output, *, scope: str, limit: int, offset: int, all_pages: bool) -> None:
-    from osmosis_cli.platform.listing import emit_listing
+SECRETS = Listing(
+    ENDPOINT,
+    COLUMNS,
+    plain=lambda s: f"{s.get('name')}\t{s.get('scope')}",
+    title="Secrets (names only)",
+    empty="No secrets yet. Store one with 'osmosis secret set NAME --env VAR'.",
+)
 
-    emit_listing(
-        output,
-        ENDPOINT,
-        limit=limit,
-        offset=offset,
-        all_pages=all_pages,
-        params={"scope": scope},
-        columns=COLUMNS,
-        plain=lambda s: f"{s.get('name')}\t{s.get('scope')}",
-        title="Secrets (names only)",
-        empty="No secrets yet. Store one with 'osmosis secret set NAME --env VAR'.",
-    )
+
+def list_secrets(output: Output, *, scope: str, limit: int, offset: int, all_pages: bool) -> None:
+    SECRETS.emit(output, limit=limit, offset=offset, all_pages=all_pages, params={"scope": scope})
 
 
 def delete_secret(name: str, output: Output, *, scope: Scope, yes: bool) -> None:
