@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 if TYPE_CHECKING:
-    from osmosis_ai.eval import EvalProgress, EvalRun, EvalUpdate
+    from osmosis_ai.eval import EvalRun
     from osmosis_cli.output import Output
 
 EXIT_INTERRUPTED = 130
@@ -136,6 +136,36 @@ def run(
             "too. Only for engines that accept the field; hosted APIs may reject it.",
         ),
     ] = False,
+    servers: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--servers",
+            metavar="URL[,URL...]",
+            help="Drive these already-running rollout servers instead of starting one "
+            "(inbound key from $OSMOSIS_ROLLOUT_API_KEY); repeatable.",
+        ),
+    ] = None,
+    servers_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--servers-file",
+            help="File with one rollout server URL per line (what `osmosis rollout deploy` writes).",
+        ),
+    ] = None,
+    proxy_host: Annotated[
+        str | None,
+        typer.Option(
+            "--proxy-host",
+            help="Interface the policy proxy binds (default 127.0.0.1); needs --proxy-url.",
+        ),
+    ] = None,
+    proxy_url: Annotated[
+        str | None,
+        typer.Option(
+            "--proxy-url",
+            help="URL the rollout servers reach the policy proxy at (its port is bound).",
+        ),
+    ] = None,
     require_append_only: Annotated[
         bool,
         typer.Option(
@@ -147,8 +177,8 @@ def run(
 ) -> None:
     """Run an eval locally: every row x n samples through the rollout, graded, resumable.
 
-    Starts the rollout's server (its entrypoint's `app`) on 127.0.0.1 and proxies its model
-    calls to the upstream model. Results go to .osmosis/evals/<run>/ (report.html, index.jsonl,
+    Starts the rollout's server (its entrypoint's `app`) on 127.0.0.1, or drives running ones
+    with --servers/--servers-file, and proxies its model calls to the upstream model. Results go to .osmosis/evals/<run>/ (report.html, index.jsonl,
     metrics.json, trajectories/, logs.txt). Rerun with the same --name to resume. Exit code 1
     when any work item failed or is still pending (status "partial"), or with
     --require-append-only when a rollout is not append-only; 130 when interrupted.
@@ -179,6 +209,10 @@ def run(
         isolated=isolated,
         workers=workers,
         token_ids=token_ids,
+        servers=servers,
+        servers_file=servers_file,
+        proxy_host=proxy_host,
+        proxy_url=proxy_url,
     )
     from osmosis_cli.commands.eval_results import finish_run
 
@@ -237,7 +271,9 @@ def _execute(out: Output, config: Path, **arguments: Any) -> EvalRun:
     from osmosis_cli.errors import CLIError, CLIErrorCode
 
     name = arguments.get("name")
-    reporter = _make_reporter(out)
+    from osmosis_cli.commands.eval_run_progress import make_reporter
+
+    reporter = make_reporter(out)
     try:
         return run_eval(config, progress=reporter.update, **arguments)
     except ConfigError as exc:
@@ -276,154 +312,6 @@ def _execute(out: Output, config: Path, **arguments: Any) -> EvalRun:
         raise CLIError(CLIErrorCode.VALIDATION, str(exc)) from None
     finally:
         reporter.close()
-
-
-def _make_reporter(out: Output) -> _Reporter:
-    from osmosis_cli.output import Mode
-
-    if out.mode is Mode.JSON:
-        return _Reporter(out)
-    if out.mode is Mode.PLAIN:
-        return _PlainReporter(out)
-    return _RichReporter(out)
-
-
-class _Reporter:
-    """Routes progress updates; with ``--json`` only coded warnings are shown (on stderr)."""
-
-    def __init__(self, out: Output) -> None:
-        self.out = out
-
-    def update(self, update: EvalUpdate) -> None:
-        if update.kind == "started":
-            self.started(update.progress)
-        elif update.kind == "row":
-            self.row(update.progress)
-        elif update.details.get("code"):
-            self.out.warn(str(update.details["code"]), update.message or "")
-        else:
-            self.notice(update.level or "info", update.message or "", dict(update.details))
-
-    def started(self, progress: EvalProgress) -> None:
-        return None
-
-    def row(self, progress: EvalProgress) -> None:
-        return None
-
-    def notice(self, level: str, message: str, details: dict[str, Any]) -> None:
-        return None
-
-    def close(self) -> None:
-        return None
-
-
-class _PlainReporter(_Reporter):
-    """Milestones on stderr; one line per 10% of progress."""
-
-    def __init__(self, out: Output) -> None:
-        self.out = out
-        self._next_mark = 0
-
-    def started(self, progress: EvalProgress) -> None:
-        self.out.progress(_plan_line(progress))
-        self._step = max(1, progress.pending_at_start // 10)
-        self._next_mark = self._step
-
-    def row(self, progress: EvalProgress) -> None:
-        if progress.finished_this_session >= self._next_mark:
-            self._next_mark += self._step
-            self.out.progress(_status_line(progress))
-
-    def notice(self, level: str, message: str, details: dict[str, Any]) -> None:
-        if level in ("error", "warning") and message != "upstream_retry":
-            self.out.progress(f"{level}: {message} {details.get('reason', '')}".rstrip())
-
-
-class _RichReporter(_Reporter):
-    """A live bar on stderr: done/total, mean reward, failures, rate."""
-
-    def __init__(self, out: Output) -> None:
-        self.out = out
-        self._progress: Any = None
-        self._task: Any = None
-        self._retries = 0
-
-    def started(self, progress: EvalProgress) -> None:
-        from rich.progress import (
-            BarColumn,
-            MofNCompleteColumn,
-            Progress,
-            TextColumn,
-            TimeElapsedColumn,
-            TimeRemainingColumn,
-        )
-
-        from osmosis_cli.output import make_console
-
-        console = make_console(self.out.stderr)
-        console.print(_plan_line(progress))
-        if progress.pending_at_start == 0:
-            return
-        self._progress = Progress(
-            TextColumn("[bold]{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TextColumn("{task.fields[stats]}"),
-            TimeElapsedColumn(),
-            TimeRemainingColumn(),
-            console=console,
-            transient=False,
-        )
-        self._progress.start()
-        self._task = self._progress.add_task(
-            progress.run_name, total=progress.total, completed=progress.already_done, stats=""
-        )
-
-    def row(self, progress: EvalProgress) -> None:
-        if self._progress is None:
-            return
-        self._progress.update(
-            self._task,
-            completed=progress.done,
-            stats=_stats(progress, self._retries),
-        )
-
-    def notice(self, level: str, message: str, details: dict[str, Any]) -> None:
-        if message == "upstream_retry":
-            self._retries += 1
-            return
-        if self._progress is not None and level in ("error", "warning"):
-            reason = details.get("reason", "")
-            self._progress.console.print(f"[yellow]{level}:[/yellow] {message} {reason}".rstrip())
-
-    def close(self) -> None:
-        if self._progress is not None:
-            self._progress.stop()
-            self._progress = None
-
-
-def _stats(progress: EvalProgress, retries: int = 0) -> str:
-    mean = progress.mean_reward
-    parts = [f"mean reward {mean:.3f}" if mean is not None else "mean reward -"]
-    parts.append(f"failed {progress.failed}")
-    if progress.skipped:
-        parts.append(f"skipped {progress.skipped}")
-    if retries:
-        parts.append(f"upstream retries {retries}")
-    return " · ".join(parts)
-
-
-def _status_line(progress: EvalProgress) -> str:
-    return f"{progress.done}/{progress.total} done · {_stats(progress)}"
-
-
-def _plan_line(progress: EvalProgress) -> str:
-    what = "resuming" if progress.resumed else "starting"
-    return (
-        f"→ {progress.run_name}: {what}, {progress.pending_at_start} of {progress.total} work "
-        f"items pending ({progress.rows} rows x n={progress.n}, model {progress.model}, "
-        f"rollout {progress.rollout})"
-    )
 
 
 def _emit(
@@ -483,8 +371,14 @@ def _rewards(result: EvalRun) -> str:
 
 
 def _failed_lines(result: EvalRun) -> list[str]:
-    """Where dispatch stopped, if it did (the failures themselves: ``finish_run``)."""
-    return [f"dispatch stopped: {result.halt_reason}"] if result.halt_reason else []
+    """Where dispatch stopped, if it did (the failures themselves: ``finish_run``), and the
+    rollout servers that failed during a ``--servers`` run."""
+    lines = [
+        f"server failed: {server['url']}: {server['failure']} "
+        f"({server['redispatched']} rollout(s) re-dispatched)"
+        for server in result.failed_servers
+    ]
+    return lines + ([f"dispatch stopped: {result.halt_reason}"] if result.halt_reason else [])
 
 
 def _summary_lines(result: EvalRun) -> list[str]:

@@ -43,6 +43,10 @@ async def run_eval_async(
     agent_timeout_sec: float | None = None,
     grader_timeout_sec: float | None = None,
     token_ids: bool = False,
+    servers: Sequence[str] | None = None,
+    servers_file: PathLike | None = None,
+    proxy_host: str | None = None,
+    proxy_url: str | None = None,
     progress: ProgressCallback | None = None,
 ) -> EvalRun:
     """Evaluate ``rollout`` over a dataset against a model; returns the :class:`EvalRun`.
@@ -65,6 +69,13 @@ async def run_eval_async(
     engines that accept it) so the training-safety check also compares ids. ``progress`` is
     called with an :class:`~osmosis_ai.eval.EvalUpdate` when the session starts, after every row
     and on notices.
+
+    ``servers`` (base URLs) or ``servers_file`` (one URL per line, what ``osmosis rollout deploy``
+    writes) drive already-running rollout servers instead of starting one: rows go to the server
+    with the most free capacity, a server that fails has its running rows re-dispatched to the
+    others, and ``EvalRun.servers`` says how each fared. Their inbound key is read from
+    ``OSMOSIS_ROLLOUT_API_KEY``. The policy proxy listens on 127.0.0.1 unless ``proxy_host`` says
+    otherwise; ``proxy_url`` is the address the servers reach it at (see docs/operations.md).
 
     Raises ``ConfigurationError`` subclasses for bad arguments or config files
     (``EvalPlanError``, ``ConfigError``), ``ManifestMismatchError`` when a resumed run's inputs
@@ -102,6 +113,10 @@ async def run_eval_async(
         agent_timeout_sec=agent_timeout_sec,
         grader_timeout_sec=grader_timeout_sec,
         token_ids=token_ids,
+        servers=list(servers) if servers is not None else None,
+        servers_file=Path(servers_file) if servers_file is not None else None,
+        proxy_host=proxy_host,
+        proxy_url=proxy_url,
     )
     plan = build_plan(options)
     return await run_session(plan, progress)

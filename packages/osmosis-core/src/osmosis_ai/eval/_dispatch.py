@@ -18,11 +18,12 @@ import signal
 import threading
 from collections.abc import Callable
 from contextlib import AsyncExitStack
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from osmosis_ai.eval._errors import UpstreamRejected
+from osmosis_ai.eval._fleet import server_capacity
 from osmosis_ai.eval._journal import Journal
 from osmosis_ai.eval._plan import EvalPlan
 from osmosis_ai.eval._pricing import Pricer, RowPricer, parse_overrides
@@ -50,6 +51,8 @@ RecordSink = Callable[[dict[str, Any]], None]
 class DispatchOutcome:
     dispatched: int
     halt_reason: str | None
+    #: With ``--servers``: one summary per rollout server (url, status, counts, failure).
+    servers: list[dict[str, Any]] = field(default_factory=list)
 
 
 async def dispatch(
@@ -147,8 +150,11 @@ async def _start_proxy(
         on_event=lambda kind, d: on_event("warning", kind, d),
         token_ids=plan.token_ids,
     )
-    await proxy.start()
+    # Beyond loopback only when asked (--proxy-host); every rollout has its own bearer token.
+    await proxy.start(plan.proxy_host, plan.proxy_port)
     stack.push_async_callback(proxy.aclose)
+    if plan.proxy_url:  # the address the rollout servers reach the proxy at
+        proxy.base_url = plan.proxy_url
     log.info(
         "proxy",
         "policy proxy listening",
@@ -210,6 +216,22 @@ def _scheduler(
     max_in_flight = _max_in_flight(plan, server.health, log)
     # Admission waits (429 backoff) are bounded by deadline x concurrency, as upstream.
     clients = _rollout_clients(url, server_key, deadline * max_in_flight, max_in_flight, stack)
+    return build_scheduler(
+        plan, paths, clients, max_in_flight, proxy, log, stack, lambda: server.exited() is None
+    )
+
+
+def build_scheduler(
+    plan: EvalPlan,
+    paths: RunPaths,
+    clients: list[RolloutClient],
+    max_in_flight: int,
+    proxy: PolicyProxy,
+    log: RunLog,
+    stack: AsyncExitStack,
+    server_alive: Callable[[], bool],
+) -> Scheduler:
+    """The scheduler over ``clients`` with the run's journal, call log, deadline and pricing."""
     calls_file = paths.llm_calls.open("a", encoding="utf-8")
     stack.callback(calls_file.close)
     journal = Journal(paths.journal)
@@ -223,8 +245,9 @@ def _scheduler(
         llm_calls_file=calls_file,
         agent_timeout_sec=plan.agent_timeout_sec,
         grader_timeout_sec=plan.grader_timeout_sec,
-        deadline_sec=deadline,
-        server_alive=lambda: server.exited() is None,
+        deadline_sec=plan.item_deadline_sec
+        or item_deadline(plan.agent_timeout_sec, plan.grader_timeout_sec),
+        server_alive=server_alive,
         redact=log.redact,
         price_row=_row_pricer(plan),
         max_failures=plan.max_failures,
@@ -319,12 +342,7 @@ def _rollout_clients(
 
 
 def _max_in_flight(plan: EvalPlan, health: dict[str, Any], log: RunLog) -> int:
-    capacity: int | None = None
-    concurrency = health.get("concurrency")
-    if isinstance(concurrency, dict) and isinstance(concurrency.get("max_concurrent"), int):
-        capacity = concurrency["max_concurrent"]
-    elif isinstance(health.get("max_queue_depth"), int):
-        capacity = health["max_queue_depth"]
+    capacity = server_capacity(health)
     wanted = plan.max_in_flight
     if wanted is None:
         chosen = capacity or DEFAULT_MAX_IN_FLIGHT

@@ -13,7 +13,7 @@ import re
 import shlex
 import sys
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -42,6 +42,7 @@ class SessionEnd:
     halt_reason: str | None = None
     dispatched: int = 0
     archived: Path | None = None
+    servers: list[dict[str, Any]] = field(default_factory=list)
 
 
 def row_from_journal(
@@ -161,6 +162,7 @@ def finalize(
         rows=rows,
         archived_to=end.archived,
         halt_reason=end.halt_reason,
+        servers=end.servers,
     )
 
 

@@ -86,6 +86,13 @@ class EvalOptions:
     item_deadline_sec: float | None = None
     #: Ask the upstream for token ids (vLLM ``return_token_ids``): the token-level check.
     token_ids: bool = False
+    #: Already-running rollout servers to drive instead of starting one (``--servers``);
+    #: items may hold comma-separated URLs. ``servers_file``: one URL per line.
+    servers: list[str] | None = None
+    servers_file: Path | None = None
+    #: Where the policy proxy listens (default 127.0.0.1) and the URL servers reach it at.
+    proxy_host: str | None = None
+    proxy_url: str | None = None
 
 
 @dataclass(slots=True)
@@ -119,6 +126,19 @@ class EvalPlan:
     #: The explicit choices of the request that started the run (model, dataset, selection,
     #: n), stored in the manifest so a resume given only the run name reuses them.
     request: dict[str, Any] = field(default_factory=dict)
+    #: ``--servers``: the rollout servers to drive (empty: start a local one), their inbound
+    #: key (``OSMOSIS_ROLLOUT_API_KEY``), and where the policy proxy listens / is reached.
+    servers: list[str] = field(default_factory=list)
+    servers_api_key: str | None = field(default=None, repr=False)
+    proxy_host: str = "127.0.0.1"
+    proxy_url: str | None = None
+
+    @property
+    def proxy_port(self) -> int:
+        """The port of ``proxy_url`` (bound by the proxy), else 0 (any free port)."""
+        from urllib.parse import urlsplit
+
+        return (urlsplit(self.proxy_url).port or 0) if self.proxy_url else 0
 
     @property
     def run_dir(self) -> Path:
@@ -409,4 +429,31 @@ def build_plan(options: EvalOptions, *, environ: Mapping[str, str] | None = None
         token_ids=options.token_ids,
         max_failures=options.max_failures,
         request=_request_record(options, dataset_path),
+        **_fleet_fields(options, env_map),
     )
+
+
+def _fleet_fields(options: EvalOptions, env_map: Mapping[str, str]) -> dict[str, Any]:
+    """``servers``, their key and the proxy's address, checked (see :mod:`._fleet`)."""
+    from osmosis_ai.eval._fleet import SERVERS_KEY_ENV, normalize_server_url, resolve_servers
+
+    servers = resolve_servers(options.servers, options.servers_file)
+    if servers and options.isolated:
+        raise EvalPlanError(
+            "--isolated starts a local rollout server in the rollout's own environment; with "
+            "--servers the servers already run the rollout: drop one of the two"
+        )
+    proxy_url = normalize_server_url(options.proxy_url) if options.proxy_url else None
+    host = (options.proxy_host or "127.0.0.1").strip()
+    if host not in ("127.0.0.1", "localhost", "::1") and proxy_url is None:
+        raise EvalPlanError(
+            f"--proxy-host {host} makes the policy proxy reachable from other machines; also "
+            "pass --proxy-url with the address the rollout servers use to reach it (e.g. "
+            "http://10.0.0.2:9000; the proxy binds that port)"
+        )
+    return {
+        "servers": servers,
+        "servers_api_key": env_map.get(SERVERS_KEY_ENV) or None,
+        "proxy_host": host,
+        "proxy_url": proxy_url,
+    }

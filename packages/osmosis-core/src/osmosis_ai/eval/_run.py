@@ -41,6 +41,13 @@ class EvalRun:
     rows: list[RowRecord] = field(default_factory=list)
     archived_to: Path | None = None
     halt_reason: str | None = None
+    #: With ``servers=[...]``: per rollout server its url, ``status`` (``ok``, ``draining``,
+    #: ``failed``), capacity, dispatched / completed / re-dispatched counts and ``failure``.
+    servers: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def failed_servers(self) -> list[dict[str, Any]]:
+        return [server for server in self.servers if server.get("status") == "failed"]
 
     @property
     def failed_rows(self) -> list[RowRecord]:
@@ -96,4 +103,5 @@ class EvalRun:
             ],
             "archived_to": str(self.archived_to) if self.archived_to is not None else None,
             "halt_reason": self.halt_reason,
+            "servers": self.servers,
         }

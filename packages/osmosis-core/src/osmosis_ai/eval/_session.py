@@ -20,6 +20,7 @@ from osmosis_ai.eval._dataset import missing_label_warning
 from osmosis_ai.eval._dispatch import dispatch
 from osmosis_ai.eval._errors import EvalRunFailed
 from osmosis_ai.eval._finalize import SessionEnd, finalize, plan_redactor, row_from_journal
+from osmosis_ai.eval._fleet_dispatch import dispatch_fleet
 from osmosis_ai.eval._journal import count_unreadable, load_latest
 from osmosis_ai.eval._manifest import check_manifest, read_manifest, write_manifest
 from osmosis_ai.eval._plan import EvalPlan
@@ -180,9 +181,8 @@ class _Session:
             self._on_record(record)
 
         try:
-            outcome = await dispatch(
-                self.plan, self.paths, pending, self.log, self._notice, on_record
-            )
+            run = dispatch_fleet if self.plan.servers else dispatch
+            outcome = await run(self.plan, self.paths, pending, self.log, self._notice, on_record)
         except asyncio.CancelledError:
             end.interrupted = True
             task = asyncio.current_task()
@@ -195,6 +195,7 @@ class _Session:
             return exc
         else:
             end.dispatched, end.halt_reason = outcome.dispatched, outcome.halt_reason
+            end.servers = outcome.servers
         return None
 
     def _on_record(self, record: dict[str, Any]) -> None:

@@ -1,0 +1,126 @@
+"""Dispatch over already-running rollout servers (``eval run --servers``).
+
+The same steps as :func:`~osmosis_ai.eval._dispatch.dispatch` without the child server: start
+the upstream and the policy proxy (on the controller; reachable from other machines only with
+``--proxy-host``/``--proxy-url``), preflight the model, probe every server's ``/health``, then run
+the one :class:`~osmosis_ai.eval._scheduler.Scheduler` over a
+:class:`~osmosis_ai.eval._fleet_client.FleetClient` while the fleet's health watcher runs.
+Servers that cannot be reached at the start are reported and left out; when none answers,
+nothing is dispatched.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from contextlib import AsyncExitStack
+from typing import TYPE_CHECKING, Any, cast
+
+from osmosis_ai.eval._dispatch import (
+    DispatchOutcome,
+    EventSink,
+    RecordSink,
+    _install_sigterm,
+    _preflight,
+    _start_proxy,
+    _start_upstream,
+    build_scheduler,
+)
+from osmosis_ai.eval._fleet import is_loopback_url
+from osmosis_ai.eval._fleet_client import FleetClient, open_member
+from osmosis_ai.eval._fleet_pool import Fleet, watching
+from osmosis_ai.eval._scheduler import DispatchHalted, item_deadline
+from osmosis_ai.eval._server_process import RolloutServerError
+
+if TYPE_CHECKING:
+    from osmosis_ai.eval._plan import EvalPlan
+    from osmosis_ai.eval._proxy import PolicyProxy
+    from osmosis_ai.eval._run_layout import RunPaths
+    from osmosis_ai.eval._run_log import RunLog
+    from osmosis_ai.eval._scheduler import WorkItem
+    from osmosis_ai.rollout.client import RolloutClient
+
+
+async def dispatch_fleet(
+    plan: EvalPlan,
+    paths: RunPaths,
+    pending: list[WorkItem],
+    log: RunLog,
+    on_event: EventSink,
+    on_record: RecordSink,
+) -> DispatchOutcome:
+    """Run ``pending`` on ``plan.servers``; see the module docstring."""
+    restore_sigterm = _install_sigterm(asyncio.current_task())
+    if plan.servers_api_key:
+        log.redact.add(plan.servers_api_key)
+    fleet: Fleet | None = None
+    try:
+        async with AsyncExitStack() as stack:
+            upstream = await _start_upstream(plan.upstream, log, stack)
+            proxy = await _start_proxy(plan, upstream, log, on_event, stack)
+            _warn_unreachable_proxy(plan, proxy, on_event)
+            if not upstream.is_mock:
+                await _preflight(proxy, plan.upstream, log)
+            fleet = await _open_fleet(plan, log, on_event, stack)
+            wanted = plan.max_in_flight or fleet.total_capacity
+            workers = max(1, min(wanted, fleet.total_capacity))
+            log.info("plan", "concurrency chosen", max_in_flight=workers, servers=len(plan.servers))
+            client = cast("RolloutClient", FleetClient(fleet, proxy))  # the two calls it makes
+            scheduler = build_scheduler(
+                plan, paths, [client] * workers, workers, proxy, log, stack, fleet.any_alive
+            )
+            scheduler.on_result = on_record
+            scheduler.on_event = on_event
+            async with watching(fleet):
+                with contextlib.suppress(DispatchHalted):  # the reason is in halt_reason
+                    await scheduler.run(pending)
+            log.info("run", "dispatch finished", dispatched=scheduler.dispatched)
+            return DispatchOutcome(scheduler.dispatched, scheduler.halt_reason, fleet.summaries())
+    finally:
+        restore_sigterm()
+        if fleet is not None:
+            for summary in fleet.summaries():
+                log.info("server", "rollout server summary", **summary)
+
+
+async def _open_fleet(
+    plan: EvalPlan, log: RunLog, on_event: EventSink, stack: AsyncExitStack
+) -> Fleet:
+    deadline = plan.item_deadline_sec or item_deadline(
+        plan.agent_timeout_sec, plan.grader_timeout_sec
+    )
+    members = []
+    for url in plan.servers:
+        member, http = open_member(url, plan.servers_api_key, deadline * 64)
+        stack.push_async_callback(http.aclose)
+        members.append(member)
+    fleet = Fleet(members, on_event=on_event)
+    problems = await fleet.start()
+    if len(problems) == len(members):
+        raise RolloutServerError(
+            "none of the rollout servers answered /health: " + "; ".join(problems)
+        )
+    for problem in problems:
+        on_event(
+            "warning",
+            "rollout server left out: not reachable at start",
+            {"code": "SERVER_UNREACHABLE", "reason": problem},
+        )
+    for member in members:
+        log.info("server", "rollout server", url=member.url, capacity=member.capacity)
+    return fleet
+
+
+def _warn_unreachable_proxy(plan: EvalPlan, proxy: PolicyProxy, on_event: EventSink) -> None:
+    """Remote servers cannot call a proxy that only listens on this machine's loopback."""
+    remote = [url for url in plan.servers if not is_loopback_url(url)]
+    if remote and plan.proxy_url is None:
+        details: dict[str, Any] = {"code": "PROXY_LOOPBACK_ONLY", "proxy": proxy.base_url}
+        on_event(
+            "warning",
+            f"the policy proxy listens on {proxy.base_url} (this machine only), but "
+            f"{len(remote)} server(s) are remote: tunnel it to them (ssh -R) and pass "
+            "--proxy-url, or pass --proxy-host 0.0.0.0 --proxy-url http://<this-host>:<port> "
+            "(docs/operations.md, running at scale)",
+            details,
+        )

@@ -1,0 +1,134 @@
+"""`osmosis eval run --servers`: one evaluation over three rollout-server processes.
+
+Every work item must be counted exactly once (one journal record per row, none missing), also
+when one server is SIGKILLed mid-run; the summary names the server that failed.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+
+from eval_support import Cli, read_jsonl, write_tiny_workspace
+from fleet_support import ServerFleet
+
+ROWS = 300
+KEY = "fleet-test-inbound-key-0123456789"
+SERVER_ENV = {
+    "TINY_MODE": "slow",
+    "TINY_SLEEP": "0.05",
+    "TINY_CONCURRENCY": "8",
+    "OSMOSIS_ROLLOUT_API_KEY": KEY,
+}
+
+
+def _keys(events: Path) -> Counter[tuple[int, int]]:
+    return Counter((r["row_index"], r["run_index"]) for r in read_jsonl(events))
+
+
+def test_300_rows_over_three_servers_each_counted_once(
+    cli: Cli, fleet: ServerFleet, tmp_path: Path
+) -> None:
+    ws = tmp_path / "ws"
+    config = write_tiny_workspace(ws, n_rows=ROWS, mode="one-call")
+    urls = fleet.start(ws, 3, {**SERVER_ENV, "TINY_MODE": "one-call", "TINY_CONCURRENCY": "16"})
+    servers_file = tmp_path / "servers.txt"
+    servers_file.write_text("# written by hand\n" + "\n".join(urls[1:]) + "\n")
+
+    result = cli.run(
+        *("eval", "run", str(config), "--name", "f", "--json"),
+        *("--servers", urls[0], "--servers-file", str(servers_file)),
+        cwd=ws,
+        env={"OSMOSIS_ROLLOUT_API_KEY": KEY},
+    )
+
+    assert result.code == 0, result.stderr
+    resource = result.json()["resource"]
+    assert resource["succeeded"] == ROWS
+    assert resource["pending"] == 0
+    keys = _keys(ws / ".osmosis" / "evals" / "f" / "events.jsonl")
+    assert len(keys) == ROWS and set(keys.values()) == {1}
+    servers = {s["url"]: s for s in resource["servers"]}
+    assert set(servers) == set(urls)
+    assert all(s["status"] == "ok" and s["failure"] is None for s in servers.values())
+    # every server took work, and the counts add up to the rows
+    assert all(s["completed"] > 0 for s in servers.values())
+    assert sum(s["completed"] for s in servers.values()) == ROWS
+    assert KEY not in result.stdout + result.stderr
+
+
+def test_sigkill_one_server_mid_run_loses_and_duplicates_nothing(
+    cli: Cli, fleet: ServerFleet, tmp_path: Path
+) -> None:
+    ws = tmp_path / "ws"
+    config = write_tiny_workspace(ws, n_rows=ROWS, mode="slow")
+    urls = fleet.start(ws, 3, {**SERVER_ENV, "TINY_SLEEP": "0.1"})
+    events = ws / ".osmosis" / "evals" / "k" / "events.jsonl"
+    victim = urls[1]
+
+    def kill_after_some_results() -> None:
+        deadline = time.monotonic() + 60
+        while len(read_jsonl(events)) < 40 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        fleet.kill(victim)
+
+    killer = threading.Thread(target=kill_after_some_results)
+    killer.start()
+    result = cli.run(
+        *("eval", "run", str(config), "--name", "k", "--json"),
+        *("--servers", ",".join(urls)),
+        cwd=ws,
+        env={"OSMOSIS_ROLLOUT_API_KEY": KEY},
+    )
+    killer.join()
+
+    assert result.code == 0, result.stderr
+    resource = result.json()["resource"]
+    assert resource["succeeded"] == ROWS and resource["pending"] == 0
+    keys = _keys(events)
+    assert len(keys) == ROWS and set(keys.values()) == {1}  # no row lost, none counted twice
+    failed = [s for s in resource["servers"] if s["status"] == "failed"]
+    assert [s["url"] for s in failed] == [victim]
+    assert failed[0]["redispatched"] > 0  # it had rows in flight; they went elsewhere
+    assert victim in result.stderr  # the SERVER_FAILED warning names it
+    assert resource["halt_reason"] is None
+
+
+def test_plain_summary_names_the_failed_server(
+    cli: Cli, fleet: ServerFleet, tmp_path: Path
+) -> None:
+    ws = tmp_path / "ws"
+    config = write_tiny_workspace(ws, n_rows=20, mode="noop")
+    urls = fleet.start(ws, 2, {**SERVER_ENV, "TINY_MODE": "noop"})
+    fleet.kill(urls[0])  # dead before the run: left out at start, the run still completes
+
+    result = cli.run(
+        *("eval", "run", str(config), "--name", "p", "--plain"),
+        *("--servers", ",".join(urls)),
+        cwd=ws,
+        env={"OSMOSIS_ROLLOUT_API_KEY": KEY},
+    )
+
+    assert result.code == 0, result.stderr
+    assert f"server failed: {urls[0]}" in result.stdout + result.stderr
+    assert "not reachable at start" in result.stdout + result.stderr
+
+
+def test_wrong_inbound_key_fails_every_server_and_says_which_variable(
+    cli: Cli, fleet: ServerFleet, tmp_path: Path
+) -> None:
+    ws = tmp_path / "ws"
+    config = write_tiny_workspace(ws, n_rows=4, mode="noop")
+    urls = fleet.start(ws, 1, {**SERVER_ENV, "TINY_MODE": "noop"})
+
+    result = cli.run(
+        *("eval", "run", str(config), "--name", "w", "--json", "--servers", urls[0]),
+        cwd=ws,
+        env={"OSMOSIS_ROLLOUT_API_KEY": "not-the-key"},
+    )
+
+    assert result.code == 1
+    assert "OSMOSIS_ROLLOUT_API_KEY" in result.stderr
+    assert KEY not in result.stderr and "not-the-key" not in result.stderr
