@@ -49,7 +49,8 @@ def test_300_rows_over_three_servers_each_counted_once(
     assert resource["succeeded"] == ROWS
     assert resource["pending"] == 0
     keys = _keys(ws / ".osmosis" / "evals" / "f" / "events.jsonl")
-    assert len(keys) == ROWS and set(keys.values()) == {1}
+    assert len(keys) == ROWS
+    assert set(keys.values()) == {1}
     servers = {s["url"]: s for s in resource["servers"]}
     assert set(servers) == set(urls)
     assert all(s["status"] == "ok" and s["failure"] is None for s in servers.values())
@@ -86,9 +87,11 @@ def test_sigkill_one_server_mid_run_loses_and_duplicates_nothing(
 
     assert result.code == 0, result.stderr
     resource = result.json()["resource"]
-    assert resource["succeeded"] == ROWS and resource["pending"] == 0
+    assert resource["succeeded"] == ROWS
+    assert resource["pending"] == 0
     keys = _keys(events)
-    assert len(keys) == ROWS and set(keys.values()) == {1}  # no row lost, none counted twice
+    assert len(keys) == ROWS
+    assert set(keys.values()) == {1}
     failed = [s for s in resource["servers"] if s["status"] == "failed"]
     assert [s["url"] for s in failed] == [victim]
     assert failed[0]["redispatched"] > 0  # it had rows in flight; they went elsewhere
@@ -131,4 +134,5 @@ def test_wrong_inbound_key_fails_every_server_and_says_which_variable(
 
     assert result.code == 1
     assert "OSMOSIS_ROLLOUT_API_KEY" in result.stderr
-    assert KEY not in result.stderr and "not-the-key" not in result.stderr
+    assert KEY not in result.stderr
+    assert "not-the-key" not in result.stderr

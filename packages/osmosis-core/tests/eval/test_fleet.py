@@ -74,7 +74,8 @@ def test_plan_reads_the_key_and_checks_the_proxy(workspace: MakeWorkspace) -> No
 
     built = plan()
     assert built.servers == ["http://10.0.0.1:8000"]
-    assert built.servers_api_key == "k-123" and "k-123" not in repr(built)
+    assert built.servers_api_key == "k-123"
+    assert "k-123" not in repr(built)
     assert (built.proxy_host, built.proxy_url, built.proxy_port) == ("127.0.0.1", None, 0)
     remote = plan(proxy_host="0.0.0.0", proxy_url="http://10.0.0.9:9100")
     assert (remote.proxy_host, remote.proxy_port) == ("0.0.0.0", 9100)
@@ -98,15 +99,18 @@ async def test_slots_follow_free_capacity_and_429_feedback() -> None:
     fleet, _ = _fleet(2, 4)
     small, big = fleet.members
     taken = [await fleet.acquire() for _ in range(6)]
-    assert taken.count(small) == 2 and taken.count(big) == 4
+    assert taken.count(small) == 2
+    assert taken.count(big) == 4
     waiter = asyncio.create_task(fleet.acquire())  # all full: waits
     await asyncio.sleep(0)
     assert not waiter.done()
     big.on_busy()  # a 429 from the big one: it takes no more than it runs, minus one
-    assert big.limit == 3.0 and big.busy_answers == 1
+    assert big.limit == 3.0
+    assert big.busy_answers == 1
     fleet.release(big, finished=False)  # an attempt that went elsewhere: no slot regained
     await asyncio.sleep(0)
-    assert not waiter.done() and big.free == 0
+    assert not waiter.done()
+    assert big.free == 0
     fleet.release(small, finished=True)
     assert await waiter is small
     fleet.release(big, finished=True)  # a finished rollout grows the limit back by one
@@ -121,7 +125,8 @@ async def test_a_failed_member_gets_nothing_and_its_attempts_are_cancelled() -> 
     fleet.fail(first, "stopped answering")
     await asyncio.sleep(0)
     assert attempt.cancelled()
-    assert events[0][2]["server"] == first.url and events[0][2]["code"] == "SERVER_FAILED"
+    assert events[0][2]["server"] == first.url
+    assert events[0][2]["code"] == "SERVER_FAILED"
     assert {id(await fleet.acquire()) for _ in range(2)} == {id(second)}
     fleet.fail(second, "refused our key")
     with pytest.raises(FleetExhausted, match="refused our key"):
