@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import uuid
 from datetime import UTC, datetime
 from pathlib import Path
@@ -22,15 +21,11 @@ from typing import Any
 
 from osmosis_ai.atomic_file import write_atomic
 from osmosis_ai.errors import EvalError
+from osmosis_ai.rollout.project_files import iter_project_files
 
 SCHEMA_VERSION = 1
 #: Bumped whenever the meaning of a journal record or of the locked inputs changes.
 LOCK_VERSIONS = {"rollout_protocol": "0.4", "dataset_normalization": 1, "state_schema": 1}
-
-_SOURCE_EXCLUDED_DIRS = frozenset(
-    {".venv", "__pycache__", ".osmosis", ".git", ".pytest_cache", ".ruff_cache", ".mypy_cache"}
-)
-_SOURCE_EXCLUDED_FILES = frozenset({"uv.lock"})
 
 
 class ManifestError(EvalError, ValueError):
@@ -52,30 +47,15 @@ class ManifestMismatchError(ManifestError):
 def source_digest(root: Path, *, exclude: tuple[Path, ...] = ()) -> str:
     """sha256 over the relative paths and bytes of the rollout's source files.
 
-    Virtual environments, lock files, caches, ``*.egg-info`` and the eval output are skipped:
-    they change without the rollout's behaviour changing.
+    The files are :func:`~osmosis_ai.rollout.project_files.iter_project_files`'s, less
+    ``uv.lock`` and the eval output: they change without the rollout's behaviour changing.
     """
-    excluded = {p.resolve() for p in exclude}
     digest = hashlib.sha256()
-    for dirpath, dirnames, filenames in os.walk(root):
-        current = Path(dirpath)
-        dirnames[:] = sorted(
-            d
-            for d in dirnames
-            if d not in _SOURCE_EXCLUDED_DIRS
-            and not d.endswith(".egg-info")
-            and (current / d).resolve() not in excluded
-        )
-        for name in sorted(filenames):
-            if name in _SOURCE_EXCLUDED_FILES or name.endswith((".pyc", ".pyo")):
-                continue
-            path = current / name
-            if not path.is_file():
-                continue
-            digest.update(path.relative_to(root).as_posix().encode())
-            digest.update(b"\0")
-            digest.update(path.read_bytes())
-            digest.update(b"\0")
+    for path in iter_project_files(root, exclude=exclude, skip_names=("uv.lock",)):
+        digest.update(path.relative_to(root).as_posix().encode())
+        digest.update(b"\0")
+        digest.update(path.read_bytes())
+        digest.update(b"\0")
     return digest.hexdigest()
 
 

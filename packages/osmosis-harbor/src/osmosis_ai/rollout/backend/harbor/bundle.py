@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from osmosis_ai.errors import BackendError
+from osmosis_ai.rollout.integrations.spi import iter_project_files
 
 from . import _sandbox_paths
 from . import runner as runner_module
@@ -40,25 +41,6 @@ BUNDLE_FORMAT = "1"
 DEFAULT_MAX_AGE_SEC = 7 * 24 * 3600.0
 DEFAULT_MAX_BYTES = 512 * 1024 * 1024
 MAX_PROJECT_BYTES = 64 * 1024 * 1024
-_EXCLUDED_DIRS = frozenset(
-    {
-        ".venv",
-        "venv",
-        "__pycache__",
-        ".git",
-        ".hg",
-        ".osmosis",
-        ".nox",
-        ".tox",
-        ".pytest_cache",
-        ".mypy_cache",
-        ".ruff_cache",
-        "node_modules",
-        "dist",
-        "build",
-    }
-)
-_EXCLUDED_SUFFIXES = (".pyc", ".pyo", ".egg-info", ".whl")
 
 
 class BundleError(BackendError):
@@ -76,31 +58,17 @@ class Bundle:
 
 def project_files(code_dir: Path, exclude: tuple[Path, ...] = ()) -> list[Path]:
     """Regular files of the project, sorted, without caches, venvs, VCS data or symlinks."""
-    excluded = {p.resolve() for p in exclude}
     files: list[Path] = []
     total = 0
-    for root, dirs, names in os.walk(code_dir):
-        root_path = Path(root)
-        dirs[:] = sorted(
-            d
-            for d in dirs
-            if d not in _EXCLUDED_DIRS
-            and not d.endswith(".egg-info")
-            and (root_path / d).resolve() not in excluded
-            and not (root_path / d).is_symlink()
-        )
-        for name in sorted(names):
-            path = root_path / name
-            if name.endswith(_EXCLUDED_SUFFIXES) or path.is_symlink() or not path.is_file():
-                continue
-            total += path.stat().st_size
-            if total > MAX_PROJECT_BYTES:
-                raise BundleError(
-                    f"the rollout project {code_dir} is larger than "
-                    f"{MAX_PROJECT_BYTES // (1024 * 1024)} MiB; move data out of it or pass "
-                    "code_dir= pointing at the code only"
-                )
-            files.append(path)
+    for path in iter_project_files(code_dir, exclude=exclude):
+        total += path.stat().st_size
+        if total > MAX_PROJECT_BYTES:
+            raise BundleError(
+                f"the rollout project {code_dir} is larger than "
+                f"{MAX_PROJECT_BYTES // (1024 * 1024)} MiB; move data out of it or pass "
+                "code_dir= pointing at the code only"
+            )
+        files.append(path)
     return files
 
 
