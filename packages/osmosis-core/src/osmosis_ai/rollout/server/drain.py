@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from osmosis_ai.rollout.server.entry import RolloutEntry, wake
@@ -33,17 +34,11 @@ class DrainingMixin:
     _drain_deadline: float | None
     _settling: asyncio.Event
 
-    def _cancel_execution(self, entry: RolloutEntry) -> str:
-        raise NotImplementedError
-
-    def _finalize_forced(
-        self,
-        entry: RolloutEntry,
-        status: RolloutStatus,
-        message: str | None,
-        category: RolloutErrorCategory | None,
-    ) -> None:
-        raise NotImplementedError
+    # Provided by RolloutService (declared here for the type checker).
+    _cancel_execution: Callable[[RolloutEntry], str]
+    _finalize_forced: Callable[
+        [RolloutEntry, RolloutStatus, str | None, RolloutErrorCategory | None], None
+    ]
 
     def begin_drain(self) -> None:
         """Stop admitting (503) and wake every long poll so pollers see the current status."""
