@@ -22,6 +22,17 @@ if TYPE_CHECKING:
 
 EXIT_INTERRUPTED = 130
 
+# Options declared here keep `run` short (typer reads them from its signature).
+_MaxFailures = Annotated[
+    int | None,
+    typer.Option(
+        "--max-failures",
+        metavar="N",
+        help="Stop dispatching once N work items failed (resumable). Independently, 5 "
+        "failures in a row at the model endpoint always stop the run.",
+    ),
+]
+
 
 def run(
     config: Annotated[Path, typer.Argument(help="Eval config, e.g. configs/eval/<rollout>.toml.")],
@@ -98,15 +109,7 @@ def run(
         bool,
         typer.Option("--retry-failed", help="Rerun the work items that failed or were skipped."),
     ] = False,
-    max_failures: Annotated[
-        int | None,
-        typer.Option(
-            "--max-failures",
-            metavar="N",
-            help="Stop dispatching once N work items failed (resumable). Independently, 5 "
-            "failures in a row at the model endpoint always stop the run.",
-        ),
-    ] = None,
+    max_failures: _MaxFailures = None,
     output: Annotated[
         Path | None,
         typer.Option("--output", "-o", help="Runs folder (default: <workspace>/.osmosis/evals)."),
