@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 from typing import Any
 
 import httpx
@@ -27,6 +28,8 @@ from osmosis_ai.rollout import (
     RolloutStatus,
     get_rollout_context,
 )
+from osmosis_ai.rollout.server.entry import AdmissionError
+from osmosis_ai.rollout.types.protocol import RolloutInitRequest
 
 ANSWER = [{"role": "assistant", "content": "42"}]
 _gates: dict[str, asyncio.Event] = {}
@@ -129,6 +132,45 @@ async def test_cancel_queued_and_running_and_code_that_swallows_it() -> None:
     assert "c-queued" not in _entered  # never started
     assert _seen["c-run"][1] == "policy-key"
     assert health["concurrency"] == {"max_concurrent": 1, "queued": 0, "running": 0}
+
+
+async def test_max_queue_depth_is_exact_under_concurrent_admission() -> None:
+    """Issue 20.4: admissions in one event-loop turn have not reached the backend yet; the
+    bound still counts them (it let 258 in against max_queue_depth=64)."""
+    backend = LocalBackend(workflow=Gated, max_concurrency=2, max_queue_depth=3)
+    ids = [f"depth-{i}" for i in range(40)]
+    async with running(backend) as (client, service):
+        # One turn: nothing in between lets an admitted task reach the backend.
+        codes = []
+        tokens = {}
+        for rid in ids[:10]:
+            try:
+                admitted = service.admit(RolloutInitRequest.model_validate(body(rid)))
+                tokens[rid] = json.loads(admitted)["polling_lease_token"]
+                codes.append(202)
+            except AdmissionError as exc:
+                codes.append(exc.status_code)
+        assert codes == [202] * 5 + [429] * 5  # 2 running + 3 queued
+        # Concurrent HTTP admissions on 30 connections while those five are in flight.
+        responses = await asyncio.gather(
+            *(client.post("/rollout", json=body(rid)) for rid in ids[10:])
+        )
+        assert {r.status_code for r in responses} == {429}
+        health = (await client.get("/health")).json()
+        assert health["concurrency"] == {"max_concurrent": 2, "queued": 3, "running": 2}
+        for rid in ids[:5]:
+            _event(_gates, rid).set()
+        for rid, token in tokens.items():
+            result = {"status": "queued"}
+            while result["status"] in ("queued", "running"):
+                result = (await client.get(f"/rollout/{rid}/result", headers={LEASE: token})).json()
+            assert result["status"] == "success"
+        # Drained: the bound admits again, exactly 2 + 3 of a concurrent burst.
+        burst = await asyncio.gather(*(client.post("/rollout", json=body(rid)) for rid in ids[10:]))
+        assert sum(r.status_code == 202 for r in burst) == 5
+        assert {r.status_code for r in burst} == {202, 429}
+        for rid in ids[10:]:
+            _event(_gates, rid).set()
 
 
 class Legacy038Backend(ExecutionBackend):

@@ -11,6 +11,10 @@ cancellation, drain, the outbox and trajectory saving. A backend only runs work:
   reads status from that one object. Cancellation is the server cancelling the task that awaits
   ``execute``; the backend releases what it holds and lets ``CancelledError`` propagate.
 * ``has_capacity()``: ``False`` makes the server answer 429 instead of admitting.
+  ``has_capacity_for(pending)`` is what the server asks: the same question while ``pending``
+  admitted rollouts have not reached ``execute`` yet (the server admits many in one event-loop
+  turn, their tasks start in the next), so a bounded queue stays exact under concurrent
+  admission. Its default ignores ``pending`` and asks ``has_capacity()``.
 * ``health()``: merged into the server's ``/health``.
 * ``await shutdown()``: called once after the server has drained.
 
@@ -53,6 +57,12 @@ class ExecutionBackend(ABC):
     def has_capacity(self) -> bool:
         """``False`` makes the server answer 429 with ``Retry-After`` instead of queueing."""
         return True
+
+    def has_capacity_for(self, pending: int) -> bool:
+        """Whether one more rollout fits while ``pending`` admitted ones have not reached
+        :meth:`execute` yet (a backend that bounds a queue counts them, so the bound is exact
+        under concurrent admission). Default: :meth:`has_capacity`."""
+        return self.has_capacity()
 
     def health(self) -> dict[str, Any]:
         return {"status": "ok"}

@@ -1,15 +1,25 @@
 """The server's outbox: an append-only journal that makes admissions and results crash-safe.
 
 Every admission, finished result and acknowledgement is appended to ``<outbox>/journal.jsonl``
-with one ``write`` as it happens (an admission before its 202 is sent, a result when it
-finishes), so it survives the process dying (``kill -9``, an OOM kill) at once. A background
-thread makes the writes durable against a machine crash with one ``fdatasync`` per
-:data:`SYNC_INTERVAL_SEC` (group commit: everything written in that window shares it).
+as it happens, so it survives the process dying (``kill -9``, an OOM kill) at once:
+
+* an admission is written (one ``write``) before its 202 is sent (:meth:`Outbox.write_now`);
+* a finished result is written at the end of the event-loop turn in which it finished, in one
+  ``write`` with everything else recorded in that turn (:meth:`Outbox.put`), so before
+  anything about it leaves the server: callbacks are sent in later turns, and a long poll
+  that takes the result in that same turn acknowledges it there (its line is never built);
+* an acknowledgement goes with the next write, at the latest :data:`SYNC_INTERVAL_SEC` later
+  (one lost in a crash only means the result is offered, or its callbacks sent, once more).
+
+A background thread makes the writes durable against a machine crash with one ``fdatasync``
+at most every :data:`SYNC_INTERVAL_SEC` (group commit: everything written in that window shares
+it; an idle server does not wake up).
 
 Records (one JSON object per line; ``op`` says which):
 
 * ``admit`` - rollout id, lease digest and salt, request fingerprint (no request body);
-* ``done`` - a finished result as the next start needs it (see :func:`.retention.outbox_record`);
+* ``done`` - a finished result as the next start needs it (see :func:`.retention.done_line`:
+  the result's wire bytes are embedded as they are, last, after their length ``rlen``);
 * ``ack`` - the result was fetched, its callbacks acknowledged, or it was forgotten.
 
 At start the journal is replayed: an acknowledged rollout is gone, a finished one is offered
@@ -26,11 +36,15 @@ key to re-send with it, so the directory is 0700 and the files 0600.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import logging
 import os
 import threading
+import time
+from collections.abc import Callable
+from json.encoder import encode_basestring_ascii
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +58,11 @@ _COMPACT_MIN_BYTES = 4 * 1024 * 1024
 # The group-commit window: written records reach the disk within this long.
 SYNC_INTERVAL_SEC = 0.05
 
+# What :meth:`Outbox.put` takes: the line, ``None`` (an acknowledgement), or a function giving
+# the line (or ``None``) when the turn's records are written.
+Line = bytes | Callable[[], bytes | None] | None
+_ABSENT: Any = object()
+
 
 class OutboxLocked(OSError):
     """Another live server holds this outbox directory."""
@@ -51,18 +70,24 @@ class OutboxLocked(OSError):
 
 class Outbox:
     """One server's journal. :meth:`open` and :meth:`close` block (call them in a thread);
-    :meth:`append` is cheap and thread-safe (the writer thread does the I/O)."""
+    :meth:`put`, :meth:`write_now` and :meth:`flush` run on the event loop (the writer thread
+    does the syncing)."""
 
     def __init__(self, directory: Path) -> None:
         self.directory = directory
         self.lease_key = b""
-        self._lock = threading.Lock()  # appends (event loop) vs compaction (writer thread)
-        self._wake = threading.Event()
-        self._stopping = False
+        self._lock = threading.Lock()  # writes (event loop) vs compaction (writer thread)
+        self._wake = threading.Event()  # something was written since the last sync
+        self._stop = threading.Event()
         self._dirty = False
         self._live: dict[str, bytes] = {}
         self._live_bytes = 0
         self._file_bytes = 0
+        self._pending: dict[str, Line] = {}
+        self._urgent = 0  # pending lines that are not acknowledgements
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._scheduled = False
+        self._deferred = False
         self._fd = -1
         self._lock_fd = -1
         self._thread: threading.Thread | None = None
@@ -84,6 +109,10 @@ class Outbox:
         self._thread.start()
         return records
 
+    def bind(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Write what :meth:`put` records at the end of the turn on ``loop`` (unbound, at once)."""
+        self._loop = loop
+
     def _load_key(self) -> bytes:
         path = self.directory / KEY_NAME
         try:
@@ -98,30 +127,89 @@ class Outbox:
 
     # ---- writing ----------------------------------------------------------------------
 
+    def put(self, rollout_id: str, line: Line) -> None:
+        """Record ``rollout_id``'s new state for the end of this turn; a later state recorded in
+        the same turn replaces it (a result fetched in the turn it finished costs only an
+        acknowledgement, and its line is never built).
+
+        ``None`` (acknowledged) is not urgent: it goes with the next write, at the latest
+        :data:`SYNC_INTERVAL_SEC` later. Lost in a crash, it only means the result is offered
+        (or its callbacks sent) once more after the restart."""
+        pending = self._pending
+        previous = pending.get(rollout_id, _ABSENT)
+        pending[rollout_id] = line
+        if previous is not None and previous is not _ABSENT:
+            self._urgent -= 1
+        if line is not None:
+            self._urgent += 1
+        loop = self._loop
+        if loop is None:
+            self.flush()
+        elif not self._scheduled:
+            self._scheduled = True
+            loop.call_soon(self._end_of_turn)
+
+    def write_now(self, rollout_id: str, line: bytes | None) -> None:
+        """Record ``line`` and write it (with whatever is pending) before returning: an
+        admission is on file before its 202 is sent."""
+        self._pending[rollout_id] = line
+        self.flush()
+
     def append(self, rollout_id: str, record: dict[str, Any] | None) -> None:
-        """Write ``record`` (``None``: an acknowledgement) now; it is fsync'd within
-        :data:`SYNC_INTERVAL_SEC`. One small ``write`` to the page cache, so it is called on
-        the event loop."""
-        line = None if record is None else encode(record)
+        """Write ``record`` (``None``: an acknowledgement) now."""
+        self.write_now(rollout_id, None if record is None else encode(record))
+
+    def _end_of_turn(self) -> None:
+        self._scheduled = False
+        if self._urgent:
+            self.flush()
+        elif self._pending and not self._deferred and self._loop is not None:
+            self._deferred = True
+            self._loop.call_later(SYNC_INTERVAL_SEC, self._deferred_flush)
+
+    def _deferred_flush(self) -> None:
+        self._deferred = False
+        self.flush()
+
+    def flush(self) -> None:
+        """Write every pending record with one ``write``; it is synced within
+        :data:`SYNC_INTERVAL_SEC`."""
+        if not self._pending:
+            return
         with self._lock:
-            old = self._live.pop(rollout_id, None)
-            if old is not None:
-                self._live_bytes -= len(old)
-            if line is None:
-                if old is None:
-                    return
-                data = encode({"op": "ack", "id": rollout_id})
-            else:
-                self._live[rollout_id] = data = line
-                self._live_bytes += len(line)
-            try:
-                os.write(self._fd, data)
-            except OSError as exc:
-                self._write_failed(exc)
-                return
-            self.failed = False
-            self._file_bytes += len(data)
+            pending, self._pending = self._pending, {}
+            self._urgent = 0
+            chunks: list[bytes] = []
+            live = self._live
+            for rollout_id, item in pending.items():
+                line = item() if callable(item) else item
+                old = live.pop(rollout_id, None)
+                if old is not None:
+                    self._live_bytes -= len(old)
+                if line is None:
+                    if old is None:
+                        continue  # never written: nothing to take back
+                    line = b'{"op":"ack","id":%s}\n' % encode_basestring_ascii(rollout_id).encode()
+                else:
+                    live[rollout_id] = line
+                    self._live_bytes += len(line)
+                chunks.append(line)
+            if chunks:
+                self._write(chunks[0] if len(chunks) == 1 else b"".join(chunks))
+
+    def _write(self, data: bytes) -> None:
+        view = memoryview(data)
+        try:
+            while view:
+                view = view[os.write(self._fd, view) :]
+        except OSError as exc:
+            self._write_failed(exc)
+            return
+        self.failed = False
+        self._file_bytes += len(data)
+        if not self._dirty:
             self._dirty = True
+            self._wake.set()
 
     def _write_failed(self, exc: OSError) -> None:
         if not self.failed:
@@ -134,8 +222,15 @@ class Outbox:
         self.failed = True
 
     def _writer(self) -> None:
-        while not self._stopping:
-            self._wake.wait(SYNC_INTERVAL_SEC)
+        last = 0.0
+        while True:
+            self._wake.wait()
+            # Group commit: at most one sync per window, whatever arrives meanwhile shares it.
+            self._stop.wait(last + SYNC_INTERVAL_SEC - time.monotonic())
+            if self._stop.is_set():
+                return
+            self._wake.clear()
+            last = time.monotonic()
             self._sync()
 
     def _sync(self) -> None:
@@ -151,7 +246,7 @@ class Outbox:
             self._write_failed(exc)
         if compact:
             try:
-                with self._lock:  # appends wait for the rewrite (bounded by the live records)
+                with self._lock:  # writes wait for the rewrite (bounded by the live records)
                     self._rewrite()
             except OSError as exc:
                 logger.error("could not compact the rollout outbox: %s", exc)
@@ -170,9 +265,10 @@ class Outbox:
     # ---- stop -------------------------------------------------------------------------
 
     def close(self) -> None:
-        """Sync what was written, stop the writer and release the directory."""
+        """Write and sync what is pending, stop the writer and release the directory."""
+        self.flush()
         if self._thread is not None:
-            self._stopping = True
+            self._stop.set()
             self._wake.set()
             self._thread.join()
             self._thread = None
@@ -205,6 +301,8 @@ def replay(journal: Path) -> list[dict[str, Any]]:
             op, rollout_id = record["op"], record["id"]
             if not isinstance(rollout_id, str) or op not in ("admit", "done", "ack"):
                 raise ValueError(op)
+            if "rlen" in record:
+                record["result"] = _embedded_result(line, record.pop("rlen"))
         except (ValueError, KeyError, TypeError):
             skipped += 1
             continue
@@ -214,6 +312,15 @@ def replay(journal: Path) -> list[dict[str, Any]]:
     if skipped:
         logger.error("skipped %d unreadable record(s) in the rollout outbox %s", skipped, journal)
     return list(live.values())
+
+
+def _embedded_result(line: bytes, length: Any) -> str:
+    """The wire bytes of a ``done`` line's result, exactly as written (the line's last member,
+    ``"result":``, holds ``length`` bytes)."""
+    end = len(line) - 1
+    if not isinstance(length, int) or line[end - length - 10 : end - length] != b',"result":':
+        raise ValueError("rlen")
+    return line[end - length : end].decode()
 
 
 def write_atomically(path: Path, data: bytes) -> None:

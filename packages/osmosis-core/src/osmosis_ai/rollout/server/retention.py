@@ -2,16 +2,18 @@
 
 :class:`RetainedResults` forgets finished entries past ``result_retention_sec`` or beyond
 ``max_retained_results`` (oldest first, never one still delivering or unwinding).
-:func:`outbox_record` / :func:`entry_from_record` turn a finished entry that nobody has received
-yet into an outbox record and back.
+:func:`admission_line` and :func:`done_line` encode an admission and a finished entry that
+nobody has received yet as journal lines; :func:`entry_from_record` turns a record back.
 """
 
 from __future__ import annotations
 
 import asyncio
 import collections
+import json
 import logging
 from collections.abc import Callable
+from json.encoder import encode_basestring_ascii as _quote
 from typing import Any
 
 from osmosis_ai.rollout.server.entry import FINISHED, RolloutEntry
@@ -81,44 +83,53 @@ class RetainedResults:
             self._forget(entry)
 
 
-def admission_record(entry: RolloutEntry, callback_urls: list[str]) -> dict[str, Any]:
-    """The journal record of an admission: enough to answer a retried admission and, after a
+def admission_line(entry: RolloutEntry, callback_urls: list[str]) -> bytes:
+    """The journal line of an admission: enough to answer a retried admission and, after a
     crash, to report the rollout as failed (to its poller, or to its callback receivers)."""
-    return {
-        "op": "admit",
-        "id": entry.rollout_id,
-        "lease_sha256": entry.lease_digest.hex(),
-        "salt": entry.salt.hex(),
-        "fp": entry.fingerprint.hex(),
-        "uses_lease": entry.uses_lease,
-        "callback_urls": callback_urls,
-        "authorization": entry.callback_key if callback_urls else None,
-    }
+    key = entry.callback_key if callback_urls else None
+    return (
+        f'{{"op":"admit","id":{_quote(entry.rollout_id)},"lease_sha256":"{entry.lease_digest.hex()}",'
+        f'"salt":"{entry.salt.hex()}","fp":"{entry.fingerprint.hex()}",'
+        f'"uses_lease":{"true" if entry.uses_lease else "false"},'
+        f'"callback_urls":[{",".join(map(_quote, callback_urls))}],"authorization":{_text(key)}}}\n'
+    ).encode()
 
 
-def outbox_record(entry: RolloutEntry) -> dict[str, Any] | None:
-    """The journal record of a finished result not yet received (``None`` if there is none)."""
+def needs_record(entry: RolloutEntry) -> bool:
+    """Whether ``entry`` is a finished result the outbox must keep (not received yet)."""
     if not entry.finished:
+        return False
+    return bool(entry.callbacks) or (entry.uses_lease and not entry.fetched)
+
+
+def done_line(entry: RolloutEntry) -> bytes | None:
+    """The journal line of a finished result not yet received (``None`` if there is none).
+
+    The result's wire bytes go in as they are (the last member, ``"result"``, after its length
+    ``"rlen"``), so they are neither encoded again nor escaped; :func:`.outbox.replay` takes them
+    back byte for byte."""
+    if not needs_record(entry):
         return None
     pending = entry.callbacks or []
-    if not pending and (entry.fetched or not entry.uses_lease):
-        return None
-    return {
-        "op": "done",
-        "id": entry.rollout_id,
-        "lease_sha256": entry.lease_digest.hex(),
-        "salt": entry.salt.hex(),
-        "fp": entry.fingerprint.hex(),
-        "uses_lease": entry.uses_lease,
-        "result": entry.result.decode(),
-        "status": entry.status.value,
-        "reward": entry.reward,
-        "err_message": entry.err_message,
-        "callbacks": [
-            {"phase": phase, "url": url, "body": body.decode()} for phase, url, body in pending
-        ],
-        "authorization": entry.callback_key if pending else None,
-    }
+    callbacks = ",".join(
+        f'{{"phase":{_quote(phase)},"url":{_quote(url)},"body":{_quote(body.decode())}}}'
+        for phase, url, body in pending
+    )
+    reward = entry.reward
+    head = (
+        f'{{"op":"done","id":{_quote(entry.rollout_id)},"lease_sha256":"{entry.lease_digest.hex()}",'
+        f'"salt":"{entry.salt.hex()}","fp":"{entry.fingerprint.hex()}",'
+        f'"uses_lease":{"true" if entry.uses_lease else "false"},"status":"{entry.status.value}",'
+        f'"reward":{"null" if reward is None else json.dumps(reward)},'
+        f'"err_message":{_text(entry.err_message)},"callbacks":[{callbacks}],'
+        f'"authorization":{_text(entry.callback_key if pending else None)},'
+        f'"rlen":{len(entry.result)},"result":'
+    ).encode()
+    return head + entry.result + b"}\n"
+
+
+def _text(value: str | None) -> str:
+    return "null" if value is None else _quote(value)
 
 
 def entry_from_record(record: dict[str, Any], now: float) -> RolloutEntry | None:

@@ -37,9 +37,10 @@ from osmosis_ai.rollout.server.lease import derive_lease_token, lease_matches
 from osmosis_ai.rollout.server.outbox import Outbox, OutboxLocked, default_outbox_dir
 from osmosis_ai.rollout.server.retention import (
     RetainedResults,
-    admission_record,
+    admission_line,
+    done_line,
     entry_from_record,
-    outbox_record,
+    needs_record,
     restarted_entry,
 )
 from osmosis_ai.rollout.server.settings import ServerSettings
@@ -75,6 +76,9 @@ class RolloutService(DrainingMixin):
         self.entries: dict[str, RolloutEntry] = {}
         self.accepting = True
         self.active = 0
+        # Admitted rollouts whose task has not started yet (not in backend.execute: the
+        # backend cannot count them, the capacity check does).
+        self._unstarted = 0
         self._retained = RetainedResults(
             self.entries,
             retention_sec=settings.result_retention_sec,
@@ -114,8 +118,10 @@ class RolloutService(DrainingMixin):
         self._trajectories.start(self.settings.save_trajectories)
         self._outbox, records = await asyncio.to_thread(self._open_outbox)
         self._lease_key = self._outbox.lease_key
+        self._outbox.bind(self._loop)
         for record in records:
             self._restore(record)
+        self._outbox.flush()
         if records:
             logger.info(
                 "re-offering %d undelivered rollout result(s) from %s",
@@ -152,7 +158,8 @@ class RolloutService(DrainingMixin):
         await self._drain_executions()
         await self._callbacks.flush(self.settings.callback_flush_sec)
         if self._outbox is not None:
-            left = sum(1 for e in self.entries.values() if outbox_record(e) is not None)
+            left = sum(1 for e in self.entries.values() if needs_record(e))
+            self._outbox.flush()
             await asyncio.to_thread(self._outbox.close)
             if left:
                 logger.info(
@@ -188,7 +195,7 @@ class RolloutService(DrainingMixin):
             return existing, self._readmit(existing)
         if not self.accepting:
             raise AdmissionError(503, "rollout server is shutting down")
-        if not self.backend.has_capacity():
+        if not self._has_capacity():
             raise AdmissionError(429, "rollout queue is full; retry later")
         if existing is not None:
             # 0.3.8's exact body; the same request again would have been re-admitted above.
@@ -206,7 +213,8 @@ class RolloutService(DrainingMixin):
         if api_key is None and callbacks:
             api_key = request.controller_api_key  # the 0.3.0 fallback
         try:
-            exec_request = ExecutionRequest(
+            # The request passed the same rules as RolloutInitRequest: no second validation.
+            exec_request = ExecutionRequest.model_construct(
                 id=rollout_id,
                 prompt=request.initial_messages,
                 label=request.label,
@@ -233,6 +241,7 @@ class RolloutService(DrainingMixin):
             raise AdmissionError(500, "could not schedule the rollout; see the server log") from exc
         entry.task = task
         self.active += 1
+        self._unstarted += 1
         task.add_done_callback(lambda t, e=entry: self._task_done(e, t))
         return entry, self._admission_body(rollout_id, token)
 
@@ -260,19 +269,25 @@ class RolloutService(DrainingMixin):
             return
         urls = [u for u in (request.completion_callback_url, request.grader_callback_url) if u]
         entry.journaled = True
-        self._outbox.append(entry.rollout_id, admission_record(entry, urls))
+        self._outbox.write_now(entry.rollout_id, admission_line(entry, urls))
 
     def _acknowledge(self, entry: RolloutEntry) -> None:
         """The result was received (or forgotten): the outbox no longer needs it."""
         self._settling.set()
         if entry.journaled and self._outbox is not None:
             entry.journaled = False
-            self._outbox.append(entry.rollout_id, None)
+            self._outbox.put(entry.rollout_id, None)
 
     # ---- execution ------------------------------------------------------------------------
 
+    def _has_capacity(self) -> bool:
+        backend = self.backend
+        fits = getattr(backend, "has_capacity_for", None)  # absent on duck-typed backends
+        return fits(self._unstarted) if fits is not None else backend.has_capacity()
+
     async def _run(self, entry: RolloutEntry, exec_request: ExecutionRequest) -> None:
         entry.started = True
+        self._unstarted -= 1
         outcome: ExecutionOutcome | None = None
         try:
             if self._legacy_backend:
@@ -323,6 +338,8 @@ class RolloutService(DrainingMixin):
 
     def _task_done(self, entry: RolloutEntry, task: asyncio.Task[None]) -> None:
         self.active -= 1
+        if not entry.started:
+            self._unstarted -= 1  # cancelled before it ever ran
         entry.task = None
         if entry.finished:
             return
@@ -375,25 +392,31 @@ class RolloutService(DrainingMixin):
         entry.finished = True
         entry.finished_at = loop.time()
         request = entry.request
+        callbacks = False
         if request is not None and request.completion_callback_url is not None:
+            callbacks = True
+            self._journal_result(entry)  # on file before the first callback is sent
             self._callbacks.schedule(entry, request, outcome, forced)
         elif request is not None:
             self._trajectories.spawn_save(entry.rollout_id, request, outcome)
             entry.request = None
-        if entry.journaled and self._outbox is not None:
-            record = outbox_record(entry)
-            if record is None:
-                self._acknowledge(entry)
-            else:
-                self._outbox.append(entry.rollout_id, record)
         if entry.timer is not None:
             entry.timer.cancel()  # lets the loop drop it (and this entry) from its timer heap
             entry.timer = None
         progress = entry.progress
         entry.progress = FINISHED  # waiters hold the old event; a retained result stays small
         publish(progress, status)
+        if not callbacks:
+            # After waking the long polls: one that takes the result in this turn turns the
+            # pending record into an acknowledgement (the result's line is never built).
+            self._journal_result(entry)
         self._retained.add(entry, loop.time())
         self._settling.set()
+
+    def _journal_result(self, entry: RolloutEntry) -> None:
+        """Record ``entry``'s finished result for this turn's journal write (at most once)."""
+        if entry.journaled and self._outbox is not None:
+            self._outbox.put(entry.rollout_id, lambda: done_line(entry))
 
     # ---- leases and polls -----------------------------------------------------------------
 
@@ -494,7 +517,7 @@ class RolloutService(DrainingMixin):
             # Admitted, never finished: the server stopped without a trace of it (kill -9).
             entry = restarted_entry(record, now)
             if entry is not None and self._outbox is not None:
-                self._outbox.append(entry.rollout_id, outbox_record(entry))
+                self._outbox.put(entry.rollout_id, done_line(entry))
         else:
             entry = entry_from_record(record, now)
         if entry is None:

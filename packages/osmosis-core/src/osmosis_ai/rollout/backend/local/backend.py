@@ -220,13 +220,13 @@ class LocalBackend(ExecutionBackend):
             if not should_grade(
                 grade=request.grade, has_grader=self.grader_cls is not None, workflow=workflow
             ):
-                return ExecutionOutcome(workflow=workflow)
+                return ExecutionOutcome.model_construct(workflow=workflow)
             self._grading += 1
             try:
                 if progress is not None:
                     await progress.set_status(_GRADING)
                 graded = await self.run_grader(request, workflow)
-                return ExecutionOutcome(workflow=workflow, grader=graded)
+                return ExecutionOutcome.model_construct(workflow=workflow, grader=graded)
             finally:
                 self._grading -= 1
         finally:
@@ -289,7 +289,17 @@ class LocalBackend(ExecutionBackend):
         )
 
     def has_capacity(self) -> bool:
-        return self.max_queue_depth is None or self.limiter.queued < self.max_queue_depth
+        return self.has_capacity_for(0)
+
+    def has_capacity_for(self, pending: int) -> bool:
+        """Whether one more rollout would find a slot or a place within ``max_queue_depth``
+        once the ``pending`` admitted ones (not in :meth:`execute` yet) have arrived."""
+        depth = self.max_queue_depth
+        limiter = self.limiter
+        cap = limiter.max_concurrent
+        if depth is None or cap is None:
+            return True
+        return limiter.running + limiter.queued + pending + 1 - cap <= depth
 
     def health(self) -> dict[str, Any]:
         return {

@@ -278,7 +278,18 @@ class WorkerPool(ExecutionBackend):
     # -- capacity and health ------------------------------------------------------------------
 
     def has_capacity(self) -> bool:
-        return self.max_queue_depth is None or len(self._waiters) < self.max_queue_depth
+        return self.has_capacity_for(0)
+
+    def has_capacity_for(self, pending: int) -> bool:
+        """One more fits a free worker slot or the queue, counting the ``pending`` admitted
+        rollouts that have not reached :meth:`execute` yet."""
+        depth = self.max_queue_depth
+        cap = self.per_worker
+        if depth is None or cap is None:
+            return True
+        room = cap * sum(1 for w in self.workers if w.ready)
+        load = sum(w.load for w in self.workers)
+        return load + len(self._waiters) + pending + 1 - room <= depth
 
     def health(self) -> dict[str, Any]:
         return {
