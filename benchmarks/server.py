@@ -40,6 +40,13 @@ from typing import Any
 
 LEVELS = (1, 64, 512)
 TICKS = os.sysconf("SC_CLK_TCK")
+CPU_STEPS = 4  # --agent-cpu-ms is spent in this many slices, one event-loop step each
+
+
+def busy(seconds: float) -> None:
+    end = time.thread_time() + seconds
+    while time.thread_time() < end:
+        sum(range(100))
 
 
 # ---- the server process --------------------------------------------------------------------
@@ -57,10 +64,16 @@ def run_server(port: int, save_trajectories: bool, backend_kind: str, agent_sec:
     )
     from osmosis_ai.rollout.server import create_rollout_server, serve
 
+    cpu_sec = float(os.environ.get("BENCH_AGENT_CPU_MS", "0")) / 1000
+    max_concurrency = int(os.environ.get("BENCH_MAX_CONCURRENCY", "0")) or None
+
     class NoOp(AgentWorkflow[AgentWorkflowConfig]):
         async def run(self, ctx: AgentWorkflowContext[AgentWorkflowConfig]) -> Any:
             if agent_sec:  # agent time spent waiting (e.g. on the policy), 0.5-1.5x the mean
                 await asyncio.sleep(agent_sec * random.uniform(0.5, 1.5))
+            for _ in range(CPU_STEPS if cpu_sec else 0):  # pure-Python agent work
+                busy(cpu_sec / CPU_STEPS)
+                await asyncio.sleep(0)
             return AgentWorkflowOutput(
                 messages=[*ctx.prompt, {"role": "assistant", "content": "#### 42"}]
             )
@@ -99,7 +112,10 @@ def run_server(port: int, save_trajectories: bool, backend_kind: str, agent_sec:
         backend = Bare()
     else:
         backend = LocalBackend(
-            workflow=NoOp, workflow_config=AgentWorkflowConfig(name="noop"), grader=Full
+            workflow=NoOp,
+            workflow_config=AgentWorkflowConfig(name="noop"),
+            grader=Full,
+            max_concurrency=max_concurrency,
         )
     app = create_rollout_server(
         backend=backend, configure_logging=False, save_trajectories=save_trajectories
@@ -386,6 +402,7 @@ async def bench_mode(
                     f"{count / figures['elapsed']:7.0f} rollouts/s  "
                     f"server CPU {1000 * cpu / count:5.2f} ms/rollout  "
                     f"admission p50 {1000 * percentile(figures['admissions'], 0.5):6.1f} ms "
+                    f"p90 {1000 * percentile(figures['admissions'], 0.9):6.1f} ms "
                     f"p99 {1000 * percentile(figures['admissions'], 0.99):6.1f} ms  "
                     f"e2e p50 {1000 * percentile(figures['latencies'], 0.5):6.1f} ms "
                     f"p99 {1000 * percentile(figures['latencies'], 0.99):6.1f} ms  "
@@ -404,7 +421,8 @@ async def bench_mode(
             print(
                 f"{mode:8} peak RSS {peak / 1024:.1f} MB; RSS growth per 1,000 finished "
                 f"rollouts: {steady:.2f} MB at steady state ({n} more at C=64), {growth:.2f} MB "
-                f"over the whole run ({finished} rollouts, all still retained)",
+                f"over the whole run ({finished} rollouts, all still retained); load average "
+                f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}",
                 flush=True,
             )
         finally:
@@ -427,17 +445,34 @@ def main() -> None:
         "0.5-1.5x the mean); with it, C rollouts are really in flight at once and admission "
         "is measured alongside them",
     )
+    parser.add_argument(
+        "--agent-cpu-ms",
+        type=float,
+        default=0,
+        help=f"pure-Python CPU work per rollout, in {CPU_STEPS} event-loop steps (a CPU-bound "
+        "agent sharing the loop with admission: single-process admission latency under load)",
+    )
+    parser.add_argument(
+        "--max-concurrency",
+        type=int,
+        default=0,
+        help="LocalBackend(max_concurrency=...) (0: none, the default)",
+    )
     parser.add_argument("--serve", type=int, metavar="PORT", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve:
         with contextlib.suppress(KeyboardInterrupt):  # the benchmark stops it with SIGINT
             run_server(args.serve, not args.no_trajectories, args.backend, args.agent_ms / 1000)
         return
+    os.environ["BENCH_AGENT_CPU_MS"] = str(args.agent_cpu_ms)  # read by the server process
+    os.environ["BENCH_MAX_CONCURRENCY"] = str(args.max_concurrency)
     levels = [int(x) for x in args.levels.split(",")]
     print(
         f"rollout server benchmark: python {sys.version.split()[0]}, {os.cpu_count()} CPUs, "
         f"backend {args.backend}, trajectories {'off' if args.no_trajectories else 'on'}, "
-        f"agent time {args.agent_ms} ms",
+        f"agent time {args.agent_ms} ms, agent CPU {args.agent_cpu_ms:g} ms, "
+        f"max_concurrency {args.max_concurrency or 'none'}, load average "
+        f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}",
         flush=True,
     )
     for mode in args.modes.split(","):
