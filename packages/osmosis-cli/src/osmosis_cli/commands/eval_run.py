@@ -56,6 +56,15 @@ def run(
             "--base-url", help="Any OpenAI-compatible base URL (vLLM, SGLang, Ollama...)."
         ),
     ] = None,
+    mock_script: Annotated[
+        str | None,
+        typer.Option(
+            "--mock-script",
+            metavar="FILE",
+            help="Script the offline mock policy (implies --model mock): a .jsonl of replies per "
+            "row or prompt, or a .py with respond(body); see docs/guides/testing-offline.md.",
+        ),
+    ] = None,
     api_key_env: Annotated[
         str | None,
         typer.Option("--api-key-env", help="Environment variable holding the upstream API key."),
@@ -197,6 +206,7 @@ def run(
         dataset=dataset,
         model=model,
         base_url=base_url,
+        mock_script=mock_script,
         api_key_env=api_key_env,
         sampling=sampling or None,
         n=n,

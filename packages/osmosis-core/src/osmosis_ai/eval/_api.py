@@ -47,6 +47,7 @@ async def run_eval_async(
     servers_file: PathLike | None = None,
     proxy_host: str | None = None,
     proxy_url: str | None = None,
+    mock_script: PathLike | None = None,
     progress: ProgressCallback | None = None,
 ) -> EvalRun:
     """Evaluate ``rollout`` over a dataset against a model; returns the :class:`EvalRun`.
@@ -66,7 +67,10 @@ async def run_eval_async(
     rollout server runs rollouts in (``"auto"``: the usable cores, at most 8, at most
     ``max_in_flight`` and one per 32 work items; 1 runs them in the server process).
     ``token_ids=True`` asks the upstream for token ids (vLLM's ``return_token_ids``; only for
-    engines that accept it) so the training-safety check also compares ids. ``progress`` is
+    engines that accept it) so the training-safety check also compares ids. ``mock_script``
+    (implies ``model='mock'``) makes the offline policy answer from a reply script: a ``.jsonl``
+    of replies per dataset row or prompt, or a ``.py`` with ``respond(body)`` (see
+    :mod:`osmosis_ai.testing.script`). ``progress`` is
     called with an :class:`~osmosis_ai.eval.EvalUpdate` when the session starts, after every row
     and on notices.
 
@@ -117,6 +121,7 @@ async def run_eval_async(
         servers_file=Path(servers_file) if servers_file is not None else None,
         proxy_host=proxy_host,
         proxy_url=proxy_url,
+        mock_script=os.fspath(mock_script) if mock_script is not None else None,
     )
     plan = build_plan(options)
     return await run_session(plan, progress)

@@ -72,7 +72,7 @@ async def dispatch(
             server_key = secrets.token_urlsafe(24)
             log.redact.add(server_key)
             server = _spawn_server(plan, paths, log, server_key, stack)
-            upstream = await _start_upstream(plan.upstream, log, stack)
+            upstream = await _start_upstream(plan, log, stack)
             proxy = await _start_proxy(plan, upstream, log, on_event, stack)
             if not upstream.is_mock:
                 await _preflight(proxy, plan.upstream, log)
@@ -124,19 +124,22 @@ def _spawn_server(
     return server
 
 
-async def _start_upstream(upstream: Upstream, log: RunLog, stack: AsyncExitStack) -> Upstream:
-    """``mock``: start the scripted multiply policy and point the upstream at it."""
+async def _start_upstream(plan: EvalPlan, log: RunLog, stack: AsyncExitStack) -> Upstream:
+    """``mock``: start the scripted policy (the multiply solver, or the ``--mock-script``) and
+    point the upstream at it."""
+    upstream = plan.upstream
     if not upstream.is_mock:
         return upstream
     from osmosis_ai.testing import ScriptedPolicyServer
 
-    policy = ScriptedPolicyServer("multiply", max_recorded=0, model="mock")
+    policy = ScriptedPolicyServer(plan.mock_policy or "multiply", max_recorded=0, model="mock")
     await policy.start()
     stack.push_async_callback(policy.stop)
     log.info(
         "upstream",
         "started the scripted mock policy (a plumbing check; rewards mean nothing)",
         url=policy.url,
+        script=upstream.mock_script,
     )
     return replace(upstream, base_url=policy.url)
 

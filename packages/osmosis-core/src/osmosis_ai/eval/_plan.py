@@ -10,12 +10,13 @@ from __future__ import annotations
 import hashlib
 import math
 import os
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from osmosis_ai._url_masking import mask_url
+from osmosis_ai.errors import ConfigurationError
 from osmosis_ai.eval._dataset import (
     SUPPORTED_SUFFIXES,
     DatasetError,
@@ -30,6 +31,7 @@ from osmosis_ai.eval._manifest import (
     read_manifest,
     source_digest,
 )
+from osmosis_ai.eval._mock_script import attach_mock_script, mock_script_model
 from osmosis_ai.eval._run_layout import (
     DEFAULT_OUTPUT_ROOT,
     RunLayoutError,
@@ -93,6 +95,9 @@ class EvalOptions:
     #: Where the policy proxy listens (default 127.0.0.1) and the URL servers reach it at.
     proxy_host: str | None = None
     proxy_url: str | None = None
+    #: ``--mock-script``: a reply script (``.jsonl``, or ``.py`` with ``respond(body)``) the mock
+    #: policy answers from (:mod:`osmosis_ai.testing.script`); implies ``model="mock"``.
+    mock_script: str | Path | None = None
 
 
 @dataclass(slots=True)
@@ -139,6 +144,8 @@ class EvalPlan:
         from urllib.parse import urlsplit
 
         return (urlsplit(self.proxy_url).port or 0) if self.proxy_url else 0
+    #: The policy ``--mock-script`` loaded (``None``: the built-in multiply solver).
+    mock_policy: Callable[[dict[str, Any]], Awaitable[Any]] | None = None
 
     @property
     def run_dir(self) -> Path:
@@ -256,6 +263,8 @@ def _select(
             rows_spec = ",".join(str(int(i)) for i in rows_spec)
         selection = select_rows(len(all_rows), rows=rows_spec, limit=limit)
         model = options.model or source.model
+        if options.mock_script is not None:
+            model = mock_script_model(options.model, options.base_url)
         if model is None:
             raise EvalPlanError("no model given: pass model=... (--model), or 'mock' offline")
         upstream = resolve_upstream(
@@ -355,10 +364,12 @@ def _stored_request(options: EvalOptions, output_root: Path) -> EvalOptions:
         changes["n"] = stored["n"]
     if options.sampling is None and stored.get("sampling"):
         changes["sampling"] = stored["sampling"]
+    if options.model is None and options.mock_script is None and stored.get("mock_script"):
+        changes["mock_script"] = stored["mock_script"]
     return replace(options, **changes)
 
 
-def _request_record(options: EvalOptions, dataset_path: Path) -> dict[str, Any]:
+def _request_record(options: EvalOptions, dataset_path: Path, upstream: Upstream) -> dict[str, Any]:
     rows = options.rows
     base_url = options.base_url
     # A base URL carrying credentials is never written to a file: such a run resumes with
@@ -373,6 +384,7 @@ def _request_record(options: EvalOptions, dataset_path: Path) -> dict[str, Any]:
         "limit": options.limit,
         "n": options.n,
         "sampling": dict(options.sampling) if options.sampling else None,
+        "mock_script": upstream.mock_script,
     }
 
 
@@ -389,6 +401,12 @@ def build_plan(options: EvalOptions, *, environ: Mapping[str, str] | None = None
     options = _stored_request(options, output_root)
     knobs = _knobs(options, source)
     dataset_path, all_rows, selection, upstream = _select(options, source, env_map)
+    mock_policy = None
+    if options.mock_script is not None:
+        try:
+            upstream, mock_policy = attach_mock_script(upstream, options.mock_script, all_rows)
+        except ConfigurationError as exc:
+            raise EvalPlanError(str(exc)) from exc
     secrets = _resolve_secrets(source.secret_names, env_map)
     env = {**source.env, **(options.env or {})}
     inputs = _locked_inputs(
@@ -428,8 +446,9 @@ def build_plan(options: EvalOptions, *, environ: Mapping[str, str] | None = None
         item_deadline_sec=options.item_deadline_sec,
         token_ids=options.token_ids,
         max_failures=options.max_failures,
-        request=_request_record(options, dataset_path),
         **_fleet_fields(options, env_map),
+        request=_request_record(options, dataset_path, upstream),
+        mock_policy=mock_policy,
     )
 
 

@@ -163,10 +163,12 @@ class _Session:
                 {"code": "JOURNAL_LINES_SKIPPED", "lines": unreadable},
             )
         if plan.upstream.is_mock:
+            script = plan.upstream.mock_script
+            policy = f"the reply script {script}" if script else "the built-in scripted policy"
             self._notice(
                 "warning",
-                "--model mock uses the built-in scripted policy: a plumbing check, its rewards "
-                "say nothing about any model.",
+                f"--model mock uses {policy}: a plumbing check, its rewards say nothing about "
+                "any model.",
                 {"code": "MOCK_MODEL"},
             )
         no_label = missing_label_warning(plan.dataset_path, plan.rows)

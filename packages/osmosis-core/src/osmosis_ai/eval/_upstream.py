@@ -35,6 +35,9 @@ class Upstream:
     #: Sampling parameters set on every forwarded request (``--temperature``, ``--model-arg``...);
     #: empty: the rollout's own values apply.
     sampling: dict[str, Any] = field(default_factory=dict)
+    #: ``--mock-script``: the reply script answering for the mock policy, and its sha256.
+    mock_script: str | None = None
+    mock_script_sha256: str | None = None
 
     @property
     def chat_completions_url(self) -> str:
@@ -56,6 +59,8 @@ class Upstream:
             "model": self.model,
             "base_url": None if self.is_mock else self.display_url,
         }
+        if self.mock_script:  # only when set, like sampling
+            identity["mock_script"] = {"path": self.mock_script, "sha256": self.mock_script_sha256}
         if self.sampling:  # only when set: runs without it keep their locked identity
             identity["sampling"] = dict(sorted(self.sampling.items()))
         return identity

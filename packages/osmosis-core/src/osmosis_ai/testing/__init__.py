@@ -12,6 +12,9 @@ Three tools:
   :class:`RolloutRunResult` (status, sample, reward, error category and message).
 * judge helpers (:mod:`osmosis_ai.testing.judge`) — :func:`scripted_judge`,
   :func:`judge_verdict`, :func:`malformed_verdict`: the same server playing an LLM judge.
+* reply scripts (:mod:`osmosis_ai.testing.script`) — :func:`load_reply_script` turns a JSONL
+  file of replies per dataset row or prompt (or a Python ``respond(body)``) into a policy for
+  the server; ``osmosis eval run --model mock --mock-script FILE`` uses the same loader.
 * :func:`serve_app` (:mod:`osmosis_ai.testing.serving`) — serves an ASGI app, such as your
   ``create_rollout_server(...)``, under real uvicorn on ``127.0.0.1`` and yields its base URL.
 
@@ -61,6 +64,10 @@ _EXPORTS = {
     "tool_call_reply": f"{_P}.replies",
     "error_reply": f"{_P}.replies",
     "delayed": f"{_P}.replies",
+    "reply_from_json": f"{_P}.replies",
+    "load_reply_script": f"{_P}.script",
+    "ReplyScript": f"{_P}.script",
+    "ReplyScriptError": f"{_P}.script",
     "multiply_solver": f"{_P}.responders",
     "echo": f"{_P}.responders",
     "instant": f"{_P}.responders",
@@ -90,6 +97,7 @@ if TYPE_CHECKING:  # the same names as _EXPORTS (checked by a core test)
     from osmosis_ai.testing.replies import ToolCall as ToolCall
     from osmosis_ai.testing.replies import delayed as delayed
     from osmosis_ai.testing.replies import error_reply as error_reply
+    from osmosis_ai.testing.replies import reply_from_json as reply_from_json
     from osmosis_ai.testing.replies import text_reply as text_reply
     from osmosis_ai.testing.replies import tool_call_reply as tool_call_reply
     from osmosis_ai.testing.responders import echo as echo
@@ -99,4 +107,7 @@ if TYPE_CHECKING:  # the same names as _EXPORTS (checked by a core test)
     from osmosis_ai.testing.run import RolloutRunResult as RolloutRunResult
     from osmosis_ai.testing.run import run_rollout as run_rollout
     from osmosis_ai.testing.run import run_rollout_sync as run_rollout_sync
+    from osmosis_ai.testing.script import ReplyScript as ReplyScript
+    from osmosis_ai.testing.script import ReplyScriptError as ReplyScriptError
+    from osmosis_ai.testing.script import load_reply_script as load_reply_script
     from osmosis_ai.testing.serving import serve_app as serve_app

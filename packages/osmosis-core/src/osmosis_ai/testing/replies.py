@@ -121,3 +121,44 @@ def as_reply(turn: object) -> Reply | ErrorReply:
     raise TypeError(
         f"a scripted policy turn must be a str, Reply or ErrorReply; got {type(turn).__name__}"
     )
+
+
+def reply_from_json(value: object) -> Reply | ErrorReply:
+    """A scripted turn from its JSON form (a reply script's ``replies`` entries).
+
+    * ``"text"`` — an assistant message;
+    * ``{"content": ..., "tool_calls": [{"name": ..., "arguments": {...}, "id": ...}],
+      "reasoning": ..., "finish_reason": ...}`` — a :class:`Reply` (every key optional);
+    * ``{"error": 503, "body": ..., "headers": {...}}`` — an :class:`ErrorReply`.
+
+    Anything else is a ``ValueError`` naming the accepted shapes.
+    """
+    if isinstance(value, str):
+        return Reply(content=value)
+    if not isinstance(value, dict):
+        raise ValueError(f"a reply must be a string or an object, got {type(value).__name__}")
+    if "error" in value:
+        status = value["error"]
+        if not isinstance(status, int) or not 400 <= status <= 599:
+            raise ValueError(f'"error" must be an HTTP status from 400 to 599, got {status!r}')
+        return ErrorReply(status=status, body=value.get("body"), headers=value.get("headers"))
+    unknown = sorted(set(value) - {"content", "tool_calls", "reasoning", "finish_reason"})
+    if unknown:
+        raise ValueError(
+            f"unknown reply key(s) {', '.join(unknown)}; a reply has content, tool_calls, "
+            'reasoning, finish_reason (or "error" for an HTTP error)'
+        )
+    calls = []
+    for call in value.get("tool_calls") or []:
+        if not isinstance(call, dict) or not isinstance(call.get("name"), str):
+            raise ValueError(f'each tool call needs a "name" (and "arguments"), got {call!r}')
+        arguments = call.get("arguments", {})
+        if not isinstance(arguments, (dict, str)):
+            raise ValueError(f'tool call "arguments" must be an object or a JSON string: {call!r}')
+        calls.append(ToolCall(name=call["name"], arguments=arguments, id=call.get("id")))
+    return Reply(
+        content=value.get("content"),
+        tool_calls=tuple(calls),
+        reasoning=value.get("reasoning"),
+        finish_reason=value.get("finish_reason"),
+    )
