@@ -56,7 +56,7 @@ async def dispatch_fleet(
     fleet: Fleet | None = None
     try:
         async with AsyncExitStack() as stack:
-            upstream = await _start_upstream(plan.upstream, log, stack)
+            upstream = await _start_upstream(plan, log, stack)
             proxy = await _start_proxy(plan, upstream, log, on_event, stack)
             _warn_unreachable_proxy(plan, proxy, on_event)
             if not upstream.is_mock:

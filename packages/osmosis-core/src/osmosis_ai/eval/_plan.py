@@ -144,6 +144,7 @@ class EvalPlan:
         from urllib.parse import urlsplit
 
         return (urlsplit(self.proxy_url).port or 0) if self.proxy_url else 0
+
     #: The policy ``--mock-script`` loaded (``None``: the built-in multiply solver).
     mock_policy: Callable[[dict[str, Any]], Awaitable[Any]] | None = None
 
