@@ -23,6 +23,15 @@ if TYPE_CHECKING:
 EXIT_INTERRUPTED = 130
 
 # Options declared here keep `run` short (typer reads them from its signature).
+_MockScript = Annotated[
+    str | None,
+    typer.Option(
+        "--mock-script",
+        metavar="FILE",
+        help="Script the offline mock policy (implies --model mock): a .jsonl of replies per "
+        "row or prompt, or a .py with respond(body); see docs/guides/testing-offline.md.",
+    ),
+]
 _MaxFailures = Annotated[
     int | None,
     typer.Option(
@@ -56,15 +65,7 @@ def run(
             "--base-url", help="Any OpenAI-compatible base URL (vLLM, SGLang, Ollama...)."
         ),
     ] = None,
-    mock_script: Annotated[
-        str | None,
-        typer.Option(
-            "--mock-script",
-            metavar="FILE",
-            help="Script the offline mock policy (implies --model mock): a .jsonl of replies per "
-            "row or prompt, or a .py with respond(body); see docs/guides/testing-offline.md.",
-        ),
-    ] = None,
+    mock_script: _MockScript = None,
     api_key_env: Annotated[
         str | None,
         typer.Option("--api-key-env", help="Environment variable holding the upstream API key."),
