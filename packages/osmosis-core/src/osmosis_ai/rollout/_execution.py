@@ -121,12 +121,6 @@ def failure(
     )
 
 
-def _success(sample: RolloutSample | None, extra: dict[str, Any] | None) -> ExecutionResult:
-    # Built from values this module made (a RolloutSample or None, a dict or None): no
-    # validation to pay for on every rollout.
-    return ExecutionResult.model_construct(status=_SUCCESS, sample=sample, extra_fields=extra)
-
-
 def exception_failure(
     exc: BaseException, phase: str, sample: RolloutSample | None = None
 ) -> ExecutionResult:
@@ -213,7 +207,7 @@ async def run_workflow_phase(
         # The workflow swallowed the cancellation or blocked the loop past its deadline.
         return failure(_TIMEOUT, deadline_message, sample)
     extra = {"workflow_info": output.info} if output is not None and output.info else None
-    return _success(sample, extra)
+    return ExecutionResult(status=_SUCCESS, sample=sample, extra_fields=extra)
 
 
 def should_grade(*, grade: bool, has_grader: bool, workflow: ExecutionResult) -> bool:
@@ -229,14 +223,14 @@ def validate_reward(
     reward = sample.reward
     if reward is None:
         if sample.remove_sample:
-            return _success(sample, extra)
+            return ExecutionResult(status=_SUCCESS, sample=sample, extra_fields=extra)
         return failure(_VALIDATION, NO_REWARD_MESSAGE, sample, extra)
     if not math.isfinite(reward):
         object.__setattr__(sample, "reward", None)  # bypass validation: clearing, not setting
         return failure(
             _VALIDATION, f"grader produced a non-finite reward ({reward})", sample, extra
         )
-    return _success(sample, extra)
+    return ExecutionResult(status=_SUCCESS, sample=sample, extra_fields=extra)
 
 
 def _clear_reward(sample: RolloutSample | None) -> None:

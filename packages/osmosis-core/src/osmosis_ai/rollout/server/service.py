@@ -213,8 +213,7 @@ class RolloutService(DrainingMixin):
         if api_key is None and callbacks:
             api_key = request.controller_api_key  # the 0.3.0 fallback
         try:
-            # The request passed the same rules as RolloutInitRequest: no second validation.
-            exec_request = ExecutionRequest.model_construct(
+            exec_request = ExecutionRequest(
                 id=rollout_id,
                 prompt=request.initial_messages,
                 label=request.label,

@@ -2,9 +2,8 @@
 
 Pydantic models, as in osmosis-ai 0.3.8: ``model_dump()``, ``model_copy()`` and
 ``model_validate()`` work, and invalid input (an id such as ``../other``, a non-finite timeout)
-raises ``pydantic.ValidationError``. The rollout server builds its requests with
-``model_construct`` from a ``RolloutInitRequest`` that has already passed the same rules, so the
-hot path pays for validation once.
+raises ``pydantic.ValidationError``. The server validates the ones it builds too: pydantic-core's
+validation is cheaper than ``model_construct`` (which runs in Python).
 """
 
 from __future__ import annotations

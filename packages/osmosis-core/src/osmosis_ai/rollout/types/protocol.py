@@ -217,11 +217,13 @@ def callback_url_problem(url: str) -> str | None:
     carry credentials)."""
     if not url.strip():
         return "got an empty string"
-    if not url.isprintable() or any(char.isspace() for char in url):
+    # isprintable() is false for every whitespace character but the ASCII space.
+    if " " in url or not url.isprintable():
         return "it contains whitespace or control characters"
     try:
         parts = urlsplit(url)
-        port_ok = parts.port is None or parts.port > 0
+        port = parts.port
+        port_ok = port is None or port > 0
     except ValueError:
         return "it is not a valid URL"
     if parts.scheme.lower() not in ("http", "https"):

@@ -220,13 +220,13 @@ class LocalBackend(ExecutionBackend):
             if not should_grade(
                 grade=request.grade, has_grader=self.grader_cls is not None, workflow=workflow
             ):
-                return ExecutionOutcome.model_construct(workflow=workflow)
+                return ExecutionOutcome(workflow=workflow)
             self._grading += 1
             try:
                 if progress is not None:
                     await progress.set_status(_GRADING)
                 graded = await self.run_grader(request, workflow)
-                return ExecutionOutcome.model_construct(workflow=workflow, grader=graded)
+                return ExecutionOutcome(workflow=workflow, grader=graded)
             finally:
                 self._grading -= 1
         finally:
