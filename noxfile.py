@@ -189,6 +189,21 @@ def reliability(session: nox.Session) -> None:
     _pytest(session, RELIABILITY_TESTS)
 
 
+#: SkyPilot for the fleet session: 0.10 renamed cloud/region to `infra` in the task schema.
+SKYPILOT = "skypilot>=0.10"
+
+
+@nox.session(python="3.12", tags=["fleet"])
+def fleet(session: nox.Session) -> None:
+    """The task `osmosis rollout deploy` generates, parsed by SkyPilot itself (no cloud access).
+
+    skypilot is installed only here: it brings ~100 packages (~460 MB), so this session runs just
+    that one test; the fleet's eval tests run in e2e.
+    """
+    session.install(*TEST_DEPS, *CORE, "-e", f"{PACKAGES / 'osmosis-cli'}[eval]", SKYPILOT)
+    _pytest(session, ROOT / "tests-integration" / "fleet" / "test_skypilot_task.py")
+
+
 @nox.session(python="3.12", default=False)
 def demo(session: nox.Session) -> None:
     """The main job: apply a template in a scratch workspace and evaluate it end to end.

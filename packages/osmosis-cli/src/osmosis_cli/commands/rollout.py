@@ -122,6 +122,76 @@ def serve_command(
     serve_rollout(entrypoint, host=host, port=port, reload=reload, workers=workers)
 
 
+@app.command("deploy")
+def deploy_command(
+    target: Annotated[
+        str, typer.Argument(metavar="ROLLOUT", help="rollouts/<name> (or its entrypoint file).")
+    ],
+    nodes: Annotated[
+        int, typer.Option("--nodes", min=1, help="Rollout servers (one cloud node each).")
+    ] = 1,
+    workers: Annotated[
+        str, typer.Option("--workers", help="Worker processes per server: N or 'auto'.")
+    ] = "auto",
+    port: Annotated[int, typer.Option("--port", help="Port each server listens on.")] = 8000,
+    cpus: Annotated[str, typer.Option("--cpus", help="vCPUs per node (SkyPilot, e.g. 8+).")] = "4+",
+    memory: Annotated[
+        str | None, typer.Option("--memory", help="Memory per node in GB (e.g. 32+).")
+    ] = None,
+    infra: Annotated[
+        str | None, typer.Option("--infra", help="SkyPilot infra, e.g. aws, gcp/us-central1.")
+    ] = None,
+    use_spot: Annotated[bool, typer.Option("--use-spot", help="Use spot instances.")] = False,
+    secret: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--secret",
+            metavar="NAME",
+            help="Extra environment variable passed as a SkyPilot secret (name only; the "
+            "value is read from your shell at launch). OSMOSIS_ROLLOUT_API_KEY always is.",
+        ),
+    ] = None,
+    name: Annotated[
+        str | None, typer.Option("--name", help="Cluster name prefix (default osmosis-<rollout>).")
+    ] = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Print the task; write nothing, no cloud access.")
+    ] = False,
+    launch: Annotated[
+        bool, typer.Option("--launch", help="Launch it with `sky` and write the servers file.")
+    ] = False,
+    down: Annotated[
+        bool, typer.Option("--down", help="Tear down the clusters of this deployment.")
+    ] = False,
+) -> None:
+    """A SkyPilot fleet of rollout servers: write the task, launch it, or tear it down.
+
+    Writes .osmosis/deploy/<name>/task.yaml (one `osmosis rollout serve` per cluster,
+    dependencies from the rollout's pyproject.toml, a /health readiness check, secrets by name
+    only). --launch runs `sky launch` per node and writes servers.txt for
+    `osmosis eval run --servers-file`. See docs/operations.md (running at scale).
+    """
+    from osmosis_cli.deploy.command import DeployRequest, deploy
+
+    deploy(
+        DeployRequest(
+            target=target,
+            name=name,
+            nodes=nodes,
+            workers=workers,
+            port=port,
+            cpus=cpus,
+            memory=memory,
+            infra=infra,
+            use_spot=use_spot,
+            secrets=secret or [],
+            dry_run=dry_run,
+            launch=launch,
+            down=down,
+        )
+    )
+
+
 @app.command("list")
 def list_command(
     branch: Annotated[

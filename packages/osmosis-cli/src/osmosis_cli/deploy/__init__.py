@@ -1,0 +1,1 @@
+"""``osmosis rollout deploy``: a SkyPilot fleet of rollout servers (task, launch, teardown)."""
