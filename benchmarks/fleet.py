@@ -1,0 +1,186 @@
+"""One evaluation over 1, 2 and 3 rollout servers (`run_eval(servers=...)`, `eval run --servers`).
+
+Starts three `osmosis rollout serve` processes of the tiny rollout (each its own process and
+port; ``slow`` mode: a fixed sleep per rollout, so a server's capacity, not the controller,
+bounds its throughput) and an instant scripted policy in its own process, then runs the same
+evaluation over the first 1, 2 and 3 servers. Prints rows/s of the dispatch phase for each, and
+the controller's CPU per row (this process only: servers and policy are other processes).
+
+The argument for "the controller is not the bottleneck before ~1,000 rows/s": all of a
+controller's per-row work (admission, long poll, proxy hop, fsync'd journal, finalisation) runs
+on one event loop, so it saturates one core at ``1000 / (CPU ms per row)`` rows/s; that figure
+is printed as the controller's ceiling. Servers on other machines add no controller CPU.
+
+    uv run python benchmarks/fleet.py                  # 600 rows per run, sleep 0.05 s, 16 slots
+    uv run python benchmarks/fleet.py --rows 300 --sleep 0.1
+
+Prints figures; never asserts. Runs in well under 3 minutes on the 2-core dev machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import resource
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+REPO = Path(__file__).resolve().parents[1]
+OSMOSIS = str(Path(sys.executable).with_name("osmosis"))
+KEY = "bench-fleet-key"
+
+
+def _tiny_rollout() -> Any:
+    path = REPO / "packages" / "osmosis-core" / "tests" / "eval" / "tiny_rollout.py"
+    spec = importlib.util.spec_from_file_location("bench_tiny_rollout", path)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _start_policy() -> tuple[subprocess.Popen[str], str]:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "osmosis_ai.testing.policy_server", "--policy", "instant"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None
+    url = proc.stdout.readline().strip()
+    if not url.startswith("http"):
+        proc.kill()
+        raise SystemExit(f"the scripted policy server did not start (printed {url!r})")
+    return proc, url
+
+
+def _start_servers(ws: Path, count: int, env: dict[str, str]) -> tuple[list[Any], list[str]]:
+    procs, urls = [], []
+    for _ in range(count):
+        port = _free_port()
+        procs.append(
+            subprocess.Popen(
+                [OSMOSIS, "rollout", "serve", "rollouts/tiny", "--port", str(port)],
+                cwd=ws,
+                env={**os.environ, **env},
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+        )
+        urls.append(f"http://127.0.0.1:{port}")
+    deadline = time.monotonic() + 120
+    for url in urls:
+        while True:
+            try:
+                headers = {"authorization": f"Bearer {KEY}"}
+                if httpx.get(f"{url}/health", headers=headers, timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > deadline:
+                raise SystemExit(f"{url} did not become healthy")
+            time.sleep(0.1)
+    return procs, urls
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.first = self.last = 0.0
+        self.results = 0
+
+    def __call__(self, update: Any) -> None:
+        if update.kind == "row":
+            now = time.perf_counter()
+            self.first = self.first or now
+            self.last = now
+            self.results += 1
+
+
+def _cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="Eval throughput over 1, 2, 3 rollout servers.")
+    parser.add_argument("--rows", type=int, default=600)
+    parser.add_argument("--sleep", type=float, default=0.05, help="seconds each rollout sleeps")
+    parser.add_argument("--slots", type=int, default=16, help="concurrent rollouts per server")
+    args = parser.parse_args()
+
+    import osmosis_ai.config
+    import osmosis_ai.eval._session  # noqa: F401  (imports are not per-row costs)
+    from osmosis_ai.eval import run_eval
+
+    tiny = _tiny_rollout()
+    os.environ["OSMOSIS_ROLLOUT_API_KEY"] = KEY
+    policy, policy_url = _start_policy()
+    procs: list[Any] = []
+    figures = []
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            root = Path(tmp)
+            os.environ["OSMOSIS_HOME"] = str(root / "home")
+            rows = [{"user_prompt": f"row {i}", "ground_truth": "1"} for i in range(args.rows)]
+            config = tiny.write_workspace(root / "ws", rows=rows, mode="slow")
+            env = {
+                "TINY_MODE": "slow",
+                "TINY_SLEEP": str(args.sleep),
+                "TINY_CONCURRENCY": str(args.slots),
+            }
+            procs, urls = _start_servers(root / "ws", 3, env)
+            for count in (1, 2, 3):
+                clock = _Clock()
+                cpu_before, started = _cpu(), time.perf_counter()
+                result = run_eval(
+                    config,
+                    name=f"bench-{count}",
+                    model="instant",
+                    base_url=policy_url,
+                    servers=urls[:count],
+                    progress=clock,
+                )
+                wall = time.perf_counter() - started
+                cpu = _cpu() - cpu_before
+                steady = max(clock.last - clock.first, 1e-9)
+                figures.append((count, result.succeeded, (clock.results - 1) / steady, wall, cpu))
+    finally:
+        for proc in procs:
+            proc.send_signal(signal.SIGTERM)
+        for proc in procs:
+            proc.wait()
+        policy.terminate()
+        policy.wait()
+
+    ceiling = args.slots / args.sleep
+    print(
+        f"rows per run: {args.rows}  rollout sleep: {args.sleep}s  slots per server: "
+        f"{args.slots} (a server's ceiling: {ceiling:.0f} rows/s)"
+    )
+    for count, succeeded, rate, wall, cpu in figures:
+        print(
+            f"{count} server(s): {succeeded}/{args.rows} succeeded  {rate:.0f} rows/s steady, "
+            f"{args.rows / wall:.0f} rows/s end to end ({wall:.2f} s)  controller CPU "
+            f"{cpu / args.rows * 1000:.2f} ms/row -> one core saturates at "
+            f"{args.rows / cpu:.0f} rows/s"
+        )
+    print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}")
+
+
+if __name__ == "__main__":
+    main()
