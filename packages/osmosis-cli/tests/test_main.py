@@ -70,13 +70,31 @@ def test_env_file_is_loaded_without_overriding_the_process(
 
 
 def test_version_plain_and_json(run_cli: RunCli) -> None:
-    plain = run_cli("--version")
-    assert (plain.code, plain.stdout) == (0, f"osmosis-cli {__version__}\n")
-    envelope = run_cli("template", "-V", "--json").envelope()
-    assert envelope == {
-        "schema_version": 1,
-        "data": {"name": "osmosis-cli", "version": __version__},
+    """The umbrella's version first (when installed), then every installed member's."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    def installed(name: str) -> str | None:
+        try:
+            return version(name)
+        except PackageNotFoundError:
+            return None
+
+    found = {
+        name: v
+        for name in ("osmosis-ai", "osmosis-core", "osmosis-cli", "osmosis-strands")
+        if (v := installed(name)) is not None
     }
+    plain = run_cli("--version")
+    assert plain.code == 0
+    head = next(iter(found))
+    assert plain.stdout.startswith(f"{head} {found[head]} (")
+    assert f"osmosis-cli {__version__}" in plain.stdout
+    assert f"osmosis-core {found['osmosis-core']}" in plain.stdout
+    envelope = run_cli("template", "-V", "--json").envelope()
+    data = envelope["data"]
+    assert (data["name"], data["version"]) == ("osmosis-cli", __version__)
+    assert data["sdk_version"] == found.get("osmosis-ai", found["osmosis-core"])
+    assert {k: data["distributions"][k] for k in found} == found
 
 
 def test_root_help_lists_every_registered_command(run_cli: RunCli) -> None:
@@ -177,4 +195,4 @@ def test_json_commands_do_not_import_rich() -> None:
         [sys.executable, "-c", "import json; " + code], capture_output=True, text=True, check=True
     )
     assert json.loads(done.stderr.strip().splitlines()[-1]) is False
-    assert json.loads(done.stdout)["total_count"] == 4
+    assert json.loads(done.stdout)["total_count"] == 5

@@ -37,3 +37,29 @@ def _rows(rows: tuple[tuple[str, str], ...], width: int) -> list[str]:
         room = max(width - first - 4, 20)
         out.append(f"  {name.ljust(first)}{text[:room]}")
     return out
+
+
+def version_details() -> dict[str, object]:
+    """``osmosis --version --json``'s data: this CLI, the SDK version and every installed
+    osmosis distribution (:mod:`osmosis_ai.versions`)."""
+    from osmosis_ai.versions import installed_versions, sdk_version
+    from osmosis_cli import __version__
+
+    return {
+        "name": "osmosis-cli",
+        "version": __version__,
+        "sdk_version": sdk_version(),
+        "distributions": installed_versions(),
+    }
+
+
+def render_version() -> str:
+    """``osmosis-ai 0.4.0 (osmosis-core 0.1.0, osmosis-cli 0.1.0, ...)``: the umbrella first
+    when it is installed (else the CLI), then the other installed distributions."""
+    from osmosis_ai.versions import installed_versions
+    from osmosis_cli import __version__
+
+    found = installed_versions() or {"osmosis-cli": __version__}
+    head, *rest = found.items()
+    others = ", ".join(f"{name} {version}" for name, version in rest)
+    return f"{head[0]} {head[1]}" + (f" ({others})" if others else "") + "\n"

@@ -14,8 +14,6 @@ from __future__ import annotations
 import os
 import sys
 
-from osmosis_cli import __version__
-
 TYPE_CHECKING = False  # typing is not imported at run time: `osmosis --help` stays cheap
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -88,7 +86,9 @@ def run(argv: Sequence[str]) -> int:
         return EXIT_USAGE
     # The fast paths come before importing anything else (see the module docstring).
     if "--version" in flags and "--json" not in flags:
-        sys.stdout.write(f"osmosis-cli {__version__}\n")
+        from osmosis_cli.fast_help import render_version
+
+        sys.stdout.write(render_version())
         return EXIT_OK
     if "--version" not in flags and (not args or args in (["--help"], ["-h"])):
         from osmosis_cli.fast_help import render_root_help
@@ -101,7 +101,9 @@ def run(argv: Sequence[str]) -> int:
     mode = Mode.JSON if "--json" in flags else Mode.PLAIN if "--plain" in flags else Mode.RICH
     output = set_output(Output(mode=mode))
     if "--version" in flags:
-        output.emit_detail({"name": "osmosis-cli", "version": __version__})
+        from osmosis_cli.fast_help import version_details
+
+        output.emit_detail(version_details())
         return EXIT_OK
     from osmosis_cli.dotenv import load_environment
     from osmosis_cli.errors import CLIError

@@ -31,11 +31,11 @@ _RUBRIC_EXPORTS = frozenset(
 
 def __getattr__(name: str) -> Any:
     # ``__version__`` is resolved on demand: importlib.metadata costs a few ms we do not want
-    # on every ``import osmosis_ai``.
+    # on every ``import osmosis_ai``. As in 0.3 it is the SDK's (osmosis-ai's) version.
     if name == "__version__":
-        from importlib.metadata import version
+        from osmosis_ai.versions import sdk_version
 
-        return version("osmosis-core")
+        return sdk_version()
     if name in _RUBRIC_EXPORTS:
         import importlib
 

@@ -14,7 +14,6 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
-from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -303,11 +302,7 @@ def _json_response(
     )
 
 
-@cache
 def _sdk_version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
+    from osmosis_ai.versions import sdk_version
 
-    try:
-        return version("osmosis-core")
-    except PackageNotFoundError:
-        return "0+unknown"
+    return sdk_version()

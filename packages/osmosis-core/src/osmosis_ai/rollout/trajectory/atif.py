@@ -52,23 +52,11 @@ _ROLE_TO_SOURCE = {
 _TOOL_ROLES = frozenset({"tool", "function"})
 
 
-def _sdk_version() -> str:
-    try:
-        from importlib.metadata import version
-
-        return version("osmosis-core")
-    except Exception:
-        return "unknown"
-
-
-_VERSION: str | None = None
-
-
 def sdk_version() -> str:
-    global _VERSION
-    if _VERSION is None:
-        _VERSION = _sdk_version()
-    return _VERSION
+    """The producer's version in ``agent.version``: osmosis-ai's (see :mod:`osmosis_ai.versions`)."""
+    from osmosis_ai.versions import sdk_version as installed_sdk_version
+
+    return installed_sdk_version()
 
 
 def _text(content: Any) -> str | list[dict[str, Any]]:
