@@ -36,6 +36,7 @@ def fresh_retention(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(writer, "policy", None)
     monkeypatch.setattr(writer, "_writes_since_prune", 0)
     monkeypatch.setattr(writer, "_last_prune", 0.0)
+    monkeypatch.setattr(writer, "_indexes", {})
 
 
 def names(folder: Path) -> list[str]:
@@ -165,19 +166,43 @@ def test_prune_by_count_and_age_spares_foreign_folders(tmp_path: Path) -> None:
     assert prune_rollout_dirs(tmp_path / "missing", max_rollouts=1) == 0
 
 
-async def test_writer_prunes_occasionally(osmosis_home: Path) -> None:
-    configure_retention(max_rollouts=3, max_age_sec=0, prune_every=4, prune_interval_sec=0)
+async def test_writer_enforces_the_bound_on_every_write(osmosis_home: Path) -> None:
+    # no rescan of the folder after the first write: the bound must hold from the index alone
+    configure_retention(max_rollouts=3, max_age_sec=0, prune_every=10**6, prune_interval_sec=3600)
     for i in range(5):
-        _make_rollout_dir(osmosis_home, f"old{i}", age_sec=1000 + i)
+        _make_rollout_dir(osmosis_home, f"old{i}", age_sec=1000 + i)  # old0 newest
+    (osmosis_home / "not-a-rollout").mkdir()
     sample = RolloutSample(messages=MESSAGES)
-    # the first write prunes (nothing pruned yet), then only every 4th write
     await save_trajectory(rollout_id="w0", result=success(sample))
-    assert len(names(osmosis_home)) == 3
-    for i in range(1, 4):
+    assert names(osmosis_home) == ["not-a-rollout", "old0", "old1", "w0"]
+    seen = []
+    for i in range(1, 8):
         await save_trajectory(rollout_id=f"w{i}", result=success(sample))
-    assert len(names(osmosis_home)) == 6  # not pruned on every write
-    await save_trajectory(rollout_id="w4", result=success(sample))
-    assert names(osmosis_home) == ["w2", "w3", "w4"]
+        seen.append(names(osmosis_home))
+    assert all(len(listing) == 4 for listing in seen)  # 3 rollouts + the foreign folder
+    assert names(osmosis_home) == ["not-a-rollout", "w5", "w6", "w7"]
+    # rewriting a kept rollout makes it the newest instead of counting it twice
+    await save_trajectory(rollout_id="w5", result=success(sample))
+    await save_trajectory(rollout_id="w8", result=success(sample))
+    assert names(osmosis_home) == ["not-a-rollout", "w5", "w7", "w8"]
+
+
+async def test_writer_applies_the_age_bound_as_it_writes(osmosis_home: Path) -> None:
+    configure_retention(max_rollouts=0, max_age_sec=500, prune_every=10**6, prune_interval_sec=3600)
+    _make_rollout_dir(osmosis_home, "ancient", age_sec=10_000)
+    _make_rollout_dir(osmosis_home, "recent", age_sec=10)
+    await save_trajectory(rollout_id="a0", result=success(RolloutSample(messages=MESSAGES)))
+    assert names(osmosis_home) == ["a0", "recent"]
+
+
+async def test_writer_rescans_for_folders_written_by_other_processes(osmosis_home: Path) -> None:
+    configure_retention(max_rollouts=2, max_age_sec=0, prune_every=1, prune_interval_sec=0)
+    sample = RolloutSample(messages=MESSAGES)
+    await save_trajectory(rollout_id="p0", result=success(sample))
+    _make_rollout_dir(osmosis_home, "other0", age_sec=5)  # another server sharing the home
+    _make_rollout_dir(osmosis_home, "other1", age_sec=4)
+    await save_trajectory(rollout_id="p1", result=success(sample))  # rescans, sees them
+    assert names(osmosis_home) == ["p0", "p1"]  # theirs were the oldest
 
 
 async def test_supervisor_root_is_never_pruned(

@@ -5,10 +5,13 @@ failure is logged. Conversion, JSON encoding and file I/O run on one background 
 takes jobs in batches, so the event loop only waits for the result. Files are written
 atomically (temporary file then rename), so readers never see half a document.
 
-**Retention.** Rollout folders accumulate under the osmosis home, so the writer prunes them
-now and then (after every ``prune_every`` writes, at most once per ``prune_interval_sec``;
-never on every write): it keeps at most ``max_rollouts`` folders and deletes those whose
-trajectory is older than ``max_age_sec``. Only folders that hold a ``trajectory.json`` or
+**Retention.** Rollout folders accumulate under the osmosis home, so the writer bounds them as
+it writes: it keeps at most ``max_rollouts`` folders and deletes those whose trajectory is older
+than ``max_age_sec``. It lists the home once (on its first write there) and then keeps an
+oldest-first index of the folders, so a write beyond the bound deletes the oldest folder at once,
+at no extra I/O. Other processes may write to the same home, so the index is rebuilt from the
+disk now and then (after ``prune_every`` writes and at least ``prune_interval_sec`` apart),
+which also applies both bounds to their folders. Only folders that hold a ``trajectory.json`` or
 ``diagnostics.json`` are ever considered, so other things in the home (the server outbox, eval
 runs) are safe. Defaults: 10,000 folders, 7 days. Configure with :func:`configure_retention`
 or the environment (``OSMOSIS_TRAJECTORY_MAX_ROLLOUTS``, ``OSMOSIS_TRAJECTORY_MAX_AGE_SEC``;
@@ -93,6 +96,7 @@ class _Writer:
         self._lock = threading.Lock()
         self._writes_since_prune = 0
         self._last_prune = 0.0
+        self._indexes: dict[Path, _FolderIndex] = {}
 
     def submit(self, job: Callable[[], Any]) -> asyncio.Future[Any]:
         loop = asyncio.get_running_loop()
@@ -135,26 +139,65 @@ class _Writer:
         self._queue = queue.SimpleQueue()
         self._thread = None
         self._lock = threading.Lock()
+        self._indexes = {}
 
     def retention(self) -> RetentionPolicy:
         if self.policy is None:
             self.policy = RetentionPolicy.from_env()
         return self.policy
 
-    def maybe_prune(self, root: Path) -> None:
+    def written(self, root: Path, folder: str) -> None:
+        """Record a write into ``folder`` under ``root`` and apply the bounds (writer thread)."""
         policy = self.retention()
         if not policy.max_rollouts and not policy.max_age_sec:
             return
         with self._lock:
             self._writes_since_prune += 1
-            now = time.monotonic()
-            if self._writes_since_prune < policy.prune_every and self._last_prune:
-                return
-            if now - self._last_prune < policy.prune_interval_sec and self._last_prune:
-                return
-            self._writes_since_prune = 0
-            self._last_prune = now
-        prune_rollout_dirs(root, max_rollouts=policy.max_rollouts, max_age_sec=policy.max_age_sec)
+            index = self._indexes.get(root)
+            rescan = index is None or (
+                self._writes_since_prune >= policy.prune_every
+                and time.monotonic() - self._last_prune >= policy.prune_interval_sec
+            )
+            if rescan:
+                self._writes_since_prune = 0
+                self._last_prune = time.monotonic()
+        if index is None or rescan:
+            index = self._indexes[root] = _FolderIndex(root)
+        removed = index.add(folder, policy)
+        if removed:
+            logger.log(
+                logging.INFO if rescan else logging.DEBUG,
+                "pruned %d old rollout folder(s) under %s",
+                removed,
+                root,
+            )
+
+
+class _FolderIndex:
+    """The rollout folders under one root, oldest first, so each write can enforce the bounds
+    by deleting from the front (used from the writer thread only)."""
+
+    def __init__(self, root: Path) -> None:
+        self.folders: dict[str, float] = {
+            os.fspath(path): mtime for mtime, path in sorted(_rollout_dirs(root))
+        }
+
+    def add(self, folder: str, policy: RetentionPolicy) -> int:
+        now = time.time()
+        self.folders.pop(folder, None)
+        self.folders[folder] = now
+        cutoff = now - policy.max_age_sec if policy.max_age_sec else None
+        removed = 0
+        while self.folders:
+            oldest, mtime = next(iter(self.folders.items()))
+            too_many = bool(policy.max_rollouts) and len(self.folders) > policy.max_rollouts
+            if not too_many and (cutoff is None or mtime >= cutoff):
+                break
+            del self.folders[oldest]
+            if oldest != folder:
+                shutil.rmtree(oldest, ignore_errors=True)
+                removed += 1
+        return removed
 
 
 def _resolve(outcomes: list[tuple[asyncio.Future[Any], Any, BaseException | None]]) -> None:
@@ -190,8 +233,10 @@ def configure_retention(
             if value < 0:
                 raise ValueError(f"{name} must be >= 0 (0 disables that bound)")
             setattr(policy, name, value)
-    _WRITER._last_prune = 0.0
-    _WRITER._writes_since_prune = 0
+    with _WRITER._lock:
+        _WRITER._last_prune = 0.0
+        _WRITER._writes_since_prune = 0
+        _WRITER._indexes = {}  # rebuilt, and the new bounds applied, on the next write
     return policy
 
 
@@ -337,7 +382,7 @@ def _save_sync(
     if document is not None:
         written = Path(_write_atomic(folder, TRAJECTORY_FILE, dumps_trajectory(document)))
     if prune and (written is not None or diagnostics):
-        _WRITER.maybe_prune(root.expanduser())
+        _WRITER.written(root.expanduser(), folder)
     return written
 
 
