@@ -8,6 +8,13 @@ Plain ``http://`` callback URLs (the usual case: a controller on the cluster net
 the lean :class:`~osmosis_ai.http_transport.PlainHTTPTransport`; anything else
 (``https://``) through one shared ``httpx.AsyncClient``. httpx is imported on the first
 callback, so a poll-only server never pays for it.
+
+**Isolation.** A receiver that hangs must not starve the others: each attempt has one overall
+deadline (``request_timeout_sec``, connect to last byte, so a receiver that trickles bytes cannot
+hold a request longer), and at most ``per_receiver`` requests are in flight to one receiver
+(scheme, host and port) out of ``max_in_flight`` overall. A request takes its receiver's slot
+before an overall one, so requests queued behind a stuck receiver never hold the slots other
+receivers need: with the defaults (16 of 64), three hung receivers still leave 16 slots free.
 """
 
 from __future__ import annotations
@@ -18,6 +25,8 @@ import json
 import logging
 import random
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -33,7 +42,8 @@ logger = logging.getLogger("osmosis_ai.rollout.server")
 
 _RETRYABLE_STATUS = frozenset({408, 429})
 _BODY_EXCERPT = 500
-_MAX_IN_FLIGHT = 32
+_MAX_IN_FLIGHT = 64
+_MAX_IN_FLIGHT_PER_RECEIVER = 16
 # A private generator: jitter must not consume (or depend on) the global random state.
 _JITTER = random.Random()
 
@@ -66,17 +76,58 @@ class RetryPolicy:
         return base * _JITTER.uniform(0.5, 1.0)
 
 
+class _Slots:
+    """At most ``per_receiver`` requests in flight to one receiver, ``total`` overall.
+
+    The receiver's slot is taken first, so what waits for a slow receiver holds nothing that
+    the other receivers need. A receiver's semaphore lives only while someone uses it.
+    """
+
+    def __init__(self, total: int, per_receiver: int) -> None:
+        self._total = asyncio.Semaphore(total)
+        self._per_receiver = per_receiver
+        self._receivers: dict[tuple[str, str, int | None], tuple[asyncio.Semaphore, list[int]]] = {}
+
+    @asynccontextmanager
+    async def hold(self, url: str) -> AsyncIterator[None]:
+        split = urlsplit(url)
+        try:
+            port = split.port
+        except ValueError:
+            port = None
+        key = (split.scheme, split.hostname or "", port)
+        receiver = self._receivers.get(key)
+        if receiver is None:
+            receiver = self._receivers[key] = (asyncio.Semaphore(self._per_receiver), [0])
+        semaphore, users = receiver
+        users[0] += 1
+        try:
+            async with semaphore, self._total:
+                yield
+        finally:
+            users[0] -= 1
+            if not users[0]:
+                del self._receivers[key]
+
+
 class CallbackSender:
     """POSTs JSON bodies to callback URLs with retries; one instance per server."""
 
-    def __init__(self, policy: RetryPolicy, *, max_in_flight: int = _MAX_IN_FLIGHT) -> None:
+    def __init__(
+        self,
+        policy: RetryPolicy,
+        *,
+        max_in_flight: int = _MAX_IN_FLIGHT,
+        per_receiver: int = _MAX_IN_FLIGHT_PER_RECEIVER,
+    ) -> None:
         self.policy = policy
         self._client: httpx.AsyncClient | None = None
         self._plain: PlainHTTPTransport | None = None
         # Deliveries wait here rather than in httpx's pool: the pool's bookkeeping grows with
         # the number of waiting requests, and a pool timeout would be misread as a failure.
-        self._slots = asyncio.Semaphore(max_in_flight)
+        self._slots = _Slots(max_in_flight, min(per_receiver, max_in_flight))
         self._max_in_flight = max_in_flight
+        self._per_receiver = per_receiver
 
     def _http(self) -> httpx.AsyncClient:
         if self._client is None:
@@ -104,7 +155,7 @@ class CallbackSender:
             if self._plain is None:
                 from osmosis_ai.http_transport import PlainHTTPTransport
 
-                self._plain = PlainHTTPTransport(max_idle_per_host=self._max_in_flight)
+                self._plain = PlainHTTPTransport(max_idle_per_host=self._per_receiver)
             status, raw_headers, content = await self._plain.post(
                 split, headers, body, self.policy.request_timeout_sec
             )
@@ -141,10 +192,13 @@ class CallbackSender:
             status: int | None = None
             content = b""
             try:
-                async with self._slots:
-                    status, content, retry_after = await self._post(url, body, headers)
+                async with self._slots.hold(url):
+                    async with asyncio.timeout(self.policy.request_timeout_sec):
+                        status, content, retry_after = await self._post(url, body, headers)
             except httpx.HTTPError as exc:
                 problem = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+            except TimeoutError:
+                problem = f"no answer within {self.policy.request_timeout_sec:g}s"
             except Exception as exc:  # an invalid URL, for example: never retried
                 logger.error("%s callback to %s cannot be sent: %s", what, _safe_url(url), exc)
                 return DeliveryResult(DeliveryState.REJECTED)
