@@ -185,7 +185,7 @@ def report(session: nox.Session) -> None:
 def reliability(session: nox.Session) -> None:
     """Fault injection on loopback (SIGTERM drain, kill -9 at random points, crash during
     restart, lost admissions) and fuzzing of the server's routes; bounded to a few minutes."""
-    session.install(*TEST_DEPS, *CORE)
+    session.install(*TEST_DEPS, "schemathesis>=4", *CORE)
     _pytest(session, RELIABILITY_TESTS)
 
 

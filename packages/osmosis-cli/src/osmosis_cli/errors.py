@@ -36,6 +36,8 @@ class CLIErrorCode(StrEnum):
     TOKEN_REVOKE_FAILED = "TOKEN_REVOKE_FAILED"
     #: The model endpoint of a local eval refused the API key (HTTP 401/403), not the platform.
     MODEL_AUTH = "MODEL_AUTH"
+    #: A local eval could not write a file (disk or quota full); the run is resumable.
+    DISK_FULL = "DISK_FULL"
 
 
 class CLIError(Exception):

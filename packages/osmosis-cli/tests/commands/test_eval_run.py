@@ -260,3 +260,37 @@ def test_require_append_only_exits_1_when_a_rollout_breaks_it(
     code, out, _ = _cli(capsys, *args, "--require-append-only")  # resumes: nothing left to run
     assert code == 1
     assert "1 break it" in out
+
+
+def test_full_disk_names_the_file_and_the_resume_command(
+    workspace: MakeWorkspace, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import errno
+    import os
+
+    from osmosis_ai.eval import _journal
+
+    class NoSpace:  # the journal's ``os``: every write fails as on a full file system
+        def __getattr__(self, name: str) -> Any:
+            return getattr(os, name)
+
+        def write(self, fd: int, data: Any) -> int:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(_journal, "os", NoSpace())
+    config = workspace(n_rows=1, mode="noop")
+    code, _, err = _cli(capsys, "eval", "run", str(config), "--name", "full", "--json")
+    assert code == 1
+    error = _error(err)
+    assert error["code"] == "DISK_FULL"
+    journal = Path(error["details"]["output_path"]) / "events.jsonl"
+    assert error["details"]["path"] == str(journal)
+    assert error["details"]["resumable"] is True
+    assert str(journal) in error["message"]
+    assert f"Resume: osmosis eval run {config} --name full" in error["message"]
+    assert "OSError" not in err
+
+    monkeypatch.setattr(_journal, "os", os)
+    code, out, err = _cli(capsys, "eval", "run", str(config), "--name", "full", "--json")
+    assert code == 0, err
+    assert json.loads(out)["resource"]["succeeded"] == 1

@@ -45,9 +45,11 @@ def write_atomic(
         finally:
             os.close(fd)
         os.replace(tmp, target)
-    except BaseException:
+    except BaseException as exc:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
+        if isinstance(exc, OSError) and exc.filename is None:  # a write: name the target
+            raise OSError(exc.errno, exc.strerror, target) from exc
         raise
     if durable:
         _fsync_folder(folder or ".")

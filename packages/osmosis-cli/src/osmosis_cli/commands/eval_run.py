@@ -273,6 +273,7 @@ def _execute(out: Output, config: Path, **arguments: Any) -> EvalRun:
     """Run :func:`osmosis_ai.eval.run_eval`, mapping its errors to CLI errors."""
     from osmosis_ai.config import ConfigError
     from osmosis_ai.eval import (
+        EvalDiskFullError,
         EvalExtraMissingError,
         EvalPlanError,
         EvalRunFailed,
@@ -313,6 +314,9 @@ def _execute(out: Output, config: Path, **arguments: Any) -> EvalRun:
             str(exc),
             details={"status_code": exc.status_code, "run_name": name},
         ) from None
+    except EvalDiskFullError as exc:  # the message names the file; the run resumes
+        message = f"{exc}. Resume: {_resume_command(config, exc.run_name)}"
+        raise CLIError(CLIErrorCode.DISK_FULL, message, details=exc.details()) from None
     except EvalRunFailed as exc:
         details: dict[str, Any] = {}
         if exc.result is not None:
@@ -326,6 +330,11 @@ def _execute(out: Output, config: Path, **arguments: Any) -> EvalRun:
         raise CLIError(CLIErrorCode.VALIDATION, str(exc)) from None
     finally:
         reporter.close()
+
+
+def _resume_command(config: Path, run_name: str) -> str:
+    """The run's manifest stores the model, dataset and selection: ``--name`` alone resumes it."""
+    return f"osmosis eval run {shlex.quote(str(config))} --name {shlex.quote(run_name)}"
 
 
 def _emit(
@@ -349,8 +358,7 @@ def _emit(
     tail = [*failures, *([f"report: {report}"] if report else [])]
     lines = [*_summary_lines(result), *tail]
     next_steps: list[str] = []
-    # The run's manifest stores the model, dataset and selection: --name alone resumes it.
-    resume = f"osmosis eval run {shlex.quote(str(config))} --name {shlex.quote(result.run_name)}"
+    resume = _resume_command(config, result.run_name)
     if result.failed:
         next_steps.append(f"{resume} --retry-failed")
     if result.pending:

@@ -34,6 +34,7 @@ _EXPORTS = {
     "EvalUpdate": "osmosis_ai.eval._progress",
     "EvalPlanError": "osmosis_ai.eval._source",
     "EvalRunFailed": "osmosis_ai.eval._errors",
+    "EvalDiskFullError": "osmosis_ai.eval._errors",
     "EvalExtraMissingError": "osmosis_ai.eval._errors",
     "UpstreamRejected": "osmosis_ai.eval._errors",
     "ManifestError": "osmosis_ai.eval._manifest",
@@ -72,7 +73,12 @@ if TYPE_CHECKING:
         load_dataset,
         missing_label_warning,
     )
-    from osmosis_ai.eval._errors import EvalExtraMissingError, EvalRunFailed, UpstreamRejected
+    from osmosis_ai.eval._errors import (
+        EvalDiskFullError,
+        EvalExtraMissingError,
+        EvalRunFailed,
+        UpstreamRejected,
+    )
     from osmosis_ai.eval._manifest import ManifestError, ManifestMismatchError
     from osmosis_ai.eval._progress import EvalProgress, EvalUpdate
     from osmosis_ai.eval._proxy_calls import expand_calls
@@ -98,6 +104,7 @@ __all__ = [
     "DatasetError",
     "DatasetRow",
     "Divergence",
+    "EvalDiskFullError",
     "EvalExtraMissingError",
     "EvalPlanError",
     "EvalProgress",

@@ -19,6 +19,7 @@ new attempt after a failed one).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 from collections.abc import Iterator
@@ -132,11 +133,21 @@ class Journal:
                     future.set_result(None)
 
     def _write_and_sync(self, data: bytes) -> None:
+        """Append ``data`` and fsync; on failure (a full disk) cut what was written back off, so
+        no partial line is left for later appends to follow, and name the file in the error."""
+        start = os.fstat(self._fd).st_size
         view = memoryview(data)
-        while view:
-            written = os.write(self._fd, view)
-            view = view[written:]
-        os.fsync(self._fd)
+        try:
+            while view:
+                written = os.write(self._fd, view)
+                view = view[written:]
+            os.fsync(self._fd)
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                os.ftruncate(self._fd, start)
+            if exc.filename is not None:
+                raise
+            raise OSError(exc.errno, exc.strerror, str(self.path)) from exc
 
     async def aclose(self) -> None:
         """Wait for pending commits, then close the file."""

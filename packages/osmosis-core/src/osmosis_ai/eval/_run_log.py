@@ -10,6 +10,7 @@ are replaced longest first, so a secret that contains another is never half-reve
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import threading
@@ -58,7 +59,10 @@ class RunLog:
         line = self.redact(line.replace("\n", "\\n"))
         with self._lock:
             if not self._fh.closed:
-                self._fh.write(line + "\n")
+                try:
+                    self._fh.write(line + "\n")
+                except OSError as exc:  # a full disk: say which file
+                    raise OSError(exc.errno, exc.strerror, str(self.path)) from exc
 
     def info(self, step: str, message: str, **details: Any) -> None:
         self.log("INFO", step, message, **details)
@@ -70,5 +74,5 @@ class RunLog:
         self.log("ERROR", step, message, **details)
 
     def close(self) -> None:
-        with self._lock:
+        with self._lock, contextlib.suppress(OSError):  # a line lost to a full disk
             self._fh.close()

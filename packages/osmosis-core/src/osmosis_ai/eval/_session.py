@@ -14,11 +14,12 @@ from __future__ import annotations
 import asyncio
 import time
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from osmosis_ai.eval._dataset import missing_label_warning
 from osmosis_ai.eval._dispatch import dispatch
-from osmosis_ai.eval._errors import EvalRunFailed
+from osmosis_ai.eval._errors import EvalDiskFullError, EvalRunFailed, is_disk_full
 from osmosis_ai.eval._finalize import SessionEnd, finalize, plan_redactor, row_from_journal
 from osmosis_ai.eval._fleet_dispatch import dispatch_fleet
 from osmosis_ai.eval._journal import count_unreadable, load_latest
@@ -47,6 +48,11 @@ async def run_session(plan: EvalPlan, progress: ProgressCallback | None = None) 
             return await _Session(plan, paths, manifest, log, progress).run(end)
         finally:
             log.close()
+    except OSError as exc:
+        if not is_disk_full(exc):
+            raise
+        path = Path(exc.filename) if exc.filename else paths.root
+        raise EvalDiskFullError(path, plan.run_name, paths.root) from exc
     finally:
         lock.release()
 

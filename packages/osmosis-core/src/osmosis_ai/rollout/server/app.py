@@ -40,6 +40,7 @@ from osmosis_ai.rollout.server.fastpath import (
     too_large_body,
     validation_body,
 )
+from osmosis_ai.rollout.server.openapi import install_openapi
 from osmosis_ai.rollout.server.service import RolloutService
 from osmosis_ai.rollout.server.settings import (
     DEFAULT_CALLBACK_RETRY_BUDGET_SEC,
@@ -160,6 +161,7 @@ def create_rollout_server(
                 await service.shutdown()
 
     app = RolloutServerApp(title="osmosis rollout server", lifespan=_lifespan)
+    install_openapi(app)
     app.state.rollout_service = service
     app.state.rollout_futures = service  # the public SDK's attribute name
     fast = FastRoutes(service, settings.max_body_bytes)
