@@ -74,8 +74,8 @@ def start(bound: int, body_limit: int, outbox: str) -> tuple[subprocess.Popen[st
     for line in process.stderr:  # "rollout server listening on http://127.0.0.1:PORT"
         found = re.search(r"listening on (http://\S+)", line)
         if found:
-            stderr = process.stderr
-            threading.Thread(target=lambda: stderr.read(), daemon=True).start()  # keep draining
+            # keep draining its output, so the server never blocks on a full pipe
+            threading.Thread(target=process.stderr.read, daemon=True).start()
             return process, found.group(1)
     raise RuntimeError(f"server exited with {process.wait()}")
 
