@@ -1,4 +1,4 @@
-"""The session's two eval runs (see report_support.py)."""
+"""The session's eval runs (see report_support.py)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,14 @@ import pytest
 # pytest runs with --import-mode=importlib: make the sibling helper module importable.
 sys.path.insert(0, str(Path(__file__).parent))
 
-from report_support import EvalRuns, make_runs
+from report_support import EvalRuns, SafetyRun, make_runs, make_safety_run
 
 
 @pytest.fixture(scope="session")
 def eval_runs(tmp_path_factory: pytest.TempPathFactory) -> EvalRuns:
     return make_runs(tmp_path_factory.mktemp("report"))
+
+
+@pytest.fixture(scope="session")
+def safety_run(tmp_path_factory: pytest.TempPathFactory) -> SafetyRun:
+    return make_safety_run(tmp_path_factory.mktemp("safety"))

@@ -9,10 +9,11 @@ fails in both with a grader traceback.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,12 @@ from osmosis_ai.testing.responders import (
     multiply_operands,
     multiply_solver,
 )
+
+#: The core tests' rollout that breaks the append-only property on purpose, one mode per row.
+SAFETY_ROLLOUT = (
+    Path(__file__).resolve().parents[2]
+    / "packages" / "osmosis-core" / "tests" / "eval" / "safety_rollout.py"
+)  # fmt: skip
 
 OPERANDS = [(2, 3), (3, 5), (4, 7), (5, 11), (6, 6), (7, 8), (1, -1), (9, 9), (10, 2), (11, 3)]
 FLIPPED_ROWS = [0, 2, 4, 8]  # even first operand: wrong in run "wrong", right in run "right"
@@ -95,3 +102,49 @@ def make_runs(root: Path) -> EvalRuns:
         right_console = _run(cli, workspace, "right", right, "--plain").stdout
     runs = workspace / ".osmosis" / "evals"
     return EvalRuns(cli, workspace, runs, wrong_output, right_console)
+
+
+def safety_rollout() -> Any:
+    """The ``safety_rollout`` module (``MODES``, ``write_safety_workspace``)."""
+    name = "report_tests_safety_rollout"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, SAFETY_ROLLOUT)
+        assert spec is not None
+        assert spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
+def reasoning_solver(body: Mapping[str, Any]) -> Reply:
+    """The multiply solver, with reasoning on its tool-calling turns (for ``reasoning_dropped``)."""
+    reply = multiply_solver(body)
+    return replace(reply, reasoning="I will use the tool.") if reply.tool_calls else reply
+
+
+@dataclass(frozen=True)
+class SafetyRun:
+    cli: Cli
+    workspace: Path
+    modes: tuple[str, ...]  # row i runs modes[i]
+
+    @property
+    def run_dir(self) -> Path:
+        return self.workspace / ".osmosis" / "evals" / "safety"
+
+
+def make_safety_run(root: Path) -> SafetyRun:
+    """Run ``safety`` (one row per mode, token ids on) through the real CLI."""
+    cli = Cli(home=root / "osmosis-home")
+    workspace = root / "safety-ws"
+    module = safety_rollout()
+    config = module.write_safety_workspace(workspace)
+    with ScriptedPolicyServer(reasoning_solver, max_recorded=0) as policy:
+        result = cli.run(
+            "--plain", "eval", "run", str(config), "--base-url", policy.url, "--model", "scripted",
+            "--name", "safety", "--token-ids", "--no-report",
+            cwd=workspace,
+        )  # fmt: skip
+    assert result.code == 0, result.stderr
+    return SafetyRun(cli, workspace, tuple(module.MODES))

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from playwright.sync_api import Browser, Page, Route, sync_playwright
-from report_support import FLIPPED_ROWS, GRADER_FAILURE_ROW, EvalRuns
+from report_support import FLIPPED_ROWS, GRADER_FAILURE_ROW, EvalRuns, SafetyRun
 
 CHROMIUM = Path("/usr/bin/chromium")
 ARGS = [
@@ -92,6 +92,12 @@ def test_headline_numbers_match_metrics_json(eval_runs: EvalRuns, tab: Opened) -
     assert shown_mean == pytest.approx(summary["reward_stats"]["mean"])
     assert page.inner_text("#mean-reward") == f"{summary['reward_stats']['mean']:.4f}"
     assert len(_rows_shown(page)) == summary["total_samples"]
+    # The Strands template sends every turn back byte for byte (osmosis-strands keeps the raw
+    # tool arguments): the training-safety panel says all rows are append-only.
+    safety = summary["training_safety"]
+    assert safety["append_only"] == safety["rollouts"] == summary["total_samples"]
+    assert page.get_attribute("#safety-append-only", "data-value") == str(safety["append_only"])
+    assert page.locator("#safety-causes").count() == 0
     tab.shot("report-overview", full_page=True)
 
 
@@ -146,3 +152,81 @@ def test_compare_view_lists_exactly_the_flipped_rows(eval_runs: EvalRuns, tab: O
     page.wait_for_selector("#detail .side .transcript")
     assert page.locator("#detail .side .transcript").count() == 2  # this run and the baseline
     tab.shot("report-compare", full_page=True)
+
+
+#: mode -> (call index, message index, field) of the first divergence (safety_rollout.py)
+DIVERGENCES = {
+    "tool_args_reformatted": (1, 2, "tool_calls[0].function.arguments"),
+    "reasoning_dropped": (1, 2, "reasoning_content"),
+    "history_edited": (1, 1, "content"),
+    "history_truncated": (1, 1, "messages"),
+    "system_changed": (1, 0, "content"),
+}
+
+
+def test_training_safety_panel_counts_match_metrics_json(
+    safety_run: SafetyRun, tab: Opened
+) -> None:
+    report = safety_run.workspace / "safety.html"
+    result = safety_run.cli.run(
+        "--json", "eval", "report", "safety", "-o", str(report), cwd=safety_run.workspace
+    )
+    assert result.code == 0, result.stderr
+    page = tab.open(report)
+    summary = json.loads((safety_run.run_dir / "metrics.json").read_text())["summary"]
+    safety = summary["training_safety"]
+    assert (safety["rollouts"], safety["append_only"]) == (7, 2)  # safe, subagents
+    assert safety["causes"] == dict.fromkeys(DIVERGENCES, 1)
+    assert page.get_attribute("#safety-append-only", "data-value") == "2"
+    assert page.inner_text("#safety-append-only") == "2/7"
+    assert page.get_attribute("#safety-token-ids", "data-value") == "7"  # --token-ids
+    assert page.get_attribute("#safety-truncated", "data-value") == "0"
+    shown = page.eval_on_selector_all(
+        "#safety-causes tr[data-cause]",
+        "rs => rs.map(r => [r.dataset.cause, Number(r.cells[0].textContent)])",
+    )
+    assert dict(shown) == safety["causes"]
+    page.locator("#safety").scroll_into_view_if_needed()
+    tab.shot("report-training-safety")
+
+    # "show rows" filters the table to that cause's rows.
+    page.click("#safety-causes tr[data-cause='history_truncated'] button:text('show rows')")
+    row = safety_run.modes.index("history_truncated")
+    assert _rows_shown(page) == [f"{row}.0"]
+    page.select_option("#f-safety", "ok")
+    ok_rows = [f"{safety_run.modes.index(m)}.0" for m in ("safe", "subagents")]
+    assert sorted(_rows_shown(page)) == ok_rows
+
+
+def test_row_detail_shows_the_first_divergence(safety_run: SafetyRun, tab: Opened) -> None:
+    report = safety_run.workspace / "safety-rows.html"
+    result = safety_run.cli.run(
+        "--json", "eval", "report", "safety", "-o", str(report), cwd=safety_run.workspace
+    )
+    assert result.code == 0, result.stderr
+    page = tab.open(report)
+    index = {
+        r["row_index"]: r["training_safety"]
+        for r in map(json.loads, (safety_run.run_dir / "index.jsonl").open())
+    }
+    for row, mode in enumerate(safety_run.modes):
+        page.click(f"#row-table tbody tr[data-row='{row}.0']")
+        detail = page.locator("#detail .row-safety")
+        detail.wait_for()
+        text = detail.inner_text()
+        if mode == "tool_args_reformatted":
+            tab.shot("report-row-divergence")
+        page.keyboard.press("Escape")  # close the panel: it covers the table
+        if mode not in DIVERGENCES:
+            assert detail.get_attribute("data-cause") == "ok", text
+            assert "append-only" in text
+            continue
+        call, message, field = DIVERGENCES[mode]
+        divergence = index[row]["divergence"]
+        assert detail.get_attribute("data-cause") == mode == divergence["cause"]
+        assert f"call index {call} (policy call {call + 1} below)" in text
+        assert f"message index {message} · field {field}" in text
+        excerpts = detail.locator("pre").all_inner_texts()  # expected, then actual
+        assert excerpts == [divergence["expected"], divergence["actual"]]
+        if mode == "reasoning_dropped":
+            assert divergence["expected"] == "I will use the tool."

@@ -10,6 +10,15 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 
+def verdict_cause(verdict: Mapping[str, Any] | None) -> str | None:
+    """``"ok"`` (append-only), the cause that breaks it, or ``None`` (no verdict: not checked)."""
+    if not verdict:
+        return None
+    if verdict.get("append_only") is not False:
+        return "ok"
+    return (verdict.get("divergence") or {}).get("cause") or "token_mismatch"
+
+
 def summarize_training_safety(verdicts: Iterable[Mapping[str, Any] | None]) -> dict[str, Any]:
     """The ``training_safety`` block of ``metrics.json`` from per-row verdicts (``to_json``).
 
@@ -19,17 +28,16 @@ def summarize_training_safety(verdicts: Iterable[Mapping[str, Any] | None]) -> d
     checked = broken = with_ids = truncated = 0
     causes: dict[str, int] = {}
     for verdict in verdicts:
-        if not verdict:
+        cause = verdict_cause(verdict)
+        if verdict is None or cause is None:
             continue
         checked += 1
         if verdict.get("token_ids") == "all":
             with_ids += 1
         if verdict.get("truncated_calls"):
             truncated += 1
-        if verdict.get("append_only") is False:
+        if cause != "ok":
             broken += 1
-            divergence = verdict.get("divergence") or {}
-            cause = divergence.get("cause") or "token_mismatch"
             causes[cause] = causes.get(cause, 0) + 1
     return {
         "rollouts": checked,
@@ -59,4 +67,4 @@ def describe_training_safety(summary: Mapping[str, Any]) -> str:
     return text
 
 
-__all__ = ["describe_training_safety", "summarize_training_safety"]
+__all__ = ["describe_training_safety", "summarize_training_safety", "verdict_cause"]

@@ -20,6 +20,7 @@ class Row:
     traceback: str | None = None
     answer: str = "#### 6"
     extra_steps: list[dict[str, Any]] = field(default_factory=list)
+    training_safety: dict[str, Any] | None = None
 
 
 def trajectory(row: Row) -> dict[str, Any]:
@@ -65,6 +66,8 @@ def write_run(root: Path, name: str, rows: list[Row], *, threshold: float = 1.0)
         }
         if r.error_message:
             record["error_message"] = r.error_message
+        if r.training_safety is not None:
+            record["training_safety"] = r.training_safety
         file = f"trajectories/row_{r.row}_run_{r.sample}.json"
         (run / file).write_text(json.dumps(trajectory(r)))
         if r.traceback:

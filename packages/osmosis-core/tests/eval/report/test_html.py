@@ -62,3 +62,40 @@ def test_output_is_byte_identical_and_redaction_applies_to_the_data(tmp_path: Pa
     rows = _blob(first.read_text(), "rows-0")
     assert isinstance(rows, list)
     assert rows[0]["a"] == "key *** leaked"
+
+
+def _verdict(cause: str | None) -> dict[str, object]:
+    verdict: dict[str, object] = {"append_only": cause is None, "calls": 2, "threads": 1}
+    verdict["token_ids"] = "none"
+    if cause is not None:
+        verdict["divergence"] = {"call": 1, "message": 2, "field": "content", "expected": "a",
+                                 "actual": "b", "cause": cause}  # fmt: skip
+    return verdict
+
+
+def test_training_safety_summary_rows_and_details_are_embedded(tmp_path: Path) -> None:
+    rows = [
+        Row(0, training_safety=_verdict(None)),
+        Row(1, training_safety=_verdict("history_edited")),
+        Row(2, training_safety={**_verdict(None), "truncated_calls": [1]}),
+        Row(3, training_safety=_verdict("history_edited")),
+        Row(4),  # no policy call recorded: not checked
+    ]
+    page = render_report(load_run(write_run(tmp_path, "a", rows)))
+    meta = json.loads(re.search(r'id="meta">(.*?)</script>', page, re.S)[1])  # type: ignore[index]
+    assert meta["runs"][0]["metrics"]["training_safety"] == {
+        "rollouts": 4,
+        "append_only": 2,
+        "broken": 2,
+        "causes": {"history_edited": 2},
+        "token_ids_rows": 0,
+        "length_truncated_rows": 1,
+        "first_rows": {"history_edited": [1, 0]},
+    }
+    embedded = _blob(page, "rows-0")
+    assert isinstance(embedded, list)
+    assert [r["ts"] for r in embedded] == ["ok", "history_edited", "ok", "history_edited", None]
+    details = _blob(page, "details-0")
+    assert isinstance(details, list)
+    assert details[1]["ts"] == rows[1].training_safety
+    assert details[4]["ts"] is None

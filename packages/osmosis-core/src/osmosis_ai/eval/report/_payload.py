@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from osmosis_ai.eval._records import RowRecord
+from osmosis_ai.eval._safety_summary import summarize_training_safety, verdict_cause
 from osmosis_ai.eval.report._compare import RunComparison
 from osmosis_ai.eval.report._failures import group_failures
 from osmosis_ai.eval.report._run_data import RunData, RunHeader, outcome
@@ -74,7 +75,20 @@ def _metrics(run: RunData) -> dict[str, Any]:
         "tokens": summary.get("tokens_used", sum(r.tokens for r in run.rows)),
         "failures_by_type": summary.get("failures_by_type", {}),
         "failure_groups": [g.as_dict() for g in group_failures(run.rows)],
+        "training_safety": _training_safety(run),
     }
+
+
+def _training_safety(run: RunData) -> dict[str, Any]:
+    """The run's summary, recomputed from the rows (same as ``metrics.json`` when it has one)."""
+    summary = summarize_training_safety(r.training_safety for r in run.rows)
+    first: dict[str, list[int]] = {}
+    for row in run.rows:
+        cause = verdict_cause(row.training_safety)
+        if cause and cause != "ok" and cause not in first:
+            first[cause] = [row.row_index, row.run_index]
+    summary["first_rows"] = first
+    return summary
 
 
 def _row(row: RowRecord, threshold: float) -> dict[str, Any]:
@@ -92,6 +106,7 @@ def _row(row: RowRecord, threshold: float) -> dict[str, Any]:
         "p": row.prompt,
         "l": row.label,
         "a": row.answer[:ANSWER_CHARS] if row.answer else row.answer,
+        "ts": verdict_cause(row.training_safety),
     }
 
 
@@ -108,6 +123,7 @@ def _details(run: RunData) -> list[dict[str, Any]]:
                 "ph": row.extra.get("failed_phase"),
                 "em": row.error_message,
                 "tr": row.trajectory_filename,
+                "ts": row.training_safety,
             }
         )
     return out

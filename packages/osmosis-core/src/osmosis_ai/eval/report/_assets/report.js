@@ -57,12 +57,12 @@
   }
 
   // ---- metrics ------------------------------------------------------------------------------
+  const card = (label, value, note, attrs) => el("div", { class: "card" },
+    el("div", { class: "label" }, label), el("div", Object.assign({ class: "value" }, attrs || {}), value),
+    el("div", { class: "note" }, note));
   function metrics() {
     const m = runs[0].metrics;
     const ci = (c, f) => (c ? `95% CI ${f(c.low)} – ${f(c.high)}` : "no graded rows");
-    const card = (label, value, note, attrs) => el("div", { class: "card" },
-      el("div", { class: "label" }, label), el("div", Object.assign({ class: "value" }, attrs || {}), value),
-      el("div", { class: "note" }, note));
     const denom = `over ${int(m.graded)} graded · ${int(m.failed)} failed and ${int(m.skipped)} skipped excluded`;
     const cards = [
       card("rows", int(m.total), `of ${int(m.total_work_items)} work items`, { id: "row-count", "data-value": m.total }),
@@ -76,6 +76,64 @@
     for (const p of m.pass_at_k || [])
       cards.push(card(`pass@${p.k}`, p.value === null ? "–" : pct(p.value), `over ${int(p.rows)} rows with ≥ ${p.k} graded samples`));
     $("#metrics").append(el("h2", {}, "Results"), el("div", { class: "cards" }, cards));
+  }
+
+  // ---- training safety (docs/guides/training-safe-rollouts.md) -------------------------------
+  const CAUSE = {
+    tool_args_reformatted: "a tool call's arguments string came back with the same JSON value but other bytes",
+    reasoning_dropped: "the response's reasoning is missing from the next call's history",
+    history_edited: "an earlier message's role, content, name, tool-call id or arguments changed",
+    history_truncated: "earlier messages were removed (a sliding window, summarisation)",
+    system_changed: "the system prompt changed mid-conversation",
+    token_mismatch: "the messages match but the prompt token ids do not (the chat template)",
+  };
+  const causeList = (t) => Object.entries(t.causes || {}).map(([c, n]) => `${n} × ${c}`).join(", ");
+  function safety() {
+    const t = runs[0].metrics.training_safety;
+    const head = el("h2", {}, "Training safety");
+    if (!t || !t.rollouts) {
+      $("#safety").append(head, el("p", { class: "muted", id: "safety-none" },
+        "No policy calls were recorded, so no rollout was checked."));
+      return;
+    }
+    const cards = el("div", { class: "cards" },
+      card("append-only rollouts", `${int(t.append_only)}/${int(t.rollouts)}`,
+        t.broken ? `${int(t.broken)} break it: ${causeList(t)}` : "every checked rollout only appends",
+        { id: "safety-append-only", "data-value": t.append_only, class: "value " + (t.broken ? "safety-broken" : "safety-ok") }),
+      card("token ids", `${int(t.token_ids_rows)}/${int(t.rollouts)}`, t.token_ids_rows
+        ? "rows whose calls all carried prompt and completion ids (checked on ids too)"
+        : "no ids: enable with --token-ids (vLLM)", { id: "safety-token-ids", "data-value": t.token_ids_rows }),
+      card("length-truncated rows", int(t.length_truncated_rows), "a call stopped at finish_reason = length",
+        { id: "safety-truncated", "data-value": t.length_truncated_rows }));
+    const causes = Object.entries(t.causes || {});
+    const table = causes.length ? el("table", { class: "grid", id: "safety-causes" },
+      el("tr", {}, ["rows", "cause", "meaning", ""].map((h) => el("th", {}, h))),
+      causes.map(([c, n]) => el("tr", { "data-cause": c }, el("td", { class: "n" }, int(n)), el("td", { class: "mono" }, c),
+        el("td", {}, CAUSE[c] || ""), el("td", {},
+          el("button", { on: { click: () => { $("#f-safety").value = c; state.safety = c; applyFilters();
+            $("#rows").scrollIntoView(); } } }, "show rows"), " ",
+          t.first_rows && t.first_rows[c] ? el("button", { on: { click: () => openDetail(0, ...t.first_rows[c]) } }, "first row") : null)))) : null;
+    const base = runs.length > 1 ? runs[1].metrics.training_safety : null;
+    const baseline = base && base.rollouts ? el("p", { id: "safety-baseline", class: "muted" },
+      `baseline ${runs[1].header.name}: ${int(base.append_only)}/${int(base.rollouts)} append-only` +
+      (base.broken ? `; ${causeList(base)}` : "") + `; token ids ${int(base.token_ids_rows)}/${int(base.rollouts)} rows`) : null;
+    $("#safety").append(...[head, cards, table, baseline].filter(Boolean));
+  }
+  function safetyDetail(v) {
+    if (!v) return el("p", { class: "muted row-safety" }, "not checked (no policy call recorded)");
+    const pre = (text) => el("pre", {}, text);
+    const facts = [["verdict", el("span", { class: v.append_only ? "safety-ok" : "safety-broken" },
+      v.append_only ? "append-only" : "breaks append-only")], ["calls · threads", `${v.calls} · ${v.threads}`],
+      ["token ids", v.token_ids === "all" ? "on every call" : v.token_ids === "some" ? "on some calls" : "none"]];
+    const d = v.divergence;
+    if (d) facts.push(["first divergence", `call index ${d.call} (policy call ${d.call + 1} below) · message index ${d.message} · field ${d.field}`],
+      ["cause", `${d.cause}: ${CAUSE[d.cause] || ""}`], ["expected", pre(d.expected)], ["actual", pre(d.actual)]);
+    const m = v.token_mismatch;
+    if (m) facts.push(["token mismatch", `call index ${m.call} · position ${m.position}: expected ${m.expected ?? "(end)"}, got ${m.actual ?? "(end)"}`]);
+    if (m && !d) facts.push(["cause", `token_mismatch: ${CAUSE.token_mismatch}`]);
+    if (v.truncated_calls) facts.push(["length-truncated calls", `call index ${v.truncated_calls.join(", ")}`]);
+    return el("table", { class: "kv safety row-safety", "data-cause": d ? d.cause : m ? "token_mismatch" : "ok" },
+      facts.map(([k, val]) => el("tr", {}, el("th", {}, k), el("td", { class: "mono" }, val))));
   }
 
   // ---- charts (inline SVG) ------------------------------------------------------------------
@@ -146,14 +204,15 @@
   }
 
   // ---- row table ----------------------------------------------------------------------------
-  const state = { sort: "i", dir: 1, page: 0, outcome: "", error: "", min: "", max: "", q: "", hits: null };
+  const state = { sort: "i", dir: 1, page: 0, outcome: "", error: "", safety: "", min: "", max: "", q: "", hits: null };
   const COLS = [["i", "row"], ["s", "sample"], ["src", "source row"], ["o", "status"], ["r", "reward"],
-    ["d", "duration"], ["t", "tokens"], ["c", "calls"], ["et", "error"], ["p", "prompt"], ["a", "answer"]];
+    ["d", "duration"], ["t", "tokens"], ["c", "calls"], ["ts", "training safety"], ["et", "error"], ["p", "prompt"], ["a", "answer"]];
   let view = rows;
   function applyFilters() {
     const min = state.min === "" ? -Infinity : Number(state.min), max = state.max === "" ? Infinity : Number(state.max);
     const bounded = state.min !== "" || state.max !== "";
     view = rows.filter((r) => (!state.outcome || r.o === state.outcome) && (!state.error || r.et === state.error) &&
+      (!state.safety || r.ts === state.safety) &&
       (!bounded || (r.r !== null && r.r >= min && r.r <= max)) && (!state.hits || state.hits.has(r.k)));
     const key = state.sort, dir = state.dir;
     view.sort((a, b) => {
@@ -184,6 +243,8 @@
   }
   function controls() {
     const errors = [...new Set(rows.map((r) => r.et).filter(Boolean))].sort();
+    const safetyOptions = [...new Set(rows.map((r) => r.ts).filter(Boolean))].sort()
+      .map((c) => [c, c === "ok" ? "append-only" : c]);
     let timer = null;
     const select = (id, label, options, key) => el("label", {}, label + " ",
       el("select", { id, on: { change: (e) => { state[key] = e.target.value; applyFilters(); } } },
@@ -191,6 +252,7 @@
     return el("div", { class: "filters" },
       select("f-status", "status", Object.entries(OUTCOME), "outcome"),
       select("f-error", "error type", errors.map((e) => [e, e]), "error"),
+      select("f-safety", "training safety", safetyOptions, "safety"),
       el("label", {}, "reward ", el("input", { id: "f-min", type: "number", step: "any", placeholder: "min",
         on: { input: (e) => { state.min = e.target.value; applyFilters(); } } }), " – ",
         el("input", { id: "f-max", type: "number", step: "any", placeholder: "max",
@@ -206,6 +268,8 @@
     if (key === "t" || key === "c") return el("td", { class: "n" }, int(v));
     if (key === "o") return el("td", {}, el("span", { class: "pill " + v }, OUTCOME[v] || v));
     if (key === "p" || key === "a") return el("td", { class: "clip", title: v || "" }, v || "");
+    if (key === "ts") return v === null || v === undefined ? el("td", { class: "muted" }, "–")
+      : el("td", { class: v === "ok" ? "safety-ok" : "safety-broken mono" }, v === "ok" ? "append-only" : v);
     return el("td", {}, v ?? "");
   }
   function drawTable() {
@@ -262,6 +326,7 @@
       el("table", { class: "kv" }, facts.map(([k2, v]) => el("tr", {}, el("th", {}, k2), el("td", { class: "mono" }, v)))),
       d.em ? el("div", { class: "error" }, el("strong", {}, "error: "), d.em) : null,
       d.tb ? el("details", { open: true, class: "traceback" }, el("summary", {}, "traceback"), el("pre", {}, d.tb)) : null,
+      el("h4", {}, "training safety"), safetyDetail(d.ts),
       grader ? el("h4", {}, "grader metrics") : null, grader,
       calls ? el("h4", {}, "policy calls") : null, calls,
       el("h4", {}, "transcript"), el("div", { class: "transcript" }, d.m.length ? d.m.map(message) : el("p", { class: "muted" }, "no trajectory")));
@@ -318,6 +383,7 @@
   // ---- start --------------------------------------------------------------------------------
   provenance();
   metrics();
+  safety();
   table();
   performance.mark("osmosis-table-rendered");
   $("#loading").remove();
