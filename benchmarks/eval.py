@@ -9,6 +9,11 @@ time per row (this process only; the rollout server and the policy are children)
     uv run python benchmarks/eval.py                 # 1000 rows, one policy call per row
     uv run python benchmarks/eval.py --mode noop     # no policy call at all
     uv run python benchmarks/eval.py --rows 200 --max-in-flight 32
+    uv run python benchmarks/eval.py --without-safety-check   # the append-only check stubbed
+
+The training-safety check's cost (issue 15: at most +5% controller CPU per row) is the
+difference between runs with and without ``--without-safety-check``; run them interleaved
+(A B A B ...) on a shared machine.
 
 Prints figures; never asserts (the target on the 2-core dev machine is >= 300 rows/s).
 """
@@ -77,12 +82,31 @@ def _cpu(who: int = resource.RUSAGE_SELF) -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+class _NoVerdict:
+    def to_json(self) -> None:
+        return None
+
+
+def _stub_safety_check() -> None:
+    """The scheduler calls ``check_append_only`` once per finished row; make it free."""
+    import osmosis_ai.eval._scheduler as scheduler
+
+    scheduler.check_append_only = lambda calls: _NoVerdict()  # type: ignore[assignment]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description="Throughput of the local eval controller.")
     parser.add_argument("--rows", type=int, default=1000)
     parser.add_argument("--max-in-flight", type=int, default=64)
     parser.add_argument("--mode", choices=["one-call", "noop"], default="one-call")
+    parser.add_argument(
+        "--without-safety-check",
+        action="store_true",
+        help="replace the per-row append-only check with a stub (to measure what it costs)",
+    )
     args = parser.parse_args()
+    if args.without_safety_check:
+        _stub_safety_check()
 
     # Import the engine (and the pydantic config models) before measuring: the figures are
     # per-row costs, and one-off imports are ~0.4 s of CPU that would read as 0.4 ms per row.
@@ -123,7 +147,11 @@ def main() -> None:
         policy.wait()
 
     dispatch = clock.last_result - clock.planned_at
-    print(f"rows: {args.rows}  n: 1  mode: {args.mode}  max in flight: {args.max_in_flight}")
+    check = "stubbed" if args.without_safety_check else "on"
+    print(
+        f"rows: {args.rows}  n: 1  mode: {args.mode}  max in flight: {args.max_in_flight}"
+        f"  safety check: {check}"
+    )
     print(f"status: {result.status}  succeeded: {result.succeeded}  failed: {result.failed}")
     print(f"dispatch phase (includes rollout-server start-up): {dispatch:.2f} s")
     print(

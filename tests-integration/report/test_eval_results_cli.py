@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
-from report_support import FLIPPED_ROWS, GRADER_FAILURE_ROW, EvalRuns
+from report_support import FLIPPED_ROWS, GRADER_FAILURE_ROW, EvalRuns, _run, _workspace
+
+from osmosis_ai.testing import ScriptedPolicyServer
 
 
 def _json(runs: EvalRuns, *args: str) -> Any:
@@ -95,6 +98,40 @@ def test_compare_lists_flips_and_a_paired_interval(eval_runs: EvalRuns) -> None:
     assert interval["n"] == 9
     assert interval["estimate"] == 4 / 9
     assert 0 < interval["low"] < interval["estimate"] < interval["high"] <= 1
+
+
+def test_compare_warns_when_the_runs_were_made_differently(
+    eval_runs: EvalRuns, tmp_path: Path
+) -> None:
+    same = eval_runs.cli.run("--json", "eval", "compare", "wrong", "right", cwd=eval_runs.workspace)
+    assert same.code == 0, same.stderr
+    assert json.loads(same.stdout)["data"]["reproducibility_differences"] == []
+    assert "RUNS_DIFFER" not in same.stderr
+    # The same rollout code and dataset (another workspace from the same template), run with
+    # a seed and a temperature: compared by folder with run "right".
+    workspace = _workspace(eval_runs.cli, tmp_path)
+    with ScriptedPolicyServer("multiply", max_recorded=0) as policy:
+        flags = ("--json", "--no-report", "--seed", "7", "--temperature", "0.5")
+        _run(eval_runs.cli, workspace, "seeded", policy, *flags)
+    seeded = workspace / ".osmosis" / "evals" / "seeded"
+    result = eval_runs.cli.run(
+        "--json", "eval", "compare", str(eval_runs.run_dir("right")), str(seeded),
+        cwd=eval_runs.workspace,
+    )  # fmt: skip
+    assert result.code == 0, result.stderr
+    differences = json.loads(result.stdout)["data"]["reproducibility_differences"]
+    assert {d.split(":")[0] for d in differences} == {
+        "sampling_overrides", "seed", "sampling", "seeds",
+    }  # fmt: skip
+    assert "seed: null vs 7" in differences
+    assert "seeds: [] vs [7]" in differences
+    warnings = [
+        json.loads(line)["warning"] for line in result.stderr.splitlines() if '"warning"' in line
+    ]
+    assert [w["code"] for w in warnings] == ["RUNS_DIFFER"] * len(differences)
+    assert [w["message"] for w in warnings] == [
+        f"the runs were not made the same way: {d}" for d in differences
+    ]
 
 
 def test_status_reads_a_local_run_without_login(eval_runs: EvalRuns) -> None:

@@ -56,6 +56,9 @@ EXPECTED: dict[str, tuple[int, int, str, str] | None] = {
 }
 
 
+SAMPLING = {"temperature": 0.5, "seed": 11}
+
+
 @pytest.fixture(scope="module")
 def run(tmp_path_factory: pytest.TempPathFactory) -> EvalRun:
     import asyncio
@@ -66,7 +69,12 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> EvalRun:
     async def main() -> EvalRun:
         async with ScriptedPolicyServer(reasoning_solver) as policy:
             options = EvalOptions(
-                target=config, model="m", base_url=policy.url, name="s", token_ids=True
+                target=config,
+                model="m",
+                base_url=policy.url,
+                name="s",
+                token_ids=True,
+                sampling=SAMPLING,
             )
             return await run_session(build_plan(options))
 
@@ -122,3 +130,24 @@ def test_trajectory_keeps_calls_compact_and_the_check_reruns_on_it(run: EvalRun)
             assert calls[1]["messages_from"] == {"call": 0, "count": 3}
         # a trainer runs the same check on its own copy of the trace
         assert check_append_only(expand_calls(calls)).to_json() == row.training_safety
+
+
+def test_manifest_and_trajectories_carry_the_reproducibility_record(run: EvalRun) -> None:
+    manifest = json.loads((run.run_dir / "manifest.json").read_text())
+    record, inputs = manifest["reproducibility"], manifest["inputs"]
+    assert record["model"] == "m"
+    assert record["sampling_overrides"] == SAMPLING
+    assert record["seed"] == 11
+    assert record["sampling"] == [dict(sorted(SAMPLING.items()))]  # what every call carried
+    assert record["seeds"] == [11]
+    assert record["system_fingerprints"] == ["fp_osmosis_scripted"]
+    assert record["dataset_sha256"] == inputs["dataset"]["sha256"]
+    assert record["selection_sha256"] == inputs["dataset"]["selection_sha256"]
+    assert record["rollout_source_digest"] == inputs["rollout"]["source_digest"]
+    assert {"python", "osmosis-core", "osmosis-cli"} <= set(record["versions"])
+    for row in read_index(run.run_dir):
+        path = row.trajectory_path(run.run_dir)
+        assert path is not None
+        osmosis = json.loads(path.read_text())["extra"]["osmosis"]
+        # this rollout's own observations equal the run's (one backend, one setting)
+        assert osmosis["reproducibility"] == record

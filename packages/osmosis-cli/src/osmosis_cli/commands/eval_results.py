@@ -277,13 +277,19 @@ def compare(
     run_b: Annotated[str, typer.Argument(help="Run compared with it (name or folder).")],
     runs_dir: RunsDirOption = None,
 ) -> None:
-    """Compare two local runs row by row: flips, reward deltas, paired-bootstrap 95% CI."""
+    """Compare two local runs row by row: flips, reward deltas, paired-bootstrap 95% CI.
+
+    Warns when the runs differ in how they were made: package versions, model, sampling
+    parameters, seeds, system fingerprints, dataset digest or rollout code digest.
+    """
     from osmosis_ai.eval.report import compare_runs
     from osmosis_cli.output import Column, get_output
 
     out = get_output()
     comparison = compare_runs(_load(run_a, runs_dir), _load(run_b, runs_dir))
     detail = _comparison_detail(comparison)
+    for difference in detail["reproducibility_differences"]:
+        out.warn("RUNS_DIFFER", f"the runs were not made the same way: {difference}")
     if out.is_json:
         out.emit_detail(detail)
         return

@@ -7,8 +7,6 @@ has stopped, so every trajectory file is on disk); rows from earlier sessions ke
 
 from __future__ import annotations
 
-import contextlib
-import platform
 import re
 import shlex
 import sys
@@ -23,6 +21,7 @@ from osmosis_ai.eval._manifest import write_json_atomic
 from osmosis_ai.eval._metrics import ItemResult, compute_metrics
 from osmosis_ai.eval._plan import EvalPlan
 from osmosis_ai.eval._records import RowRecord, write_index
+from osmosis_ai.eval._repro import merged, observed, run_record, run_versions
 from osmosis_ai.eval._run import EvalRun, RunStatus
 from osmosis_ai.eval._run_layout import RunPaths
 from osmosis_ai.eval._run_log import Redactor
@@ -72,14 +71,18 @@ def row_from_journal(
 
 
 def collect_rows(
-    plan: EvalPlan, paths: RunPaths, items: list[WorkItem], session_ids: set[str]
+    plan: EvalPlan,
+    paths: RunPaths,
+    items: list[WorkItem],
+    session_ids: set[str],
+    calls_by_rollout: dict[str, list[dict[str, Any]]],
+    reproducibility: dict[str, Any],
 ) -> list[RowRecord]:
     """One enriched :class:`RowRecord` per finished work item (prompt, label, answer, grader
     metrics and, for failures, the traceback, redacted like the log)."""
     from osmosis_ai.eval.report._run_data import row_with_facts
 
     latest: dict[WorkKey, dict[str, Any]] = load_latest(paths.journal)
-    calls_by_rollout = load_calls(paths) if session_ids else {}
     redact = plan_redactor(plan)
     rows: list[RowRecord] = []
     for item in items:
@@ -92,6 +95,7 @@ def collect_rows(
             record,
             calls_by_rollout.get(str(record.get("rollout_id")), []),
             rebuild=this_session,
+            reproducibility=reproducibility,
         )
         row = row_with_facts(
             paths.root,
@@ -101,6 +105,22 @@ def collect_rows(
             row = replace(row, traceback=redact(row.traceback))
         rows.append(row)
     return rows
+
+
+def _update_reproducibility(
+    plan: EvalPlan,
+    paths: RunPaths,
+    manifest: dict[str, Any],
+    calls_by_rollout: dict[str, list[dict[str, Any]]],
+) -> dict[str, Any]:
+    """This session's record, merged with earlier sessions' observations, into the manifest."""
+    earlier = manifest.get("reproducibility")
+    seen = observed(call for calls in calls_by_rollout.values() for call in calls)
+    record = merged(run_record(plan), earlier if isinstance(earlier, dict) else {}, seen)
+    if record != earlier:
+        manifest["reproducibility"] = record
+        write_json_atomic(paths.manifest, manifest)
+    return record
 
 
 def _status(interrupted: bool, failed: int, pending: int) -> RunStatus:
@@ -116,7 +136,9 @@ def finalize(
     items: list[WorkItem],
     end: SessionEnd,
 ) -> EvalRun:
-    rows = collect_rows(plan, paths, items, end.session_ids)
+    calls_by_rollout = load_calls(paths) if end.session_ids else {}
+    reproducibility = _update_reproducibility(plan, paths, manifest, calls_by_rollout)
+    rows = collect_rows(plan, paths, items, end.session_ids, calls_by_rollout, reproducibility)
     summary = compute_metrics(
         (
             ItemResult(
@@ -194,7 +216,7 @@ def _write_metrics(
                 "halt_reason": end.halt_reason,
                 # provenance of this session (the report's header)
                 "command_line": _command_line(plan),
-                "versions": _versions(),
+                "versions": run_versions(),
             },
             "summary": summary,
         },
@@ -216,20 +238,3 @@ def plan_redactor(plan: EvalPlan) -> Redactor:
 def _command_line(plan: EvalPlan) -> str:
     """This process's command line, URL credentials and known secret values masked."""
     return plan_redactor(plan)(_URL_USERINFO.sub(r"\1***@", shlex.join(sys.argv)))
-
-
-#: Distributions whose versions a run records (those installed).
-_VERSIONED = (
-    "osmosis-core", "osmosis-cli", "osmosis-strands", "osmosis-openai-agents", "osmosis-harbor",
-    "strands-agents", "openai-agents", "harbor", "openai",
-)  # fmt: skip
-
-
-def _versions() -> dict[str, str]:
-    from importlib.metadata import PackageNotFoundError, version
-
-    found = {"python": platform.python_version()}
-    for name in _VERSIONED:
-        with contextlib.suppress(PackageNotFoundError):
-            found[name] = version(name)
-    return found

@@ -75,10 +75,17 @@ def changed_groups(locked: dict[str, Any], current: dict[str, Any]) -> list[str]
 
 
 def write_manifest(
-    path: Path, run_name: str, inputs: dict[str, Any], provenance: dict[str, Any]
+    path: Path,
+    run_name: str,
+    inputs: dict[str, Any],
+    provenance: dict[str, Any],
+    reproducibility: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Create the manifest of a new run (atomically: temp file, fsync, rename)."""
-    manifest = {
+    """Create the manifest of a new run (atomically: temp file, fsync, rename).
+
+    ``reproducibility`` (:mod:`._repro`) is not locked: it is updated at the end of each session.
+    """
+    manifest: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
         "local_run_id": uuid.uuid4().hex,
         "run_name": run_name,
@@ -86,6 +93,8 @@ def write_manifest(
         "inputs": inputs,
         "provenance": provenance,
     }
+    if reproducibility is not None:
+        manifest["reproducibility"] = reproducibility
     write_json_atomic(path, manifest)
     return manifest
 

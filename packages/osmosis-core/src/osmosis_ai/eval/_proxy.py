@@ -48,6 +48,7 @@ from osmosis_ai.eval._asgi import (
     send_json,
 )
 from osmosis_ai.eval._proxy_calls import CallRecord, RetryPolicy, SSEWatcher
+from osmosis_ai.eval._repro import sampling_of
 from osmosis_ai.eval._upstream import Upstream
 
 RETRYABLE_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504})
@@ -241,6 +242,7 @@ class PolicyProxy:
         messages = request.get("messages")
         record.messages = messages if isinstance(messages, list) else None
         record.tools = request.get("tools")
+        record.sampling = sampling_of(request)
         route.calls.append(record)
         start = time.perf_counter()
         payload = json.dumps(request, separators=(",", ":")).encode()

@@ -56,6 +56,8 @@ class CallRecord:
     response: dict[str, Any] | None = None
     finish_reason: str | None = None
     system_fingerprint: str | None = None
+    #: The request's sampling fields (:data:`osmosis_ai.eval._repro.SAMPLING_KEYS`).
+    sampling: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         data = {
@@ -75,6 +77,7 @@ class CallRecord:
             "response": self.response,
             "finish_reason": self.finish_reason,
             "system_fingerprint": self.system_fingerprint,
+            "sampling": self.sampling,
         }
         return {k: v for k, v in data.items() if v is not None}
 

@@ -26,6 +26,7 @@ from osmosis_ai.eval._journal import count_unreadable, load_latest
 from osmosis_ai.eval._manifest import check_manifest, read_manifest, write_manifest
 from osmosis_ai.eval._plan import EvalPlan
 from osmosis_ai.eval._progress import EvalProgress, EvalUpdate, ProgressCallback
+from osmosis_ai.eval._repro import run_record
 from osmosis_ai.eval._run import EvalRun
 from osmosis_ai.eval._run_layout import RunLock, RunPaths, archive_run
 from osmosis_ai.eval._run_log import RunLog
@@ -75,6 +76,7 @@ def _open_manifest(plan: EvalPlan, paths: RunPaths) -> dict[str, Any]:
             "upstream_base_url": plan.upstream.display_url or None,
             "request": plan.request,
         },
+        run_record(plan),
     )
 
 

@@ -10,6 +10,8 @@ rollout's ``diagnostics.json`` and artifacts):
 * all calls under ``extra.osmosis.llm_calls`` (always; each call's ``messages`` as a reference
   to the previous call plus the appended suffix, see :func:`osmosis_ai.eval.expand_calls`),
   and the rollout's append-only verdict under ``extra.osmosis.training_safety``;
+* the reproducibility record (:mod:`._repro`: the run's, plus this rollout's fingerprints,
+  sampling and seeds) under ``extra.osmosis.reproducibility``;
 * when the number of agent steps equals the number of calls, each step's ``metrics`` gains the
   call's ``prompt_token_ids``, ``completion_token_ids``, ``logprobs`` and ``latency_ms`` (the
   same matching rule the public SDK applies to reported per-call metrics).
@@ -24,6 +26,7 @@ import contextlib
 import json
 from typing import Any
 
+from osmosis_ai.eval._repro import observed
 from osmosis_ai.eval._run_layout import RunPaths
 
 _STEP_KEYS = ("prompt_token_ids", "completion_token_ids", "logprobs", "latency_ms")
@@ -44,7 +47,10 @@ def load_calls(paths: RunPaths) -> dict[str, list[dict[str, Any]]]:
 
 
 def assemble_trajectory(
-    paths: RunPaths, record: dict[str, Any], calls: list[dict[str, Any]]
+    paths: RunPaths,
+    record: dict[str, Any],
+    calls: list[dict[str, Any]],
+    reproducibility: dict[str, Any] | None = None,
 ) -> str | None:
     """Write the item's trajectory; returns its path relative to the run dir, or ``None``."""
     rollout_id = record.get("rollout_id")
@@ -58,9 +64,12 @@ def assemble_trajectory(
         return None
     if not isinstance(document, dict):
         return None
+    extra = document.setdefault("extra", {})
+    osmosis = extra.setdefault("osmosis", {}) if isinstance(extra, dict) else {}
+    if reproducibility is not None and isinstance(osmosis, dict):
+        # The run's record with this rollout's own fingerprints, sampling and seeds.
+        osmosis["reproducibility"] = {**reproducibility, **observed(calls)}
     if calls:
-        extra = document.setdefault("extra", {})
-        osmosis = extra.setdefault("osmosis", {}) if isinstance(extra, dict) else {}
         if isinstance(osmosis, dict):
             osmosis["llm_calls"] = calls
             if record.get("training_safety") is not None:
@@ -95,11 +104,16 @@ def existing_trajectory(paths: RunPaths, record: dict[str, Any]) -> str | None:
 
 
 def trajectory_for(
-    paths: RunPaths, record: dict[str, Any], calls: list[dict[str, Any]], *, rebuild: bool
+    paths: RunPaths,
+    record: dict[str, Any],
+    calls: list[dict[str, Any]],
+    *,
+    rebuild: bool,
+    reproducibility: dict[str, Any] | None = None,
 ) -> str | None:
     """The item's trajectory file, building it when ``rebuild`` (item finished this session)."""
     if rebuild:
-        built = assemble_trajectory(paths, record, calls)
+        built = assemble_trajectory(paths, record, calls, reproducibility)
         if built is not None:
             return built
     return existing_trajectory(paths, record)

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from osmosis_ai.eval._records import RowRecord
+from osmosis_ai.eval._repro import reproducibility_differences
 from osmosis_ai.eval.report._run_data import RunData, outcome, row_key
 from osmosis_ai.eval.report._stats import Interval, paired_bootstrap
 
@@ -98,6 +99,12 @@ class RunComparison:
             "only_a": self.count("only_a"),
             "only_b": self.count("only_b"),
             "mean_difference": interval.as_dict() if interval else None,
+            # What differs in how the two runs were made (versions, model, sampling, seeds,
+            # fingerprints, dataset, code): each one is a reason a difference may not be the
+            # change under test.
+            "reproducibility_differences": reproducibility_differences(
+                self.a.header.reproducibility, self.b.header.reproducibility
+            ),
         }
 
 

@@ -60,6 +60,9 @@ class RunHeader:
     command: str | None
     versions: dict[str, str]
     summary: dict[str, Any]  # metrics.json "summary", as written by the run
+    #: The manifest's reproducibility record (osmosis_ai.eval._repro), completed for older runs
+    #: from the locked inputs and recorded versions.
+    reproducibility: dict[str, Any] = field(default_factory=dict)
 
     @property
     def mean_reward(self) -> float | None:
@@ -185,6 +188,13 @@ def read_header(path: Path) -> RunHeader:
         if isinstance(versions, dict)
         else {},
         summary=summary,
+        reproducibility={
+            "versions": versions if isinstance(versions, dict) else {},
+            "model": _str(model.get("model")),
+            "dataset_sha256": _str(dataset.get("sha256")),
+            "rollout_source_digest": _str(rollout.get("source_digest")),
+            **_obj(manifest, "reproducibility"),
+        },
     )
 
 

@@ -1,0 +1,158 @@
+"""The reproducibility record of a run and of each trajectory (issue 15, item 7).
+
+What it takes to say two runs were made the same way: package versions (Python, the osmosis
+distributions, the agent frameworks), the model, the sampling parameters the policy calls carried
+(the eval's overrides and whatever the rollout sent), the seeds among them, the
+``system_fingerprint`` values the upstream reported, the dataset's digest and row selection, and
+the rollout's source digest.
+
+* The run's ``manifest.json`` has it under ``reproducibility`` (written when the run is created,
+  updated at the end of every session with what the policy calls showed, all sessions merged);
+* each trajectory has the run's record plus that rollout's own fingerprints, sampling and seeds
+  under ``extra.osmosis.reproducibility``;
+* :func:`reproducibility_differences` lists what differs between two runs (``osmosis eval
+  compare`` warns with it).
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from osmosis_ai.eval._plan import EvalPlan
+
+#: Request fields that change what the policy samples (recorded per call by the proxy).
+SAMPLING_KEYS = (
+    "temperature", "top_p", "top_k", "min_p", "max_tokens", "max_completion_tokens", "seed",
+    "presence_penalty", "frequency_penalty", "repetition_penalty", "stop", "n", "logit_bias",
+    "reasoning_effort",
+)  # fmt: skip
+
+#: Distributions whose versions a run records (those installed).
+_VERSIONED = (
+    "osmosis-core", "osmosis-cli", "osmosis-strands", "osmosis-openai-agents", "osmosis-harbor",
+    "strands-agents", "openai-agents", "harbor", "openai",
+)  # fmt: skip
+
+#: Observed fields: merged over sessions and rollouts (sorted unique values).
+_OBSERVED = ("system_fingerprints", "sampling", "seeds")
+
+
+def run_versions() -> dict[str, str]:
+    """Python and the installed osmosis distributions and agent frameworks, by name."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    found = {"python": platform.python_version()}
+    for name in _VERSIONED:
+        try:
+            found[name] = version(name)
+        except PackageNotFoundError:
+            continue
+    return found
+
+
+def sampling_of(request: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The sampling fields of one chat-completions request body, or ``None``."""
+    found = {key: request[key] for key in SAMPLING_KEYS if key in request}
+    return found or None
+
+
+def observed(calls: Iterable[Mapping[str, Any]]) -> dict[str, list[Any]]:
+    """Fingerprints, distinct sampling settings and seeds seen in recorded calls."""
+    fingerprints: set[str] = set()
+    sampling: dict[str, dict[str, Any]] = {}
+    seeds: set[str] = set()
+    for call in calls:
+        fingerprint = call.get("system_fingerprint")
+        if isinstance(fingerprint, str):
+            fingerprints.add(fingerprint)
+        params = call.get("sampling")
+        if isinstance(params, dict):
+            sampling.setdefault(_key(params), params)
+            if params.get("seed") is not None:
+                seeds.add(_key(params["seed"]))
+    return {
+        "system_fingerprints": sorted(fingerprints),
+        "sampling": [sampling[k] for k in sorted(sampling)],
+        "seeds": [json.loads(s) for s in sorted(seeds)],
+    }
+
+
+def _key(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
+
+
+def run_record(plan: EvalPlan) -> dict[str, Any]:
+    """What is known when a session starts (nothing observed yet)."""
+    inputs = plan.inputs
+    dataset = inputs.get("dataset") or {}
+    rollout = inputs.get("rollout") or {}
+    overrides = dict(plan.upstream.sampling)
+    return {
+        "versions": run_versions(),
+        "model": plan.upstream.model,
+        "sampling_overrides": overrides,
+        "seed": overrides.get("seed"),
+        "dataset_sha256": dataset.get("sha256"),
+        "selection_sha256": dataset.get("selection_sha256"),
+        "rollout_source_digest": rollout.get("source_digest"),
+        **{name: [] for name in _OBSERVED},
+    }
+
+
+def merged(record: Mapping[str, Any], *more: Mapping[str, Any]) -> dict[str, Any]:
+    """``record`` with the observed lists of ``more`` merged in (sorted, unique)."""
+    out = dict(record)
+    for name in _OBSERVED:
+        values: dict[str, Any] = {}
+        for source in (record, *more):
+            for value in source.get(name) or ():
+                values.setdefault(_key(value), value)
+        out[name] = [values[k] for k in sorted(values)]
+    return out
+
+
+#: Compared by :func:`reproducibility_differences`, in this order.
+_COMPARED = (
+    "model", "sampling_overrides", "seed", "sampling", "seeds", "system_fingerprints",
+    "dataset_sha256", "selection_sha256", "rollout_source_digest",
+)  # fmt: skip
+
+
+def reproducibility_differences(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[str]:
+    """Human-readable differences between two runs' records (empty: made the same way).
+
+    A field missing from either record (a run written by an older version) is not compared.
+    """
+    out: list[str] = []
+    versions_a, versions_b = a.get("versions") or {}, b.get("versions") or {}
+    for name in sorted(set(versions_a) | set(versions_b)):
+        if versions_a.get(name) != versions_b.get(name) and versions_a and versions_b:
+            out.append(
+                f"version of {name}: {versions_a.get(name) or '(absent)'} vs "
+                f"{versions_b.get(name) or '(absent)'}"
+            )
+    for name in _COMPARED:
+        if name not in a or name not in b or _key(a[name]) == _key(b[name]):
+            continue
+        out.append(f"{name}: {_short(a[name])} vs {_short(b[name])}")
+    return out
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(value, sort_keys=True, default=str)
+    return text if len(text) <= 80 else text[:79] + "…"
+
+
+__all__ = [
+    "SAMPLING_KEYS",
+    "merged",
+    "observed",
+    "reproducibility_differences",
+    "run_record",
+    "run_versions",
+    "sampling_of",
+]

@@ -1,0 +1,71 @@
+"""The reproducibility record: observed values, merging over sessions, differences."""
+
+from __future__ import annotations
+
+from osmosis_ai.eval._repro import (
+    merged,
+    observed,
+    reproducibility_differences,
+    run_versions,
+    sampling_of,
+)
+
+
+def test_sampling_of_keeps_only_sampling_fields() -> None:
+    body = {"model": "m", "messages": [], "temperature": 0.2, "seed": 7, "stream": True}
+    assert sampling_of(body) == {"temperature": 0.2, "seed": 7}
+    assert sampling_of({"model": "m", "messages": []}) is None
+
+
+def test_observed_collects_unique_fingerprints_sampling_and_seeds() -> None:
+    calls = [
+        {"system_fingerprint": "fp_b", "sampling": {"temperature": 1.0, "seed": 3}},
+        {"system_fingerprint": "fp_a", "sampling": {"seed": 3, "temperature": 1.0}},
+        {"sampling": {"temperature": 0.0}},
+        {},
+    ]
+    assert observed(calls) == {
+        "system_fingerprints": ["fp_a", "fp_b"],
+        "sampling": [{"seed": 3, "temperature": 1.0}, {"temperature": 0.0}],
+        "seeds": [3],
+    }
+
+
+def test_merged_unions_the_observations_of_every_session() -> None:
+    first = {"model": "m", "system_fingerprints": ["fp_a"], "sampling": [], "seeds": [1]}
+    later = {"system_fingerprints": ["fp_b", "fp_a"], "seeds": [2]}
+    record = merged(first, later)
+    assert record["model"] == "m"
+    assert record["system_fingerprints"] == ["fp_a", "fp_b"]
+    assert record["seeds"] == [1, 2]
+    assert record["sampling"] == []
+
+
+def test_differences_name_each_field_and_skip_unrecorded_ones() -> None:
+    a = {
+        "versions": {"python": "3.12.1", "strands-agents": "1.62.0"},
+        "model": "m",
+        "seed": None,
+        "system_fingerprints": ["fp_a"],
+        "dataset_sha256": "ab",
+    }
+    b = {
+        "versions": {"python": "3.12.1", "strands-agents": "1.61.0", "openai": "3.57.0"},
+        "model": "m",
+        "seed": 7,
+        "system_fingerprints": ["fp_b"],
+        # no dataset_sha256: written by an older version, not compared
+    }
+    assert reproducibility_differences(a, b) == [
+        "version of openai: (absent) vs 3.57.0",
+        "version of strands-agents: 1.62.0 vs 1.61.0",
+        "seed: null vs 7",
+        'system_fingerprints: ["fp_a"] vs ["fp_b"]',
+    ]
+    assert reproducibility_differences(a, dict(a)) == []
+
+
+def test_run_versions_name_python_and_osmosis_core() -> None:
+    versions = run_versions()
+    assert versions["python"].count(".") == 2
+    assert "osmosis-core" in versions
