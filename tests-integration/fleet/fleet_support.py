@@ -71,6 +71,10 @@ class ServerFleet:
         process.send_signal(signal.SIGKILL)
         process.wait()
 
+    def freeze(self, url: str) -> None:
+        """SIGSTOP: the server keeps its connections open but never answers again."""
+        self.processes[url].send_signal(signal.SIGSTOP)
+
     def output(self, url: str) -> str:
         port = url.rsplit(":", 1)[1]
         path = self.log_dir / f"server-{port}.log"
@@ -79,6 +83,7 @@ class ServerFleet:
     def stop(self) -> None:
         for process in self.processes.values():
             if process.poll() is None:
+                process.send_signal(signal.SIGCONT)  # a frozen one must see the SIGTERM
                 process.terminate()
         for process in self.processes.values():
             try:

@@ -99,6 +99,41 @@ def test_sigkill_one_server_mid_run_loses_and_duplicates_nothing(
     assert resource["halt_reason"] is None
 
 
+def test_a_server_that_stops_answering_is_failed_and_its_rows_move(
+    cli: Cli, fleet: ServerFleet, tmp_path: Path
+) -> None:
+    ws = tmp_path / "ws"
+    config = write_tiny_workspace(ws, n_rows=60, mode="slow")
+    urls = fleet.start(ws, 2, {**SERVER_ENV, "TINY_SLEEP": "0.1"})
+    events = ws / ".osmosis" / "evals" / "h" / "events.jsonl"
+    frozen = urls[0]
+
+    def freeze_after_some_results() -> None:
+        deadline = time.monotonic() + 60
+        while len(read_jsonl(events)) < 10 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        fleet.freeze(frozen)  # alive, connected, silent: only the /health watch can tell
+
+    freezer = threading.Thread(target=freeze_after_some_results)
+    freezer.start()
+    result = cli.run(
+        *("eval", "run", str(config), "--name", "h", "--json", "--servers", ",".join(urls)),
+        cwd=ws,
+        env={"OSMOSIS_ROLLOUT_API_KEY": KEY},
+    )
+    freezer.join()
+
+    assert result.code == 0, result.stderr
+    resource = result.json()["resource"]
+    assert resource["succeeded"] == 60
+    keys = _keys(events)
+    assert len(keys) == 60
+    assert set(keys.values()) == {1}
+    (failed,) = [s for s in resource["servers"] if s["status"] == "failed"]
+    assert failed["url"] == frozen
+    assert "stopped answering" in failed["failure"]
+
+
 def test_plain_summary_names_the_failed_server(
     cli: Cli, fleet: ServerFleet, tmp_path: Path
 ) -> None:

@@ -59,6 +59,7 @@ async def dispatch_fleet(
             upstream = await _start_upstream(plan, log, stack)
             proxy = await _start_proxy(plan, upstream, log, on_event, stack)
             _warn_unreachable_proxy(plan, proxy, on_event)
+            _warn_local_only_settings(plan, on_event)
             if not upstream.is_mock:
                 await _preflight(proxy, plan.upstream, log)
             fleet = await _open_fleet(plan, log, on_event, stack)
@@ -109,6 +110,19 @@ async def _open_fleet(
     for member in members:
         log.info("server", "rollout server", url=member.url, capacity=member.capacity)
     return fleet
+
+
+def _warn_local_only_settings(plan: EvalPlan, on_event: EventSink) -> None:
+    """``[env]`` and secrets configure a server this run starts; running servers have their own."""
+    names = sorted({*plan.env, *plan.secrets})
+    if names:
+        on_event(
+            "warning",
+            f"{', '.join(names)} from the eval config reach a local rollout server only; the "
+            "--servers already run with their own environment (osmosis rollout deploy --secret "
+            "NAME passes secrets to a fleet)",
+            {"code": "SERVER_ENV_NOT_SENT", "names": names},
+        )
 
 
 def _warn_unreachable_proxy(plan: EvalPlan, proxy: PolicyProxy, on_event: EventSink) -> None:
