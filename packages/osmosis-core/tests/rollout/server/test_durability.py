@@ -96,3 +96,42 @@ async def test_retention_is_bounded_by_bytes(tmp_path: Path) -> None:
         assert "r0" not in service.entries
         size = len(service.entries["r19"].result)
         assert len(service.entries) == 2048 // size
+
+
+def test_a_done_line_keeps_the_result_bytes_exactly(tmp_path: Path) -> None:
+    """The result's wire bytes are embedded as they are (not JSON-encoded again) and come back
+    byte for byte; a line whose embedded length does not match is skipped as torn."""
+    from osmosis_ai.rollout.server.entry import RolloutEntry
+    from osmosis_ai.rollout.server.retention import done_line, entry_from_record
+    from osmosis_ai.rollout.types.enums import RolloutStatus
+
+    entry = RolloutEntry('id "quoted"\u00e9', b"\x01" * 32)
+    entry.salt, entry.fingerprint = b"\x02" * 16, b"\x03" * 32
+    entry.finished, entry.status, entry.reward = True, RolloutStatus.SUCCESS, 0.5
+    entry.err_message = "line\nbreak \u2028 and \\ backslash"
+    entry.result = (
+        b'{"rollout_id":"x","status":"success","sample":{"messages":[{"content":"caf\xc3\xa9 '
+        b'\\"q\\" \\n \\u2028"}],"reward":0.5},"err_message":null,"err_category":null}'
+    )
+    line = done_line(entry)
+    assert line is not None
+    assert line.endswith(b"}\n")
+    assert line.count(b"\n") == 1
+    journal = tmp_path / JOURNAL_NAME
+    journal.write_bytes(line + line.replace(b'"rlen":', b'"rlen":1'))  # second: length off
+    [record] = replay(journal)
+    restored = entry_from_record(record, 0.0)
+    assert restored is not None
+    assert restored.result == entry.result
+    assert (restored.rollout_id, restored.err_message) == (entry.rollout_id, entry.err_message)
+    assert restored.reward == 0.5
+
+
+async def test_results_fetched_leave_nothing_in_the_journal(tmp_path: Path) -> None:
+    """Admissions written, results acknowledged (acks ride on later writes or the close): after
+    the stop nothing is left to re-offer."""
+    async with running(FakeBackend(), outbox_dir=tmp_path / "outbox") as (client, _):
+        for i in range(20):
+            admitted = await client.post("/rollout", json=body(f"r{i}"))
+            await _final(client, f"r{i}", admitted.json()["polling_lease_token"])
+    assert replay(tmp_path / "outbox" / JOURNAL_NAME) == []
