@@ -1,21 +1,45 @@
-"""Worker-process benchmark: admission latency and throughput, one process vs ``workers=N``.
+"""Worker-process benchmark: admission latency, CPU-bound scaling and IPC cost, one process vs
+``serve(app, workers=N)``, all in one run.
 
-The server runs in a subprocess: this file imported with ``BENCH_APP`` set builds a module-level
-``app`` (so worker processes rebuild it, as they would a user's ``main.py``) and serves it with
-``serve(app, workers=BENCH_WORKERS)``. The controller is ``benchmarks/server.py``'s lean
-poll-protocol client. Apps:
+The server runs in a subprocess (``benchmarks/worker_apps.py``: a module-level ``app`` that worker
+processes rebuild by importing that file, as they would a user's ``main.py``). The scripted ``multiply`` policy runs in a process of its own (``python -m
+osmosis_ai.testing.policy_server``, answering instantly); the controller is
+``benchmarks/server.py``'s lean keep-alive poll-protocol client (0.3.8 protocol: ``POST /rollout``,
+then ``GET /rollout/{id}/result`` long polls), in this process. Every rollout must end ``success``
+with reward 1.0, or it counts as lost.
 
-* ``noop``: the workflow returns at once (the server's own cost);
-* ``cpu``: 5 ms of pure-Python work, then one call to a scripted policy (an instant one run by
-  this process in a thread), then the answer: a CPU-bound agent.
+Apps:
 
-Figures per run: rollouts/s, server-process CPU ms per rollout (the protocol process only; with
-workers its excess over one process is the IPC cost), admission p50/p90/p99 at the concurrency
-given, and each worker's RSS. Prints figures only; never asserts. Check ``uptime`` first: the
-figures are only comparable on an otherwise idle machine.
+* ``noop``: the workflow returns at once (LocalBackend, grader sets 1.0): the server's own cost;
+* ``strands``: the public SDK's Strands template (``OsmosisStrandsAgent`` with the ``multiply``
+  tool, ``OsmosisRolloutModel``), two policy calls per rollout, as in ``benchmarks/strands.py``;
+* ``openai-agents``: the OpenAI Agents template (``OsmosisAgent``, ``Runner.run``), as in
+  ``benchmarks/openai_agents.py``;
+* ``cpu``: 5 ms of pure-Python work, then one policy call: a CPU-bound agent;
+* ``bare``: a backend returning a fixed graded outcome (nothing runs): with one worker, the
+  server-process CPU over the in-process figure is the IPC cost of a rollout through a worker.
 
-    uv run python benchmarks/workers.py                          # noop and cpu, 1 and 2 workers
-    uv run python benchmarks/workers.py --apps cpu --workers 1,2 -n 1000 -c 64
+Modes: ``1 process`` (``workers=1``, rollouts on the server's loop) and ``N workers`` (a pool of
+N worker processes; ``1 worker`` is a pool of one, which ``serve`` never makes by itself).
+
+Sections (``--sections``, default all):
+
+* ``admission``: noop, strands, openai-agents at ``--concurrency`` (512), 1 process vs
+  ``--workers`` (2): admission p50/p90/p99 (``POST /rollout`` round trip; the first rollout of
+  each connection, the start-up burst, is left out);
+* ``cpu``: the cpu app with a pool of 1 and of 2 workers, and the ratio;
+* ``ipc``: the bare app, 1 process vs a pool of 1: server CPU per rollout and the difference.
+
+Per run: rollouts/s; CPU ms per rollout of the server process, the workers (sum), the controller
+(this process) and the policy process; ``busy`` = all of that CPU / wall time in cores (2.0 =
+this 2-core machine is saturated, so throughput is bounded by the total, not by the workers);
+the server's and each worker's RSS. Prints figures only; never asserts. The load average is
+printed at start and end: the figures are only comparable on an otherwise idle machine.
+
+    uv run python benchmarks/workers.py                       # everything, ~3 min
+    uv run python benchmarks/workers.py --sections cpu --cpu-n 3000
+    BENCH_PROFILE=/tmp/server.prof uv run python benchmarks/workers.py --sections admission \\
+        --apps noop                                           # cProfile of the server process
 """
 
 from __future__ import annotations
@@ -23,6 +47,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import json
 import os
 import signal
 import subprocess
@@ -32,75 +57,28 @@ import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).parent))
-
-import server as base  # benchmarks/server.py: the controller and /proc helpers
-
-
-def _busy(seconds: float) -> int:
-    end = time.perf_counter() + seconds
-    total = 0
-    while time.perf_counter() < end:
-        total += sum(range(100))
-    return total
+_HERE = Path(__file__).resolve().parent
+PROMPT = [{"role": "user", "content": "What is 6 times 7?"}]
+LABEL = "42"
 
 
-def build_app(kind: str) -> Any:
-    import httpx
+def _load_base() -> Any:
+    """``benchmarks/server.py`` (the controller and /proc helpers), loaded by path."""
+    import importlib.util
 
-    from osmosis_ai.rollout import (
-        AgentWorkflow,
-        AgentWorkflowConfig,
-        AgentWorkflowContext,
-        AgentWorkflowOutput,
-        Grader,
-        GraderContext,
-        LocalBackend,
-    )
-    from osmosis_ai.rollout.server import create_rollout_server
-
-    policy_url = os.environ.get("BENCH_POLICY_URL", "")
-
-    class Workflow(AgentWorkflow[AgentWorkflowConfig]):
-        client: httpx.AsyncClient | None = None
-
-        async def run(self, ctx: AgentWorkflowContext[AgentWorkflowConfig]) -> Any:
-            if kind == "cpu":
-                _busy(0.005)
-                if Workflow.client is None:
-                    Workflow.client = httpx.AsyncClient(timeout=30)
-                response = await Workflow.client.post(
-                    f"{policy_url}/chat/completions",
-                    json={"model": "m", "messages": ctx.prompt},
-                )
-                response.raise_for_status()
-            return AgentWorkflowOutput(
-                messages=[*ctx.prompt, {"role": "assistant", "content": "#### 42"}]
-            )
-
-    class Full(Grader):
-        async def grade(self, ctx: GraderContext) -> None:
-            ctx.set_reward(1.0)
-
-    backend = LocalBackend(workflow=Workflow, grader=Full)
-    return create_rollout_server(backend=backend, configure_logging=False)
+    spec = importlib.util.spec_from_file_location("_bench_server", _HERE / "server.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
-if os.environ.get("BENCH_APP"):
-    app = build_app(os.environ["BENCH_APP"])
-    if __name__ == "__main__":
-        from osmosis_ai.rollout.server import serve
-
-        serve(
-            app,
-            port=int(os.environ["BENCH_PORT"]),
-            workers=int(os.environ.get("BENCH_WORKERS", "1")),
-            log_level="warning",
-        )
+# -- the controller (this process) -------------------------------------------------------------
 
 
-async def wait_healthy(url: str, process: subprocess.Popen[bytes]) -> None:
-    """Like ``server.wait_healthy`` but patient: workers import the app before it is up."""
+async def wait_healthy(url: str, process: subprocess.Popen[bytes]) -> dict[str, Any]:
+    """``/health`` once the server answers (workers import the app first: be patient)."""
     import httpx
 
     async with httpx.AsyncClient() as http:
@@ -108,13 +86,55 @@ async def wait_healthy(url: str, process: subprocess.Popen[bytes]) -> None:
             if process.poll() is not None:
                 raise RuntimeError("the server process exited during start-up")
             with contextlib.suppress(httpx.TransportError):
-                if (await http.get(f"{url}/health")).status_code == 200:
-                    return
+                response = await http.get(f"{url}/health")
+                if response.status_code == 200:
+                    return response.json()
             await asyncio.sleep(0.1)
     raise RuntimeError("the server did not become healthy in 120 s")
 
 
-async def bench(kind: str, workers: int, n: int, concurrency: int, policy_url: str) -> None:
+async def drive(base: Any, port: int, prefix: str, n: int, concurrency: int, policy: str) -> Any:
+    async def one(connection: Any, index: int) -> tuple[float, float] | None:
+        rollout_id = f"{prefix}-{index}"
+        body = json.dumps(
+            {
+                "rollout_id": rollout_id,
+                "initial_messages": PROMPT,
+                "label": LABEL,
+                "chat_completions_url": policy,
+                "llm_api_key": "bench",
+            }
+        ).encode()
+        start = time.perf_counter()
+        status, raw = await connection.request("POST", "/rollout", body)
+        admitted = time.perf_counter()
+        if status != 202:
+            return None
+        lease = f"x-osmosis-rollout-lease: {json.loads(raw)['polling_lease_token']}\r\n"
+        while True:
+            status, raw = await connection.request(
+                "GET", f"/rollout/{rollout_id}/result", headers=lease
+            )
+            if status != 200:
+                return None
+            result = json.loads(raw)
+            if result["status"] in ("success", "failure", "cancelled"):
+                break
+        if result["status"] != "success" or result["sample"]["reward"] != 1.0:
+            return None
+        return admitted - start, time.perf_counter() - start
+
+    return await base.run_workers(n, concurrency, one, port)
+
+
+def _mode(workers: int) -> str:
+    return "1 process" if workers == 0 else f"{workers} worker{'s' if workers > 1 else ''}"
+
+
+async def bench(
+    base: Any, kind: str, workers: int, n: int, concurrency: int, policy: tuple[int, str]
+) -> dict[str, Any]:
+    """One server, one app, one mode: warm up, then ``n`` rollouts at ``concurrency``."""
     import httpx
 
     port = base.free_port()
@@ -126,59 +146,153 @@ async def bench(kind: str, workers: int, n: int, concurrency: int, policy_url: s
             "BENCH_APP": kind,
             "BENCH_PORT": str(port),
             "BENCH_WORKERS": str(workers),
-            "BENCH_POLICY_URL": policy_url,
         }
-        process = subprocess.Popen([sys.executable, __file__], env=env)  # noqa: ASYNC220
+        script = str(_HERE / "worker_apps.py")
+        process = subprocess.Popen([sys.executable, script], env=env)  # noqa: ASYNC220
         try:
-            await wait_healthy(url, process)
-            async with httpx.AsyncClient() as http:
-                health = (await http.get(f"{url}/health")).json()
+            health = await wait_healthy(url, process)
             pids = [w["pid"] for w in health.get("workers", [])]
-            await base.drive_poll(port, "warmup", 200, 32)
-            cpu_before = base.cpu_seconds(process.pid)
-            figures = await base.drive_poll(port, "run", n, concurrency)
-            cpu = base.cpu_seconds(process.pid) - cpu_before
-            admissions = figures["admissions"]
-            rss = [base.memory_kb(pid, "VmRSS") / 1024 for pid in pids]
-            print(
-                f"{kind:5} workers={workers} C={concurrency} N={n}: "
-                f"{n / figures['elapsed']:6.0f} rollouts/s  "
-                f"server CPU {1000 * cpu / n:5.2f} ms/rollout  admission "
-                f"p50 {1000 * base.percentile(admissions, 0.5):6.1f} "
-                f"p90 {1000 * base.percentile(admissions, 0.9):6.1f} "
-                f"p99 {1000 * base.percentile(admissions, 0.99):6.1f} ms  "
-                f"lost {figures['lost']}  server RSS "
-                f"{base.memory_kb(process.pid, 'VmRSS') / 1024:.0f} MB"
-                + (f"  worker RSS {', '.join(f'{r:.0f}' for r in rss)} MB" if rss else ""),
-                flush=True,
+            await drive(base, port, "warmup", min(n, 200), 32, policy[1])
+
+            def cpu() -> list[float]:
+                return [
+                    base.cpu_seconds(process.pid),
+                    sum(base.cpu_seconds(pid) for pid in pids),
+                    time.process_time(),
+                    base.cpu_seconds(policy[0]),
+                ]
+
+            async with httpx.AsyncClient() as http:
+                await http.post(f"{url}/bench/stalls")
+            before = cpu()
+            elapsed, admissions, _latencies, lost = await drive(
+                base, port, "run", n, concurrency, policy[1]
             )
+            spent = [a - b for a, b in zip(cpu(), before, strict=True)]
+            async with httpx.AsyncClient() as http:
+                stalls = (await http.get(f"{url}/bench/stalls")).json()
+            return {
+                "kind": kind,
+                "workers": workers,
+                "n": n,
+                "c": concurrency,
+                "rate": n / elapsed,
+                "admissions": admissions,
+                "cpu_ms": [1000 * s / n for s in spent],
+                "busy": sum(spent) / elapsed,
+                "lost": lost,
+                "rss": base.memory_kb(process.pid, "VmRSS") / 1024,
+                "worker_rss": [base.memory_kb(pid, "VmRSS") / 1024 for pid in pids],
+                "stalls": stalls,
+            }
         finally:
-            process.send_signal(signal.SIGTERM)
-            process.wait(60)
+            # uvicorn re-raises SIGTERM after draining (no `finally` runs); SIGINT ends the
+            # process through KeyboardInterrupt, so a profile gets written.
+            process.send_signal(
+                signal.SIGINT if os.environ.get("BENCH_PROFILE") else signal.SIGTERM
+            )
+            process.wait(120)
+
+
+def show(base: Any, row: dict[str, Any]) -> None:
+    def ms(q: float) -> str:
+        return f"{1000 * base.percentile(row['admissions'], q):7.1f}"
+
+    server, workers, controller, policy = row["cpu_ms"]
+    worker_rss = ", ".join(f"{r:.0f}" for r in row["worker_rss"])
+    print(
+        f"  {row['kind']:13} {_mode(row['workers']):9} C={row['c']:<3} N={row['n']:<5} "
+        f"{row['rate']:6.0f}/s  admission p50 {ms(0.5)} p90 {ms(0.9)} p99 {ms(0.99)} ms  "
+        f"CPU ms/rollout: server {server:5.2f} workers {workers:5.2f} controller "
+        f"{controller:4.2f} policy {policy:4.2f}  busy {row['busy']:.2f} cores  lost "
+        f"{row['lost']}  RSS MB: server {row['rss']:.0f}"
+        + (f", workers {worker_rss}" if worker_rss else ""),
+        flush=True,
+    )
+    st = row["stalls"]
+    print(
+        f"  {'':23} server loop lag p50 {1000 * st['lag_p50']:.1f} p99 "
+        f"{1000 * st['lag_p99']:.1f} max {1000 * st['lag_max']:.1f} ms ({st['late_10ms']} "
+        f"probes > 10 ms); GC {st['gc_n']} runs ({st['gc2_n']} full), {1000 * st['gc_total']:.0f} "
+        f"ms in all, longest {1000 * st['gc_max']:.1f} ms",
+        flush=True,
+    )
+
+
+def _start_policy() -> tuple[subprocess.Popen[str], str]:
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "osmosis_ai.testing.policy_server", "--policy", "multiply"],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    assert process.stdout is not None
+    url = process.stdout.readline().strip()
+    if not url:
+        process.kill()
+        raise RuntimeError("the scripted policy server did not start")
+    return process, url
 
 
 async def main_async(args: argparse.Namespace) -> None:
-    from osmosis_ai.testing import ScriptedPolicyServer
-
-    print(f"load average: {os.getloadavg()}", flush=True)
-    policy = ScriptedPolicyServer("instant", max_recorded=0).start_in_thread()
+    base = _load_base()
+    sections = set(args.sections.split(","))
+    print(f"load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
+    policy_process, policy_url = _start_policy()
+    policy = (policy_process.pid, policy_url)
     try:
-        for kind in args.apps.split(","):
-            for workers in (int(w) for w in args.workers.split(",")):
-                await bench(kind, workers, args.n, args.c, policy.url)
+        if "admission" in sections:
+            print(f"admission (poll protocol, concurrency {args.concurrency}):", flush=True)
+            for kind in args.apps.split(","):
+                for workers in (int(m) for m in args.modes.split(",")):
+                    show(base, await bench(base, kind, workers, args.n, args.concurrency, policy))
+        if "cpu" in sections:
+            print("CPU-bound (5 ms of pure Python + one policy call), pool of 1 vs 2:", flush=True)
+            rows = []
+            for workers in (1, 2):
+                rows.append(await bench(base, "cpu", workers, args.cpu_n, args.cpu_c, policy))
+                show(base, rows[-1])
+            one, two = rows
+            outside = sum(two["cpu_ms"]) - two["cpu_ms"][1]
+            print(
+                f"  2 workers / 1 worker: {two['rate'] / one['rate']:.2f}x; per rollout the "
+                f"workers spend {two['cpu_ms'][1]:.2f} ms and everything else (server, "
+                f"controller, policy) {outside:.2f} ms of CPU",
+                flush=True,
+            )
+        if "ipc" in sections:
+            print("IPC cost (bare backend: a fixed outcome, nothing runs):", flush=True)
+            rows = []
+            for workers in (0, 1):
+                rows.append(await bench(base, "bare", workers, args.ipc_n, args.cpu_c, policy))
+                show(base, rows[-1])
+            print(
+                "  server-process CPU per rollout through a worker, over in process: "
+                f"{rows[1]['cpu_ms'][0] - rows[0]['cpu_ms'][0]:+.3f} ms (the worker's own side: "
+                f"{rows[1]['cpu_ms'][1]:.3f} ms)",
+                flush=True,
+            )
     finally:
-        policy.stop_thread()
-    print(f"load average: {os.getloadavg()}", flush=True)
+        policy_process.terminate()
+        policy_process.wait(30)
+    print(f"load average at end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("-n", type=int, default=2000, help="rollouts per run")
-    parser.add_argument("-c", type=int, default=512, help="concurrency (connections)")
-    parser.add_argument("--apps", default="noop,cpu")
-    parser.add_argument("--workers", default="1,2")
+    parser.add_argument("--sections", default="admission,cpu,ipc")
+    parser.add_argument("--apps", default="noop,strands,openai-agents")
+    parser.add_argument(
+        "--modes", default="0,2", help="admission: 0 = one process, N = a pool of N workers"
+    )
+    parser.add_argument("-n", type=int, default=1500, help="rollouts per admission run")
+    parser.add_argument("--concurrency", "-c", type=int, default=512)
+    parser.add_argument("--cpu-n", type=int, default=2000, help="rollouts per cpu run")
+    parser.add_argument("--cpu-c", type=int, default=64, help="concurrency of cpu/ipc runs")
+    parser.add_argument("--ipc-n", type=int, default=4000, help="rollouts per ipc run")
     asyncio.run(main_async(parser.parse_args()))
 
 
-if __name__ == "__main__" and not os.environ.get("BENCH_APP"):
+if __name__ == "__main__":
     main()

@@ -97,3 +97,17 @@ def accepts_progress(backend: ExecutionBackend) -> bool:
         if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.VAR_POSITIONAL)
     ]
     return len(positional) >= 2 or any(p.kind is p.VAR_POSITIONAL for p in positional)
+
+
+async def execute_legacy(
+    backend: ExecutionBackend, request: ExecutionRequest, progress: RolloutProgress
+) -> ExecutionOutcome:
+    """Run a 0.3.8 backend (``execute(request)``, no ``progress``) as 0.3.8's server did: report
+    ``running`` at once and enter the request's :class:`RolloutContext` around the call. The
+    server and the worker processes both run such backends through here."""
+    from osmosis_ai.rollout.context import rollout_context_for
+    from osmosis_ai.rollout.types.enums import RolloutStatus
+
+    await progress.set_status(RolloutStatus.RUNNING)
+    with rollout_context_for(request, progress):
+        return await backend.execute(request)  # type: ignore[call-arg]

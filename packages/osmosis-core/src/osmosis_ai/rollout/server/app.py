@@ -25,6 +25,7 @@ from starlette.types import Message, Receive, Scope, Send
 
 from osmosis_ai.rollout.backend.base import ExecutionBackend
 from osmosis_ai.rollout.server import wire
+from osmosis_ai.rollout.server._heap import freeze_long_lived
 from osmosis_ai.rollout.server.auth import (
     expected_authorization,
     is_authorized,
@@ -155,6 +156,7 @@ def create_rollout_server(
         async with AsyncExitStack() as stack:
             state = await stack.enter_async_context(lifespan(app)) if lifespan else None
             await service.start()
+            freeze_long_lived()  # full GCs skip start-up state (see _heap)
             try:
                 yield state
             finally:

@@ -26,8 +26,8 @@ from osmosis_ai.rollout.backend.base import (
     NOT_FOUND,
     ExecutionBackend,
     accepts_progress,
+    execute_legacy,
 )
-from osmosis_ai.rollout.context import rollout_context_for
 from osmosis_ai.rollout.errors import categorize_exception, describe_exception
 from osmosis_ai.rollout.server import wire
 from osmosis_ai.rollout.server.delivery import CallbackDelivery, TrajectorySaver
@@ -331,9 +331,7 @@ class RolloutService(DrainingMixin):
         self, entry: RolloutEntry, exec_request: ExecutionRequest
     ) -> ExecutionOutcome:
         """A 0.3.8 backend: the server enters the context and reports ``running`` at once."""
-        publish(entry.progress, _RUNNING)
-        with rollout_context_for(exec_request, entry.progress):
-            return await self.backend.execute(exec_request)  # type: ignore[call-arg]
+        return await execute_legacy(self.backend, exec_request, entry.progress)
 
     def _task_done(self, entry: RolloutEntry, task: asyncio.Task[None]) -> None:
         self.active -= 1

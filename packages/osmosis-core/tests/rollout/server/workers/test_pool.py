@@ -70,6 +70,28 @@ async def test_rollouts_run_in_worker_processes_with_context_artifacts_and_traje
     assert (osmosis_home / "r0" / "artifacts" / "pid.txt").read_text() in {str(p) for p in pids}
 
 
+async def test_a_0_3_8_backend_without_progress_runs_in_workers(
+    monkeypatch: pytest.MonkeyPatch, osmosis_home: Path
+) -> None:
+    """``execute(request)`` (0.3.8) inside a worker: the worker enters the context and reports
+    ``running`` first, as the server does in process; status set there reaches the server."""
+    async with (
+        ScriptedPolicyServer("multiply") as policy,
+        pool_server(monkeypatch, WORKER_TEST_LEGACY="1") as (url, pool),
+        RolloutClient(url=url) as client,
+    ):
+        handles = [await _start(client, policy, f"old{i}") for i in range(4)]
+        results = [await h for h in handles]
+        worker_pids = {w.pid for w in pool.workers}
+        calls = [policy.requests_for(f"old{i}") for i in range(4)]
+    assert [r.status for r in results] == [RolloutStatus.SUCCESS] * 4
+    samples = [r.sample for r in results]
+    assert all(s is not None and s.reward == 1.0 for s in samples)
+    assert {int(s.metrics["pid"]) for s in samples if s is not None} <= worker_pids
+    assert all(s is not None and s.metrics["running_at_call"] == 1.0 for s in samples)
+    assert all(len(c) == 1 and c[0].bearer_token == "k" for c in calls)
+
+
 async def test_cancel_queued_and_running_across_workers_and_429(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -17,6 +17,7 @@ import socket
 import sys
 from typing import Any
 
+from osmosis_ai.rollout.server._heap import freeze_long_lived
 from osmosis_ai.rollout.server._workers import ENV_WORKER
 from osmosis_ai.rollout.server._workers.channel import encode, receive
 
@@ -28,6 +29,9 @@ class _Worker:
         self.backend = backend
         self.writer = writer
         self.tasks: dict[str, asyncio.Task[None]] = {}
+        from osmosis_ai.rollout.backend.base import accepts_progress
+
+        self.legacy = not accepts_progress(backend)  # a 0.3.8 ``execute(request)``
 
     def send(self, message: tuple[Any, ...]) -> None:
         if not self.writer.is_closing():
@@ -38,14 +42,19 @@ class _Worker:
         self.tasks[rollout_id] = task
 
     async def _execute(self, rollout_id: str, request: Any) -> None:
+        from osmosis_ai.rollout.backend.base import execute_legacy
         from osmosis_ai.rollout.context import RolloutProgress
 
         def report(status: Any) -> None:
             self.send(("status", rollout_id, str(status)))
 
         outcome: Any = None
+        progress = RolloutProgress(on_status=report)
         try:
-            outcome = await self.backend.execute(request, RolloutProgress(on_status=report))
+            if self.legacy:
+                outcome = await execute_legacy(self.backend, request, progress)
+            else:
+                outcome = await self.backend.execute(request, progress)
         except asyncio.CancelledError:
             outcome = None
         except Exception as exc:
@@ -81,6 +90,7 @@ async def _serve(fd: int, spec: dict[str, Any]) -> None:
         writer.close()
         return
     worker = _Worker(backend, writer)
+    freeze_long_lived()  # the framework and backend stay: keep full GCs off them
     worker.send(("ready", os.getpid()))
     try:
         await _loop(worker, reader)

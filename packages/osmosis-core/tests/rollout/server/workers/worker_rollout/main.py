@@ -22,7 +22,15 @@ from osmosis_ai.rollout import (
     LocalBackend,
     get_rollout_context,
 )
+from osmosis_ai.rollout.backend.base import ExecutionBackend
 from osmosis_ai.rollout.server import create_rollout_server, serve
+from osmosis_ai.rollout.types import (
+    ExecutionOutcome,
+    ExecutionRequest,
+    ExecutionResult,
+    RolloutSample,
+    RolloutStatus,
+)
 
 TOOLS = [{"type": "function", "function": {"name": "multiply", "parameters": {"type": "object"}}}]
 
@@ -71,12 +79,41 @@ class ExactAnswerGrader(Grader):
         )
 
 
-backend = LocalBackend(
+class LegacyBackend(ExecutionBackend):
+    """Written for osmosis-ai 0.3.8: ``execute(request)`` without ``progress``, reading the
+    ambient rollout context for the policy endpoint and the status."""
+
+    async def execute(self, request: ExecutionRequest) -> ExecutionOutcome:  # pyright: ignore[reportIncompatibleMethodOverride]
+        rollout = get_rollout_context()
+        assert rollout is not None
+        assert rollout.progress is not None
+        status = rollout.progress.status.value  # the server reported `running` before the call
+        async with httpx.AsyncClient() as http:
+            response = await http.post(
+                f"{rollout.chat_completions_url}/chat/completions",
+                json={"model": "policy", "messages": request.prompt},
+                headers={"Authorization": f"Bearer {rollout.api_key}"},
+            )
+            response.raise_for_status()
+        await rollout.set_status(RolloutStatus.GRADING)
+        sample = RolloutSample(
+            messages=[*request.prompt, {"role": "assistant", "content": f"#### {request.label}"}],
+            reward=1.0,
+            metrics={"pid": float(os.getpid()), "running_at_call": float(status == "running")},
+        )
+        return ExecutionOutcome(
+            workflow=ExecutionResult(status=RolloutStatus.SUCCESS, sample=sample)
+        )
+
+
+backend: ExecutionBackend = LocalBackend(
     workflow=MultiplyWorkflow,
     grader=ExactAnswerGrader,
     max_concurrency=int(os.environ.get("WORKER_TEST_MAX_CONCURRENCY", "0")) or None,
     max_queue_depth=int(os.environ.get("WORKER_TEST_MAX_QUEUE", "0")) or None,
 )
+if os.environ.get("WORKER_TEST_LEGACY") == "1":
+    backend = LegacyBackend()
 app = create_rollout_server(
     backend=backend, configure_logging=os.environ.get("WORKER_TEST_LOGGING") == "1"
 )
