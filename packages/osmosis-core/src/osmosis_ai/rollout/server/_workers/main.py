@@ -17,9 +17,10 @@ import socket
 import sys
 from typing import Any
 
+from osmosis_ai.rollout.backend.base import accepts_progress, execute_legacy
 from osmosis_ai.rollout.server._heap import freeze_long_lived
 from osmosis_ai.rollout.server._workers import ENV_WORKER
-from osmosis_ai.rollout.server._workers.channel import encode, receive
+from osmosis_ai.rollout.server._workers.channel import Sender, encode, receive
 
 logger = logging.getLogger("osmosis_ai.rollout.server.worker")
 
@@ -29,20 +30,17 @@ class _Worker:
         self.backend = backend
         self.writer = writer
         self.tasks: dict[str, asyncio.Task[None]] = {}
-        from osmosis_ai.rollout.backend.base import accepts_progress
-
         self.legacy = not accepts_progress(backend)  # a 0.3.8 ``execute(request)``
+        self.sender = Sender(writer, _unpicklable)
 
     def send(self, message: tuple[Any, ...]) -> None:
-        if not self.writer.is_closing():
-            self.writer.write(encode(message))
+        self.sender.send(message)
 
     def run(self, rollout_id: str, request: Any) -> None:
         task = asyncio.get_running_loop().create_task(self._execute(rollout_id, request))
         self.tasks[rollout_id] = task
 
     async def _execute(self, rollout_id: str, request: Any) -> None:
-        from osmosis_ai.rollout.backend.base import execute_legacy
         from osmosis_ai.rollout.context import RolloutProgress
 
         def report(status: Any) -> None:
@@ -61,12 +59,15 @@ class _Worker:
             outcome = _failure(f"backend.execute raised in the worker process: {exc!r}")
         finally:
             self.tasks.pop(rollout_id, None)
-        try:
-            self.send(("done", rollout_id, outcome))
-        except Exception as exc:  # the outcome does not pickle
-            self.send(
-                ("done", rollout_id, _failure(f"the worker could not send the result: {exc!r}"))
-            )
+        self.send(("done", rollout_id, outcome))
+
+
+def _unpicklable(message: tuple[Any, ...], exc: Exception) -> tuple[Any, ...] | None:
+    """A message that does not pickle: a ``done`` becomes a failure saying why."""
+    if message[0] != "done":
+        logger.error("a rollout worker message could not be sent: %r", exc)
+        return None
+    return ("done", message[1], _failure(f"the worker could not send the result: {exc!r}"))
 
 
 def _failure(message: str) -> Any:
@@ -85,7 +86,7 @@ async def _serve(fd: int, spec: dict[str, Any]) -> None:
 
         backend = rebuild_backend(spec["entry"])
     except BaseException as exc:
-        writer.write(encode(("error", f"{type(exc).__name__}: {exc}")))
+        writer.write(encode([("error", f"{type(exc).__name__}: {exc}")]))
         await writer.drain()
         writer.close()
         return
@@ -99,6 +100,7 @@ async def _serve(fd: int, spec: dict[str, Any]) -> None:
             task.cancel()
         if worker.tasks:
             await asyncio.wait(list(worker.tasks.values()), timeout=5)
+        worker.sender.flush()
         try:
             await backend.shutdown()
         except Exception:
@@ -109,20 +111,21 @@ async def _serve(fd: int, spec: dict[str, Any]) -> None:
 async def _loop(worker: _Worker, reader: asyncio.StreamReader) -> None:
     while True:
         try:
-            message = await receive(reader)
+            batch = await receive(reader)
         except (asyncio.IncompleteReadError, ConnectionError):
             return  # the server has gone
-        kind = message[0]
-        if kind == "run":
-            worker.run(message[1], message[2])
-        elif kind == "cancel":
-            task = worker.tasks.get(message[1])
-            if task is not None:
-                task.cancel()
-        elif kind == "ping":
-            worker.send(("pong", message[1]))
-        elif kind == "stop":
-            return
+        for message in batch:
+            kind = message[0]
+            if kind == "run":
+                worker.run(message[1], message[2])
+            elif kind == "cancel":
+                task = worker.tasks.get(message[1])
+                if task is not None:
+                    task.cancel()
+            elif kind == "ping":
+                worker.send(("pong", message[1]))
+            elif kind == "stop":
+                return
 
 
 def main(argv: list[str]) -> None:

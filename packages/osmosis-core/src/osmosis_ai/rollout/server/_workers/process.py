@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from osmosis_ai.errors import BackendError
-from osmosis_ai.rollout.server._workers.channel import encode, receive
+from osmosis_ai.rollout.server._workers.channel import Sender, receive
 from osmosis_ai.rollout.server.entry import publish
 from osmosis_ai.rollout.types.enums import RolloutStatus
 from osmosis_ai.rollout.types.execution import ExecutionOutcome, ExecutionRequest
@@ -64,6 +64,7 @@ class WorkerProcess:
         self.pending: dict[str, tuple[asyncio.Future[ExecutionOutcome | None], Any]] = {}
         self.last_pong = 0.0
         self._writer: asyncio.StreamWriter | None = None
+        self._sender: Sender | None = None
         self._reader_task: asyncio.Task[None] | None = None
         self._death: str | None = None
         self._death_reason: str | None = None
@@ -89,9 +90,10 @@ class WorkerProcess:
         theirs.close()
         self.pid = self.proc.pid
         reader, self._writer = await asyncio.open_unix_connection(sock=ours)
+        self._sender = Sender(self._writer)
         try:
             async with asyncio.timeout(READY_TIMEOUT_SEC):
-                first = await receive(reader)
+                first = (await receive(reader))[0]
         except (TimeoutError, asyncio.IncompleteReadError, ConnectionError) as exc:
             self.kill()
             code = await asyncio.to_thread(self.proc.wait)
@@ -111,9 +113,8 @@ class WorkerProcess:
         )
 
     def send(self, message: tuple[Any, ...]) -> None:
-        writer = self._writer
-        if writer is not None and not writer.is_closing():
-            writer.write(encode(message))
+        if self._sender is not None:
+            self._sender.send(message)
 
     def submit(
         self, request: ExecutionRequest, progress: Any
@@ -153,20 +154,20 @@ class WorkerProcess:
         loop = asyncio.get_running_loop()
         try:
             while True:
-                message = await receive(reader)
-                kind = message[0]
-                if kind == "status":
-                    item = self.pending.get(message[1])
-                    if item is not None and item[1] is not None:
-                        publish(item[1], RolloutStatus(message[2]))
-                elif kind == "done":
-                    item = self.pending.pop(message[1], None)
-                    self.load -= 1
-                    if item is not None and not item[0].done():
-                        item[0].set_result(message[2])
-                    self.released()
-                elif kind == "pong":
-                    self.last_pong = loop.time()
+                for message in await receive(reader):
+                    kind = message[0]
+                    if kind == "status":
+                        item = self.pending.get(message[1])
+                        if item is not None and item[1] is not None:
+                            publish(item[1], RolloutStatus(message[2]))
+                    elif kind == "done":
+                        item = self.pending.pop(message[1], None)
+                        self.load -= 1
+                        if item is not None and not item[0].done():
+                            item[0].set_result(message[2])
+                        self.released()
+                    elif kind == "pong":
+                        self.last_pong = loop.time()
         except (asyncio.IncompleteReadError, ConnectionError, EOFError):
             pass
         except Exception:
