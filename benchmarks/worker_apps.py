@@ -131,7 +131,7 @@ def _simple_backend(kind: str, grader: type) -> Any:
 
         async def run(self, ctx: AgentWorkflowContext[AgentWorkflowConfig]) -> Any:
             if kind == "cpu":
-                _busy(0.005)
+                _busy(float(os.environ.get("BENCH_CPU_MS", "5")) / 1000)
                 rollout = get_rollout_context()
                 assert rollout is not None
                 if Workflow.client is None:
