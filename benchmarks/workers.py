@@ -1,12 +1,13 @@
 """Worker-process benchmark: admission latency, CPU-bound scaling and IPC cost, one process vs
 ``serve(app, workers=N)``, all in one run.
 
-The server runs in a subprocess (``benchmarks/worker_apps.py``: a module-level ``app`` that worker
-processes rebuild by importing that file, as they would a user's ``main.py``). The scripted ``multiply`` policy runs in a process of its own (``python -m
+The server runs in a subprocess (``benchmarks/worker_apps.py``: a module-level ``app`` that
+worker processes rebuild by importing that file, as they would a user's ``main.py``). The
+scripted ``multiply`` policy runs in a process of its own (``python -m
 osmosis_ai.testing.policy_server``, answering instantly); the controller is
-``benchmarks/server.py``'s lean keep-alive poll-protocol client (0.3.8 protocol: ``POST /rollout``,
-then ``GET /rollout/{id}/result`` long polls), in this process. Every rollout must end ``success``
-with reward 1.0, or it counts as lost.
+``benchmarks/server.py``'s lean keep-alive poll-protocol client (0.3.8 protocol: ``POST
+/rollout``, then ``GET /rollout/{id}/result`` long polls), in this process. Every rollout must
+end ``success`` with reward 1.0, or it counts as lost.
 
 Apps:
 
@@ -15,31 +16,36 @@ Apps:
   tool, ``OsmosisRolloutModel``), two policy calls per rollout, as in ``benchmarks/strands.py``;
 * ``openai-agents``: the OpenAI Agents template (``OsmosisAgent``, ``Runner.run``), as in
   ``benchmarks/openai_agents.py``;
-* ``cpu``: 5 ms of pure-Python work, then one policy call: a CPU-bound agent;
+* ``cpu``: ``--cpu-ms`` (5, then 20) ms of pure-Python work, then one policy call;
 * ``bare``: a backend returning a fixed graded outcome (nothing runs): with one worker, the
   server-process CPU over the in-process figure is the IPC cost of a rollout through a worker.
 
 Modes: ``1 process`` (``workers=1``, rollouts on the server's loop) and ``N workers`` (a pool of
 N worker processes; ``1 worker`` is a pool of one, which ``serve`` never makes by itself).
 
-Sections (``--sections``, default all):
+Sections (``--sections``, default all three):
 
-* ``admission``: noop, strands, openai-agents at ``--concurrency`` (512), 1 process vs
-  ``--workers`` (2): admission p50/p90/p99 (``POST /rollout`` round trip; the first rollout of
-  each connection, the start-up burst, is left out);
-* ``cpu``: the cpu app with a pool of 1 and of 2 workers, and the ratio;
+* ``admission``: noop, strands, openai-agents at ``--concurrency`` (512), ``--modes`` (one
+  process, then 2 workers): admission p50/p90/p99, the ``POST /rollout`` round trip (the first
+  rollout of each connection, the start-up burst, is left out);
+* ``cpu``: the cpu app with a pool of 1 and of 2 workers, the ratio, the best ratio this machine
+  allows (every process shares its 2 cores) and the N-core extrapolation;
 * ``ipc``: the bare app, 1 process vs a pool of 1: server CPU per rollout and the difference.
 
 Per run: rollouts/s; CPU ms per rollout of the server process, the workers (sum), the controller
-(this process) and the policy process; ``busy`` = all of that CPU / wall time in cores (2.0 =
-this 2-core machine is saturated, so throughput is bounded by the total, not by the workers);
-the server's and each worker's RSS. Prints figures only; never asserts. The load average is
-printed at start and end: the figures are only comparable on an otherwise idle machine.
+(this process) and the policy process; ``busy`` = all of that CPU / wall time, in cores (2.0 =
+this 2-core machine is saturated) and the server process's share of one core (near 100%, the
+server is the bottleneck and admission waits in its queue: concurrency / request rate, by
+Little's law, however fast each request is); the server's and each worker's RSS; and, measured inside the
+server process, how late its event loop ran (a probe every 2 ms) and its GC pauses. Late probes
+while the server uses little CPU and no GC ran mean the OS did not schedule it (a busy machine).
+Prints figures only; never asserts. Figures are only comparable on an otherwise idle machine:
+the load average is printed at start and end.
 
-    uv run python benchmarks/workers.py                       # everything, ~3 min
-    uv run python benchmarks/workers.py --sections cpu --cpu-n 3000
-    BENCH_PROFILE=/tmp/server.prof uv run python benchmarks/workers.py --sections admission \\
-        --apps noop                                           # cProfile of the server process
+    uv run python benchmarks/workers.py                       # everything, ~4-5 min
+    uv run python benchmarks/workers.py --sections cpu --cpu-ms 5 --cpu-n 3000
+    BENCH_PROFILE=/tmp/server.prof uv run python benchmarks/workers.py --sections admission \
+        --apps strands --modes 2                              # cProfile of the server process
 """
 
 from __future__ import annotations
@@ -204,7 +210,8 @@ def show(base: Any, row: dict[str, Any]) -> None:
         f"  {row['kind']:13} {_mode(row['workers']):9} C={row['c']:<3} N={row['n']:<5} "
         f"{row['rate']:6.0f}/s  admission p50 {ms(0.5)} p90 {ms(0.9)} p99 {ms(0.99)} ms  "
         f"CPU ms/rollout: server {server:5.2f} workers {workers:5.2f} controller "
-        f"{controller:4.2f} policy {policy:4.2f}  busy {row['busy']:.2f} cores  lost "
+        f"{controller:4.2f} policy {policy:4.2f}  busy {row['busy']:.2f} cores (server "
+        f"{server * row['rate'] / 10:.0f}% of one)  lost "
         f"{row['lost']}  RSS MB: server {row['rss']:.0f}"
         + (f", workers {worker_rss}" if worker_rss else ""),
         flush=True,
@@ -302,7 +309,7 @@ def main() -> None:
     parser.add_argument(
         "--modes", default="0,2", help="admission: 0 = one process, N = a pool of N workers"
     )
-    parser.add_argument("-n", type=int, default=1500, help="rollouts per admission run")
+    parser.add_argument("-n", type=int, default=1200, help="rollouts per admission run")
     parser.add_argument("--concurrency", "-c", type=int, default=512)
     parser.add_argument("--cpu-n", type=int, default=2000, help="rollouts per cpu run")
     parser.add_argument("--cpu-ms", default="5,20", help="CPU work per cpu rollout, ms (list)")

@@ -11,14 +11,14 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from strands_multiply_rollout import (  # noqa: E402
+from strands_multiply_rollout import (
     MultiplyGrader,
     MultiplyWorkflow,
     multiply_workflow_config,
 )
 
-from osmosis_ai.rollout import LocalBackend  # noqa: E402
-from osmosis_ai.rollout.server import create_rollout_server  # noqa: E402
+from osmosis_ai.rollout import LocalBackend
+from osmosis_ai.rollout.server import create_rollout_server
 
 
 class WorkerMultiplyWorkflow(MultiplyWorkflow):
