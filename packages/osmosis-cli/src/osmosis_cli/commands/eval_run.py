@@ -32,6 +32,13 @@ _MockScript = Annotated[
         "row or prompt, or a .py with respond(body); see docs/guides/testing-offline.md.",
     ),
 ]
+_AllowChanged = Annotated[
+    bool,
+    typer.Option(
+        "--allow-changed",
+        help="With --retry-failed: retry on changed rollout code (recorded in the manifest).",
+    ),
+]
 _MaxFailures = Annotated[
     int | None,
     typer.Option(
@@ -119,6 +126,7 @@ def run(
         bool,
         typer.Option("--retry-failed", help="Rerun the work items that failed or were skipped."),
     ] = False,
+    allow_changed: _AllowChanged = False,
     max_failures: _MaxFailures = None,
     output: Annotated[
         Path | None,
@@ -218,6 +226,7 @@ def run(
         name=name,
         fresh=fresh,
         retry_failed=retry_failed,
+        allow_changed=allow_changed,
         max_failures=max_failures,
         output_dir=output,
         isolated=isolated,
@@ -303,7 +312,14 @@ def _execute(out: Output, config: Path, **arguments: Any) -> EvalRun:
         raise CLIError(
             CLIErrorCode.CONFLICT,
             str(exc),
-            details={"run_name": name, "changed": exc.changed, "flags": ["--fresh"]},
+            details={
+                "run_name": name,
+                "changed": exc.changed,
+                "flags": [
+                    "--fresh",
+                    *(["--retry-failed", "--allow-changed"] * ("rollout" in exc.changed)),
+                ],
+            },
         ) from None
     except RunLayoutError as exc:
         raise CLIError(CLIErrorCode.CONFLICT, str(exc), details={"run_name": name}) from None

@@ -36,6 +36,7 @@ async def run_eval_async(
     pass_threshold: float | None = None,
     fresh: bool = False,
     retry_failed: bool = False,
+    allow_changed: bool = False,
     max_failures: int | None = None,
     isolated: bool = False,
     workers: int | str = "auto",
@@ -61,7 +62,8 @@ async def run_eval_async(
     every model call, overriding the rollout's own values, and recorded in the manifest. ``rows`` selects 0-based dataset rows (``'0-9,20'`` or a list),
     ``limit`` the first N. Results go to ``<output_dir or <workspace>/.osmosis/evals>/<name>``;
     calling again with the same ``name`` resumes the run (``fresh=True`` archives it and starts
-    over, ``retry_failed=True`` reruns failed rows). ``max_failures`` halts the session once that
+    over, ``retry_failed=True`` reruns failed rows; with
+    ``allow_changed=True`` too, on changed rollout code, recorded in the manifest). ``max_failures`` halts the session once that
     many work items failed (resumable; the run's ``halt_reason`` says why); independently, 5
     failed items in a row whose model calls failed at the endpoint halt it. ``workers`` is how many worker processes the
     rollout server runs rollouts in (``"auto"``: the usable cores, at most 8, at most
@@ -109,6 +111,7 @@ async def run_eval_async(
         name=name,
         fresh=fresh,
         retry_failed=retry_failed,
+        allow_changed=allow_changed,
         max_failures=max_failures,
         output=Path(output_dir) if output_dir is not None else None,
         isolated=isolated,

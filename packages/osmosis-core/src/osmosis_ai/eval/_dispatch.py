@@ -254,6 +254,7 @@ def build_scheduler(
         redact=log.redact,
         price_row=_row_pricer(plan),
         max_failures=plan.max_failures,
+        code_digest=plan.inputs["rollout"]["source_digest"],
     )
 
 

@@ -35,12 +35,17 @@ class ManifestError(EvalError, ValueError):
 class ManifestMismatchError(ManifestError):
     """The run's locked inputs differ from this invocation's; ``changed`` names the groups."""
 
-    def __init__(self, run_name: str, changed: list[str]) -> None:
+    def __init__(self, run_name: str, changed: list[str], *, note: str | None = None) -> None:
         self.changed = changed
+        if note is None and changed == ["rollout"]:
+            note = (
+                "The rollout's code changed: add --retry-failed --allow-changed to retry the "
+                "failed work items on the new code (the passing ones keep their results)."
+            )
         super().__init__(
             f"run {run_name!r} was started with different inputs; changed: "
-            f"{', '.join(changed)}. Rerun with the original inputs to resume, pass --fresh to "
-            "archive it and start over, or choose another --name"
+            f"{', '.join(changed)}.{f' {note}' if note else ''} Rerun with the original inputs "
+            "to resume, pass --fresh to archive it and start over, or choose another --name"
         )
 
 

@@ -73,6 +73,8 @@ class EvalOptions:
     name: str | None = None
     fresh: bool = False
     retry_failed: bool = False
+    #: With ``retry_failed``: accept changed rollout code (see :mod:`._code_revisions`).
+    allow_changed: bool = False
     #: Halt after this many failed work items in one session (``None``: never).
     max_failures: int | None = None
     output: Path | None = None
@@ -128,6 +130,7 @@ class EvalPlan:
     item_deadline_sec: float | None = None
     token_ids: bool = False
     max_failures: int | None = None
+    allow_changed: bool = False
     #: The explicit choices of the request that started the run (model, dataset, selection,
     #: n), stored in the manifest so a resume given only the run name reuses them.
     request: dict[str, Any] = field(default_factory=dict)
@@ -397,6 +400,11 @@ def build_plan(options: EvalOptions, *, environ: Mapping[str, str] | None = None
             f"--max-failures must be at least 1, got {options.max_failures}; omit it to let "
             "every work item run"
         )
+    if options.allow_changed and not options.retry_failed:
+        raise EvalPlanError(
+            "--allow-changed needs --retry-failed: only failed work items may run on changed "
+            "rollout code (the others keep their results)"
+        )
     source = resolve_source(Path(options.target), options.workspace)
     output_root = Path(options.output or source.workspace / DEFAULT_OUTPUT_ROOT).resolve()
     options = _stored_request(options, output_root)
@@ -447,6 +455,7 @@ def build_plan(options: EvalOptions, *, environ: Mapping[str, str] | None = None
         item_deadline_sec=options.item_deadline_sec,
         token_ids=options.token_ids,
         max_failures=options.max_failures,
+        allow_changed=options.allow_changed,
         **_fleet_fields(options, env_map),
         request=_request_record(options, dataset_path, upstream),
         mock_policy=mock_policy,

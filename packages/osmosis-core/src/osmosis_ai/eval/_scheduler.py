@@ -106,6 +106,8 @@ class Scheduler:
     max_failures: int | None = None
     #: Halt after this many failed items in a row whose model calls failed upstream.
     max_consecutive_infra: int = DEFAULT_MAX_CONSECUTIVE_INFRA_FAILURES
+    #: The rollout code's source digest, journaled with each record (``--allow-changed``).
+    code_digest: str | None = None
     halt_reason: str | None = None
     dispatched: int = 0
     failures: int = 0
@@ -327,6 +329,8 @@ class Scheduler:
             "error_type": error_type,
             "attempt": self.attempt_tag,
         }
+        if self.code_digest is not None:
+            record["code_digest"] = self.code_digest
         if error_message:
             public = self.proxy.public_text(error_message, rollout_id)
             record["error_message"] = self.redact(public)[:2000]

@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from osmosis_ai.eval._code_revisions import adopt_changed_code, record_work_items
 from osmosis_ai.eval._dataset import missing_label_warning
 from osmosis_ai.eval._dispatch import dispatch
 from osmosis_ai.eval._errors import EvalDiskFullError, EvalRunFailed, is_disk_full
@@ -43,10 +44,12 @@ async def run_session(plan: EvalPlan, progress: ProgressCallback | None = None) 
     lock.acquire()
     try:
         end.archived = archive_run(paths.root) if plan.fresh else None
-        manifest = _open_manifest(plan, paths)
+        manifest, code_change = _open_manifest(plan, paths)
         log = RunLog(paths.logs, plan_redactor(plan))
         try:
-            return await _Session(plan, paths, manifest, log, progress).run(end)
+            session = _Session(plan, paths, manifest, log, progress)
+            session.code_change = code_change
+            return await session.run(end)
         finally:
             log.close()
     except OSError as exc:
@@ -58,13 +61,21 @@ async def run_session(plan: EvalPlan, progress: ProgressCallback | None = None) 
         lock.release()
 
 
-def _open_manifest(plan: EvalPlan, paths: RunPaths) -> dict[str, Any]:
+def _open_manifest(
+    plan: EvalPlan, paths: RunPaths
+) -> tuple[dict[str, Any], tuple[str, str] | None]:
+    """The run's manifest (checked, or created) and ``(old, new)`` code digests when
+    ``--allow-changed`` accepted changed rollout code."""
     manifest = read_manifest(paths.manifest)
+    if manifest is not None and plan.allow_changed:
+        change = adopt_changed_code(manifest, paths.manifest, plan.run_name, plan.inputs)
+        paths.create()
+        return manifest, change
     if manifest is not None:
         check_manifest(manifest, plan.run_name, plan.inputs)
     paths.create()
     if manifest is not None:
-        return manifest
+        return manifest, None
     return write_manifest(
         paths.manifest,
         plan.run_name,
@@ -77,7 +88,7 @@ def _open_manifest(plan: EvalPlan, paths: RunPaths) -> dict[str, Any]:
             "request": plan.request,
         },
         run_record(plan),
-    )
+    ), None
 
 
 def _work_items(plan: EvalPlan) -> list[WorkItem]:
@@ -111,6 +122,8 @@ class _Session:
         self.manifest = manifest
         self.log = log
         self.callback = callback
+        #: ``(old, new)`` source digests when --allow-changed accepted changed code.
+        self.code_change: tuple[str, str] | None = None
         self.items = _work_items(plan)
         self.by_key = {(i.row_index, i.run_index): i for i in self.items}
         self.progress = EvalProgress(
@@ -127,6 +140,9 @@ class _Session:
         fatal: BaseException | None = None
         if pending:
             fatal = await self._dispatch(pending, end)
+        if self.manifest.get("code_revisions"):
+            latest = load_latest(self.paths.journal)
+            record_work_items(self.manifest, self.paths.manifest, latest)
         result = finalize(self.plan, self.paths, self.manifest, self.items, end)
         self.log.info(
             "finish",
@@ -178,6 +194,16 @@ class _Session:
                 f"--model mock uses {policy}: a plumbing check, its rewards say nothing about "
                 "any model.",
                 {"code": "MOCK_MODEL"},
+            )
+        if self.code_change is not None:
+            old, new = self.code_change
+            self._notice(
+                "warning",
+                f"the rollout's code changed since this run started ({old[:12]} -> {new[:12]}); "
+                f"{len(pending)} work item(s) run on the new code, "
+                f"{self.progress.already_done} keep their results from earlier code (recorded "
+                "in manifest.json, code_revisions)",
+                {"code": "CODE_CHANGED", "from": old, "to": new},
             )
         no_label = missing_label_warning(plan.dataset_path, plan.rows)
         if no_label is not None:
