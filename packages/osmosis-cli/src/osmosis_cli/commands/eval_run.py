@@ -32,6 +32,9 @@ _MockScript = Annotated[
         "row or prompt, or a .py with respond(body); see docs/guides/testing-offline.md.",
     ),
 ]
+_RetryFailed = Annotated[
+    bool, typer.Option("--retry-failed", help="Rerun the work items that failed or were skipped.")
+]
 _AllowChanged = Annotated[
     bool,
     typer.Option(
@@ -122,10 +125,7 @@ def run(
     fresh: Annotated[
         bool, typer.Option("--fresh", help="Archive the existing run and start over.")
     ] = False,
-    retry_failed: Annotated[
-        bool,
-        typer.Option("--retry-failed", help="Rerun the work items that failed or were skipped."),
-    ] = False,
+    retry_failed: _RetryFailed = False,
     allow_changed: _AllowChanged = False,
     max_failures: _MaxFailures = None,
     output: Annotated[
