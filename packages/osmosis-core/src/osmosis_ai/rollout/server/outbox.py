@@ -174,8 +174,8 @@ class Outbox:
     def flush(self) -> None:
         """Write every pending record with one ``write``; it is synced within
         :data:`SYNC_INTERVAL_SEC`."""
-        if not self._pending:
-            return
+        if not self._pending or self._fd < 0:
+            return  # nothing to write, or closed (the server has stopped)
         with self._lock:
             pending, self._pending = self._pending, {}
             self._urgent = 0
