@@ -263,7 +263,10 @@ def test_require_append_only_exits_1_when_a_rollout_breaks_it(
 
 
 def test_full_disk_names_the_file_and_the_resume_command(
-    workspace: MakeWorkspace, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    workspace: MakeWorkspace,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
 ) -> None:
     import errno
     import os
@@ -279,7 +282,8 @@ def test_full_disk_names_the_file_and_the_resume_command(
 
     monkeypatch.setattr(_journal, "os", NoSpace())
     config = workspace(n_rows=1, mode="noop")
-    code, _, err = _cli(capsys, "eval", "run", str(config), "--name", "full", "--json")
+    where = ("--output", str(tmp_path / "runs"))
+    code, _, err = _cli(capsys, "eval", "run", str(config), "--name", "full", *where, "--json")
     assert code == 1
     error = _error(err)
     assert error["code"] == "DISK_FULL"
@@ -287,10 +291,10 @@ def test_full_disk_names_the_file_and_the_resume_command(
     assert error["details"]["path"] == str(journal)
     assert error["details"]["resumable"] is True
     assert str(journal) in error["message"]
-    assert f"Resume: osmosis eval run {config} --name full" in error["message"]
+    assert f"Resume: osmosis eval run {config} --name full --output {where[1]}" in error["message"]
     assert "OSError" not in err
 
     monkeypatch.setattr(_journal, "os", os)
-    code, out, err = _cli(capsys, "eval", "run", str(config), "--name", "full", "--json")
+    code, out, err = _cli(capsys, "eval", "run", str(config), "--name", "full", *where, "--json")
     assert code == 0, err
     assert json.loads(out)["resource"]["succeeded"] == 1

@@ -240,7 +240,7 @@ def run(
     from osmosis_cli.commands.eval_results import finish_run
 
     report, failures = finish_run(result.run_dir, write=not no_report)
-    _emit(result, out, config, report, failures)
+    _emit(result, out, config, report, failures, output)
     if result.status == "interrupted":
         raise typer.Exit(code=EXIT_INTERRUPTED)
     if result.status != "success":
@@ -331,7 +331,8 @@ def _execute(out: Output, config: Path, **arguments: Any) -> EvalRun:
             details={"status_code": exc.status_code, "run_name": name},
         ) from None
     except EvalDiskFullError as exc:  # the message names the file; the run resumes
-        message = f"{exc}. Resume: {_resume_command(config, exc.run_name)}"
+        resume = _resume_command(config, exc.run_name, arguments.get("output_dir"))
+        message = f"{exc}. Resume: {resume}"
         raise CLIError(CLIErrorCode.DISK_FULL, message, details=exc.details()) from None
     except EvalRunFailed as exc:
         details: dict[str, Any] = {}
@@ -348,13 +349,20 @@ def _execute(out: Output, config: Path, **arguments: Any) -> EvalRun:
         reporter.close()
 
 
-def _resume_command(config: Path, run_name: str) -> str:
-    """The run's manifest stores the model, dataset and selection: ``--name`` alone resumes it."""
-    return f"osmosis eval run {shlex.quote(str(config))} --name {shlex.quote(run_name)}"
+def _resume_command(config: Path, run_name: str, output: Path | None) -> str:
+    """The run's manifest stores the model, dataset and selection: ``--name`` alone resumes it
+    (with ``--output`` when the run lives elsewhere than the default)."""
+    command = f"osmosis eval run {shlex.quote(str(config))} --name {shlex.quote(run_name)}"
+    return f"{command} --output {shlex.quote(str(output))}" if output is not None else command
 
 
 def _emit(
-    result: EvalRun, out: Output, config: Path, report: Path | None, failures: list[str]
+    result: EvalRun,
+    out: Output,
+    config: Path,
+    report: Path | None,
+    failures: list[str],
+    output: Path | None,
 ) -> None:
     status = "success" if result.status == "success" else "partial"
     resource = {**result.resource(), "report_path": str(report) if report else None}
@@ -374,7 +382,7 @@ def _emit(
     tail = [*failures, *([f"report: {report}"] if report else [])]
     lines = [*_summary_lines(result), *tail]
     next_steps: list[str] = []
-    resume = _resume_command(config, result.run_name)
+    resume = _resume_command(config, result.run_name, output)
     if result.failed:
         next_steps.append(f"{resume} --retry-failed")
     if result.pending:

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from osmosis_ai.eval._errors import UpstreamRejected
 from osmosis_ai.eval._fleet import server_capacity
@@ -91,6 +91,11 @@ async def dispatch(
             return DispatchOutcome(scheduler.dispatched, _halt_reason(scheduler, server))
     finally:
         restore_sigterm()
+
+
+def _close_quietly(file: IO[str]) -> None:
+    with contextlib.suppress(OSError):
+        file.close()
 
 
 def _child_env(plan: EvalPlan, paths: RunPaths) -> dict[str, str]:
@@ -236,7 +241,9 @@ def build_scheduler(
 ) -> Scheduler:
     """The scheduler over ``clients`` with the run's journal, call log, deadline and pricing."""
     calls_file = paths.llm_calls.open("a", encoding="utf-8")
-    stack.callback(calls_file.close)
+    # Best effort like its writes: a full disk at the final flush must not replace the error
+    # that stopped the run (the journal's, which names its file).
+    stack.callback(_close_quietly, calls_file)
     journal = Journal(paths.journal)
     stack.push_async_callback(journal.aclose)
     return Scheduler(
