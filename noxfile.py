@@ -313,6 +313,38 @@ def _must_fail_with_hint(venv: _Venv, module: str, extra: str) -> None:
     )
 
 
+def _build_wheelhouse(session: nox.Session, dest: Path) -> None:
+    """Every distribution's sdist and wheel into ``dest``, as a release would build them
+    (``--no-sources``: workspace members resolve as published names, not local paths)."""
+    session.run("uv", "build", "-q", "--all-packages", "--no-sources", "-o", str(dest))
+
+
+@nox.session(python="3.12", default=False)
+def wheelhouse(session: nox.Session) -> None:
+    """Build every distribution into build/wheelhouse: the local install route until the 0.4
+    distributions are on PyPI (point PIP_FIND_LINKS and UV_FIND_LINKS at it; docs/getting-started.md)."""
+    session.install("uv")
+    dest = ROOT / "build" / "wheelhouse"
+    shutil.rmtree(dest, ignore_errors=True)  # no stale versions next to the new ones
+    _build_wheelhouse(session, dest)
+    session.log(f"wheelhouse: {dest}")
+    session.log(f'use it with: export PIP_FIND_LINKS="{dest}" UV_FIND_LINKS="{dest}"')
+
+
+@nox.session(python="3.12", tags=["walkthrough"])
+def walkthrough(session: nox.Session) -> None:
+    """A new user's first hour on a fresh machine: scripts/walkthrough.sh installs from a freshly
+    built wheelhouse into a clean venv, then applies, validates and evaluates every template
+    offline (one --isolated and one --mock-script run included), with the documented commands only."""
+    import tempfile
+
+    session.install("uv")
+    dest = Path(tempfile.mkdtemp(prefix="osmosis-wheelhouse-"))
+    _build_wheelhouse(session, dest)
+    session.run("bash", str(ROOT / "scripts" / "walkthrough.sh"), str(dest), external=True)
+    shutil.rmtree(dest, ignore_errors=True)
+
+
 @nox.session(python="3.12", tags=["packaging"])
 def packaging(session: nox.Session) -> None:
     """Build every wheel with --no-sources, install into fresh venvs, prove the install matrix."""
@@ -322,7 +354,7 @@ def packaging(session: nox.Session) -> None:
     session.install("uv")
     tmp = Path(tempfile.mkdtemp(prefix="osmosis-packaging-"))
     dist = tmp / "dist"
-    session.run("uv", "build", "-q", "--all-packages", "--no-sources", "-o", str(dist))
+    _build_wheelhouse(session, dist)
     wheels = sorted(dist.glob("*.whl"))
     # Pin our own distributions to the wheels just built so that nothing on an index can win.
     constraints = tmp / "constraints.txt"
@@ -396,6 +428,11 @@ def packaging(session: nox.Session) -> None:
     session.run("git", "init", "-q", str(work), external=True)
     with session.chdir(work):
         session.run(cli.bin("osmosis"), "--help", external=True, silent=True)
+        # Without the umbrella, the CLI leads and core follows.
+        shown = session.run(cli.bin("osmosis"), "--version", external=True, silent=True)
+        cli_version = next(p.split("==")[1] for p in pins if p.startswith("osmosis-cli=="))
+        if not str(shown).startswith(f"osmosis-cli {cli_version} (osmosis-core "):
+            session.error(f"osmosis --version without osmosis-ai printed {shown!r}")
         session.run(cli.bin("osmosis"), "template", "list", external=True)
         session.run(
             cli.bin("osmosis"), "template", "apply", "multiply-local-strands", external=True
