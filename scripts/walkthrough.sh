@@ -22,7 +22,7 @@ step() { printf '\n==> %s\n' "$*"; }
 # The documented local route: pip and uv (and `--isolated`, which runs uv) find the wheels here.
 export PIP_FIND_LINKS="$wheelhouse" UV_FIND_LINKS="$wheelhouse"
 export OSMOSIS_HOME="$work/osmosis-home"
-unset VIRTUAL_ENV UV_PROJECT_ENVIRONMENT OSMOSIS_TEMPLATES_DIR
+unset VIRTUAL_ENV UV_PROJECT_ENVIRONMENT UV_PYTHON UV_SYSTEM_PYTHON OSMOSIS_TEMPLATES_DIR
 cd "$work"
 
 step "install from the wheelhouse into a clean venv"
@@ -30,9 +30,12 @@ export UV_PYTHON_DOWNLOADS=never   # the machine's Python: no download from outs
 # The base interpreter of the python3 on PATH (outside any venv it may belong to, e.g. nox's).
 base_python=$(python3 -c 'import sys; print(getattr(sys, "_base_executable", sys.executable))')
 uv venv -q --python "$base_python" .venv
-# shellcheck disable=SC1091
-source .venv/bin/activate
+# What `source .venv/bin/activate` does, spelled out (it must win over any venv nox put on PATH).
+export VIRTUAL_ENV="$work/.venv" PATH="$work/.venv/bin:$PATH"
+hash -r
+[ "$(command -v python)" = "$work/.venv/bin/python" ] || { echo "python is $(command -v python)" >&2; exit 1; }
 uv pip install -q "osmosis-ai[all]"
+[ "$(command -v osmosis)" = "$work/.venv/bin/osmosis" ] || { echo "osmosis is $(command -v osmosis)" >&2; exit 1; }
 osmosis --version
 sdk=$(python -c 'from importlib.metadata import version; print(version("osmosis-ai"))')
 osmosis --version | grep -q "^osmosis-ai $sdk (osmosis-core " || { echo "osmosis --version does not lead with osmosis-ai $sdk" >&2; exit 1; }
