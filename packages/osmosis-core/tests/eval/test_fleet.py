@@ -115,6 +115,8 @@ async def test_slots_follow_free_capacity_and_429_feedback() -> None:
     assert await waiter is small
     fleet.release(big, finished=True)  # a finished rollout grows the limit back by one
     assert big.limit == 4.0
+    big.others = 2  # /health: it runs two rollouts for another controller
+    assert big.free == 4.0 - big.in_flight - 2
 
 
 async def test_a_failed_member_gets_nothing_and_its_attempts_are_cancelled() -> None:

@@ -2,6 +2,7 @@
 
 Each :class:`Member` is one server with its own :class:`RolloutClient`. A rollout takes a slot
 on the member with the most free slots; a member's slots are its capacity from ``/health``,
+less what ``/health`` says it runs for other controllers (a fleet shared with a trainer),
 shrunk to what it is running when it answers ``429`` (admission is then retried by the client)
 and grown back by one per finished rollout, so rows spread by each server's real free capacity.
 
@@ -52,6 +53,8 @@ class Member:
     redispatched: int = 0
     busy_answers: int = 0
     misses: int = 0
+    #: Rollouts the server runs for other controllers (its ``/health`` count minus ours).
+    others: int = 0
     draining: bool = False
     failure: str | None = None
     failed_at: float | None = None
@@ -63,7 +66,7 @@ class Member:
 
     @property
     def free(self) -> float:
-        return self.limit - self.in_flight
+        return self.limit - self.in_flight - self.others
 
     def on_busy(self) -> None:
         """A ``429``: take no more than it is running now (at least one) until rollouts finish."""
@@ -177,6 +180,9 @@ class Fleet:
         if capacity is not None:
             member.set_capacity(capacity)
         lifecycle = health.get("lifecycle")
+        active = lifecycle.get("active_rollouts") if isinstance(lifecycle, dict) else None
+        if isinstance(active, int) and not isinstance(active, bool):
+            member.others = max(0, active - member.in_flight)  # a shared server's other load
         draining = isinstance(lifecycle, dict) and lifecycle.get("accepting_rollouts") is False
         if draining and not member.draining:
             member.draining = True
