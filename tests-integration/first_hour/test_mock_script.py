@@ -98,6 +98,13 @@ def test_a_python_responder_scripts_every_row(cli: Cli, tmp_path: Path) -> None:
     resource = result.json()["resource"]
     assert (resource["succeeded"], resource["failed"]) == (3, 0)
     assert resource["metrics"]["reward_stats"]["mean"] == 1.0
+    # item 9: the trajectory names the SDK users installed (osmosis-ai), as 0.3's did
+    from osmosis_ai.versions import sdk_version
+
+    run = Path(resource["output_path"])
+    first = json.loads((run / "index.jsonl").read_text().splitlines()[0])
+    trajectory = json.loads((run / first["trajectory_filename"]).read_text())
+    assert trajectory["agent"] == {"name": "osmosis-rollout-sdk", "version": sdk_version()}
 
 
 def test_a_broken_script_is_refused_before_anything_starts(cli: Cli, tmp_path: Path) -> None:
