@@ -59,7 +59,8 @@ def render_version() -> str:
     from osmosis_ai.versions import installed_versions
     from osmosis_cli import __version__
 
-    found = installed_versions() or {"osmosis-cli": __version__}
-    head, *rest = found.items()
-    others = ", ".join(f"{name} {version}" for name, version in rest)
-    return f"{head[0]} {head[1]}" + (f" ({others})" if others else "") + "\n"
+    found = installed_versions()
+    found.setdefault("osmosis-cli", __version__)
+    head = "osmosis-ai" if "osmosis-ai" in found else "osmosis-cli"
+    others = ", ".join(f"{name} {version}" for name, version in found.items() if name != head)
+    return f"{head} {found[head]}" + (f" ({others})" if others else "") + "\n"
