@@ -40,7 +40,7 @@ Every `osmosis` command, its arguments and options, as printed by `osmosis <comm
 Global options (`--json`, `--plain`, `--platform URL`, `--env-file PATH`, `-V/--version`) are
 accepted in **any position**, e.g. `osmosis template list --json`; they are listed once, under
 `osmosis`. Exit codes: `0` success, `1` failure (or a partial eval), `2` usage error,
-`130` interrupted. `--json` prints one JSON envelope on stdout and errors as an envelope on
+`3` an eval stopped by its `--max-cost` budget (resumable), `130` interrupted. `--json` prints one JSON envelope on stdout and errors as an envelope on
 stderr (see [the CLI package README](../packages/osmosis-cli/README.md) for the envelope shapes
 and the stable error codes).
 """

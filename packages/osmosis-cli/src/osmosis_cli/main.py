@@ -1,7 +1,8 @@
 """Entry point of the ``osmosis`` console script: global flags, dispatch, errors, exit codes.
 
 Exit codes: 0 success, 1 failure (any :class:`~osmosis_cli.errors.CLIError` or unexpected
-exception; also a partial result), 2 usage error, 130 interrupted (Ctrl-C).
+exception; also a partial result), 2 usage error, 3 ``eval run`` stopped by its ``--max-cost``
+budget, 130 interrupted (Ctrl-C).
 
 ``--json``, ``--plain`` and ``--version`` are global and position independent: they are taken
 out of argv before Click parses it, so ``osmosis template list --json`` works like

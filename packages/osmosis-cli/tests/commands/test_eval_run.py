@@ -298,3 +298,28 @@ def test_full_disk_names_the_file_and_the_resume_command(
     code, out, err = _cli(capsys, "eval", "run", str(config), "--name", "full", *where, "--json")
     assert code == 0, err
     assert json.loads(out)["resource"]["succeeded"] == 1
+
+
+def test_max_cost_stops_the_run_with_exit_3_and_says_why(
+    workspace: MakeWorkspace, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = workspace(n_rows=6)
+    with config.open("a") as fh:  # the multiply policy reports no usage: price per call
+        fh.write('\n[pricing."m"]\ninput = 1.0\noutput = 2.0\n')
+    with ScriptedPolicyServer("multiply") as policy:
+        args = ("eval", "run", str(config), "--base-url", policy.url, "--model", "m", "--yes")
+        args += ("--name", "capped", "--max-in-flight", "1", "--workers", "1")
+        code, out, _ = _cli(capsys, *args, "--max-cost", "0.0000001", "--json")
+        assert code == 3
+        resource = json.loads(out)["resource"]
+        assert resource["stop_code"] == "budget"
+        assert "cost budget reached" in resource["halt_reason"]
+        assert resource["pending"] == 5  # the probe row ran, the next would not fit
+        assert resource["metrics"]["budget"]["stopped"] is True
+        code, out, _ = _cli(capsys, *args, "--max-cost", "0.0000001", "--plain")
+        assert code == 3
+        assert "stopped at its cost budget" in out
+        assert "budget: $" in out
+        code, out, _ = _cli(capsys, *args, "--max-cost", "10", "--plain")
+    assert code == 0, out
+    assert "budget: $" in out

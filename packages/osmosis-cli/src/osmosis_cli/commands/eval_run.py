@@ -5,7 +5,8 @@ progress updates (a Rich bar with the live mean reward and failure count, milest
 ``--plain``, only warnings with ``--json``), maps the library's errors to CLI errors, and prints
 the ``eval.run`` operation envelope. Exit codes: 0 every work item
 succeeded or was skipped; 1 some failed or are still pending (status ``partial``), or the run
-could not start; 130 interrupted (the run is resumable with the same ``--name``).
+could not start; 3 stopped by the ``--max-cost`` budget; 130 interrupted (the run is resumable
+with the same ``--name``).
 """
 
 from __future__ import annotations
@@ -15,6 +16,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+
+from osmosis_cli.commands.eval_budget import EXIT_BUDGET, budget_lines, confirm_cost, stop_message
+from osmosis_cli.commands.eval_run_progress import make_reporter
 
 if TYPE_CHECKING:
     from osmosis_ai.eval import EvalRun
@@ -51,6 +55,17 @@ _MaxFailures = Annotated[
         "failures in a row at the model endpoint always stop the run.",
     ),
 ]
+
+_MaxCost = Annotated[
+    float | None,
+    typer.Option(
+        "--max-cost",
+        metavar="USD",
+        help="Cost budget of the run (default: evaluation.max_cost_usd): no new row starts "
+        "once the next would not fit; rows in flight finish; exit code 3. Needs a known price.",
+    ),
+]
+_Yes = Annotated[bool, typer.Option("--yes", "-y", help="Do not ask to confirm the cost estimate.")]
 
 
 def run(
@@ -114,6 +129,8 @@ def run(
             "--max-in-flight", help="Rollouts running at once (default: server capacity)."
         ),
     ] = None,
+    max_cost: _MaxCost = None,
+    yes: _Yes = False,
     pass_threshold: Annotated[
         float | None,
         typer.Option("--pass-threshold", help="Reward counted as a pass (default 1.0)."),
@@ -199,10 +216,13 @@ def run(
     """Run an eval locally: every row x n samples through the rollout, graded, resumable.
 
     Starts the rollout's server (its entrypoint's `app`) on 127.0.0.1, or drives running ones
-    with --servers/--servers-file, and proxies its model calls to the upstream model. Results go to .osmosis/evals/<run>/ (report.html, index.jsonl,
+    with --servers/--servers-file, and proxies its model calls to the upstream model. Results
+    go to .osmosis/evals/<run>/ (report.html, index.jsonl,
     metrics.json, trajectories/, logs.txt). Rerun with the same --name to resume. Exit code 1
     when any work item failed or is still pending (status "partial"), or with
-    --require-append-only when a rollout is not append-only; 130 when interrupted.
+    --require-append-only when a rollout is not append-only; 3 when stopped by --max-cost;
+    130 when interrupted. On a terminal, a priced run shows its cost estimate (from a first
+    probe row) and asks to continue; --yes skips the question.
     The same from Python: osmosis_ai.eval.run_eval (docs/eval-library.md).
     """
     from osmosis_cli.output import get_output
@@ -222,6 +242,8 @@ def run(
         limit=limit,
         rows=rows,
         max_in_flight=max_in_flight,
+        max_cost=max_cost,
+        yes=yes,
         pass_threshold=pass_threshold,
         name=name,
         fresh=fresh,
@@ -243,6 +265,8 @@ def run(
     _emit(result, out, config, report, failures, output)
     if result.status == "interrupted":
         raise typer.Exit(code=EXIT_INTERRUPTED)
+    if result.stop_code == "budget":
+        raise typer.Exit(code=EXIT_BUDGET)
     if result.status != "success":
         raise typer.Exit(code=1)
     if require_append_only and result.metrics.get("training_safety", {}).get("broken"):
@@ -295,11 +319,10 @@ def _execute(out: Output, config: Path, **arguments: Any) -> EvalRun:
     from osmosis_cli.errors import CLIError, CLIErrorCode
 
     name = arguments.get("name")
-    from osmosis_cli.commands.eval_run_progress import make_reporter
-
     reporter = make_reporter(out)
+    confirm = confirm_cost(out, arguments.pop("yes", False), reporter.pause, reporter.resume)
     try:
-        return run_eval(config, progress=reporter.update, **arguments)
+        return run_eval(config, progress=reporter.update, confirm_cost=confirm, **arguments)
     except ConfigError as exc:
         raise CLIError(CLIErrorCode.VALIDATION, str(exc), details=exc.as_details()) from None
     except EvalExtraMissingError as exc:
@@ -373,6 +396,8 @@ def _emit(
         )
     elif result.status == "success":
         message = f"Eval {result.run_name} finished: {_rewards(result)}."
+    elif stop_message(result) is not None:
+        message = f"{stop_message(result)} {_rewards(result)}."
     else:
         stopped = f" (stopped: {result.halt_reason})" if result.halt_reason else ""
         message = (
@@ -385,12 +410,15 @@ def _emit(
     resume = _resume_command(config, result.run_name, output)
     if result.failed:
         next_steps.append(f"{resume} --retry-failed")
-    if result.pending:
+    if result.stop_code == "budget":
+        next_steps.append(f"{resume} --max-cost <a higher USD budget>")
+    elif result.pending:
         next_steps.append(resume)
     if not out.is_json and out.mode.value == "rich":
         _print_summary_table(result, out)
         lines = [
             f"results: {result.run_dir}",
+            *budget_lines(result.metrics),
             *_safety_lines(result),
             *_failed_lines(result),
             *tail,
@@ -441,6 +469,7 @@ def _summary_lines(result: EvalRun) -> list[str]:
         value = point.get("value")
         lines.append(f"pass@{point['k']}: {'-' if value is None else f'{value:.4f}'}")
     lines += [f"{key}: {value}" for key, value in _cost_rows(result.metrics.get("cost"))]
+    lines += budget_lines(result.metrics)
     lines.append(f"results: {result.run_dir}")
     return lines + _safety_lines(result) + _failed_lines(result)
 

@@ -31,6 +31,8 @@ class _Reporter:
             self.started(update.progress)
         elif update.kind == "row":
             self.row(update.progress)
+        elif update.details.get("code") == "COST_ESTIMATE":
+            self.say(update.message or "")
         elif update.details.get("code"):
             self.out.warn(str(update.details["code"]), update.message or "")
         else:
@@ -43,6 +45,15 @@ class _Reporter:
         return None
 
     def notice(self, level: str, message: str, details: dict[str, Any]) -> None:
+        return None
+
+    def say(self, message: str) -> None:
+        self.out.progress(message)
+
+    def pause(self) -> None:
+        return None
+
+    def resume(self) -> None:
         return None
 
     def close(self) -> None:
@@ -127,6 +138,20 @@ class _RichReporter(_Reporter):
         if self._progress is not None and level in ("error", "warning"):
             reason = details.get("reason", "")
             self._progress.console.print(f"[yellow]{level}:[/yellow] {message} {reason}".rstrip())
+
+    def say(self, message: str) -> None:
+        if self._progress is not None:
+            self._progress.console.print(message)
+        else:
+            self.out.progress(message)
+
+    def pause(self) -> None:
+        if self._progress is not None:
+            self._progress.stop()
+
+    def resume(self) -> None:
+        if self._progress is not None:
+            self._progress.start()
 
     def close(self) -> None:
         if self._progress is not None:

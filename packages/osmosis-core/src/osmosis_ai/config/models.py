@@ -53,9 +53,11 @@ class EvaluationSection(_Section):
     pass_threshold: float = 1.0
     agent_workflow_timeout_s: float | None = Field(default=None, gt=0)
     grader_timeout_s: float | None = Field(default=None, gt=0)
+    #: Local ``osmosis eval run`` only: the run's cost budget in USD (``--max-cost``).
+    max_cost_usd: float | None = Field(default=None, gt=0)
 
     _check_finite = field_validator(
-        "pass_threshold", "agent_workflow_timeout_s", "grader_timeout_s"
+        "pass_threshold", "agent_workflow_timeout_s", "grader_timeout_s", "max_cost_usd"
     )(_finite)
 
 
@@ -151,7 +153,10 @@ class EvalConfig(SubmitConfig):
     def sections_for_platform(self) -> dict[str, Any]:
         body: dict[str, Any] = {
             "experiment_config": self.experiment.model_dump(exclude_none=True),
-            "evaluation_config": self.evaluation.model_dump(exclude_unset=True),
+            # max_cost_usd is a local-run budget, not a platform field.
+            "evaluation_config": self.evaluation.model_dump(
+                exclude_unset=True, exclude={"max_cost_usd"}
+            ),
         }
         if self.advanced:
             body["advanced_config"] = dict(self.advanced)

@@ -32,6 +32,7 @@ _EXPORTS = {
     "read_index": "osmosis_ai.eval._records",
     "EvalProgress": "osmosis_ai.eval._progress",
     "EvalUpdate": "osmosis_ai.eval._progress",
+    "CostEstimate": "osmosis_ai.eval._budget",
     "EvalPlanError": "osmosis_ai.eval._source",
     "EvalRunFailed": "osmosis_ai.eval._errors",
     "EvalDiskFullError": "osmosis_ai.eval._errors",
@@ -66,6 +67,7 @@ __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 if TYPE_CHECKING:
     from osmosis_ai.eval._api import run_eval, run_eval_async
+    from osmosis_ai.eval._budget import CostEstimate
     from osmosis_ai.eval._dataset import (
         DatasetError,
         DatasetRow,
@@ -101,6 +103,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AppendOnlyVerdict",
+    "CostEstimate",
     "DatasetError",
     "DatasetRow",
     "Divergence",

@@ -12,6 +12,7 @@ from collections.abc import Callable, Coroutine, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from osmosis_ai.eval._budget import CostEstimate
 from osmosis_ai.eval._progress import ProgressCallback
 from osmosis_ai.eval._run import EvalRun
 
@@ -49,6 +50,8 @@ async def run_eval_async(
     proxy_host: str | None = None,
     proxy_url: str | None = None,
     mock_script: PathLike | None = None,
+    max_cost: float | None = None,
+    confirm_cost: Callable[[CostEstimate], bool] | None = None,
     progress: ProgressCallback | None = None,
 ) -> EvalRun:
     """Evaluate ``rollout`` over a dataset against a model; returns the :class:`EvalRun`.
@@ -82,6 +85,12 @@ async def run_eval_async(
     others, and ``EvalRun.servers`` says how each fared. Their inbound key is read from
     ``OSMOSIS_ROLLOUT_API_KEY``. The policy proxy listens on 127.0.0.1 unless ``proxy_host`` says
     otherwise; ``proxy_url`` is the address the servers reach it at (see docs/operations.md).
+    ``max_cost`` (USD; the config's ``evaluation.max_cost_usd`` otherwise) is the run's budget:
+    one probe row runs first, then no new row starts once the next would not fit, rows in
+    flight finish, and the run returns ``partial`` with ``stop_code="budget"`` (resumable with a
+    higher ``max_cost``). ``confirm_cost`` is called (on a helper thread) with the
+    :class:`~osmosis_ai.eval.CostEstimate` after the probe; returning ``False`` stops dispatch
+    (``stop_code="declined"``). See docs/cost-and-rate-limits.md.
 
     Raises ``ConfigurationError`` subclasses for bad arguments or config files
     (``EvalPlanError``, ``ConfigError``), ``ManifestMismatchError`` when a resumed run's inputs
@@ -125,9 +134,10 @@ async def run_eval_async(
         proxy_host=proxy_host,
         proxy_url=proxy_url,
         mock_script=os.fspath(mock_script) if mock_script is not None else None,
+        max_cost=max_cost,
     )
     plan = build_plan(options)
-    return await run_session(plan, progress)
+    return await run_session(plan, progress, confirm_cost)
 
 
 def run_eval(rollout: PathLike, **kwargs: Any) -> EvalRun:

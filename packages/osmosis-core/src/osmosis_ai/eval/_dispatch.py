@@ -16,12 +16,13 @@ import os
 import secrets
 import signal
 import threading
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import IO, TYPE_CHECKING, Any
 
+from osmosis_ai.eval._budget import Budget, CostEstimate
 from osmosis_ai.eval._errors import UpstreamRejected
 from osmosis_ai.eval._fleet import server_capacity
 from osmosis_ai.eval._journal import Journal
@@ -53,6 +54,7 @@ class DispatchOutcome:
     halt_reason: str | None
     #: With ``--servers``: one summary per rollout server (url, status, counts, failure).
     servers: list[dict[str, Any]] = field(default_factory=list)
+    stop_code: str | None = None
 
 
 async def dispatch(
@@ -62,6 +64,8 @@ async def dispatch(
     log: RunLog,
     on_event: EventSink,
     on_record: RecordSink,
+    budget: Budget | None = None,
+    confirm: Callable[[CostEstimate], Awaitable[bool]] | None = None,
 ) -> DispatchOutcome:
     """Run ``pending`` through a fresh rollout server; see the module docstring."""
     current = asyncio.current_task()
@@ -82,13 +86,18 @@ async def dispatch(
             scheduler = _scheduler(plan, paths, url, server, server_key, proxy, log, stack)
             scheduler.on_result = on_record
             scheduler.on_event = on_event
+            scheduler.budget, scheduler.confirm = budget, confirm
             await _run_watched(scheduler, server, pending, current)
             log.info(
                 "run",
                 "dispatch finished; stopping the rollout server",
                 dispatched=scheduler.dispatched,
             )
-            return DispatchOutcome(scheduler.dispatched, _halt_reason(scheduler, server))
+            return DispatchOutcome(
+                scheduler.dispatched,
+                _halt_reason(scheduler, server),
+                stop_code=scheduler.stop_code,
+            )
     finally:
         restore_sigterm()
 
@@ -150,7 +159,11 @@ async def _start_upstream(plan: EvalPlan, log: RunLog, stack: AsyncExitStack) ->
 
 
 async def _start_proxy(
-    plan: EvalPlan, upstream: Upstream, log: RunLog, on_event: EventSink, stack: AsyncExitStack
+    plan: EvalPlan,
+    upstream: Upstream,
+    log: RunLog,
+    on_event: EventSink,
+    stack: AsyncExitStack,
 ) -> PolicyProxy:
     proxy = PolicyProxy(
         upstream,

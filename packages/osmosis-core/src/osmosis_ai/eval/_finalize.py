@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from osmosis_ai.eval._budget import Budget
 from osmosis_ai.eval._journal import WorkKey, load_latest
 from osmosis_ai.eval._manifest import write_json_atomic
 from osmosis_ai.eval._metrics import ItemResult, compute_metrics
@@ -42,6 +43,9 @@ class SessionEnd:
     dispatched: int = 0
     archived: Path | None = None
     servers: list[dict[str, Any]] = field(default_factory=list)
+    #: ``"budget"`` / ``"declined"`` when dispatch stopped early on purpose (:mod:`._budget`).
+    stop_code: str | None = None
+    budget: Budget | None = None
 
 
 def row_from_journal(
@@ -158,6 +162,8 @@ def finalize(
         total_work_items=len(items),
     )
     summary["training_safety"] = summarize_training_safety(r.training_safety for r in rows)
+    if end.budget is not None:
+        summary["budget"] = end.budget.to_json()
     counts = {s: sum(1 for r in rows if r.status == s) for s in ("success", "failed", "skipped")}
     pending = len(items) - len(rows)
     status = _status(end.interrupted, counts["failed"], pending)
@@ -185,6 +191,7 @@ def finalize(
         archived_to=end.archived,
         halt_reason=end.halt_reason,
         servers=end.servers,
+        stop_code=end.stop_code,
     )
 
 

@@ -100,6 +100,8 @@ class EvalOptions:
     #: ``--mock-script``: a reply script (``.jsonl``, or ``.py`` with ``respond(body)``) the mock
     #: policy answers from (:mod:`osmosis_ai.testing.script`); implies ``model="mock"``.
     mock_script: str | Path | None = None
+    #: The run's cost budget in USD (``--max-cost``; :mod:`._budget`); ``None``: the config's.
+    max_cost: float | None = None
 
 
 @dataclass(slots=True)
@@ -131,6 +133,7 @@ class EvalPlan:
     token_ids: bool = False
     max_failures: int | None = None
     allow_changed: bool = False
+    max_cost: float | None = None
     #: The explicit choices of the request that started the run (model, dataset, selection,
     #: n), stored in the manifest so a resume given only the run name reuses them.
     request: dict[str, Any] = field(default_factory=dict)
@@ -225,6 +228,7 @@ class _Knobs:
     max_in_flight: int | None
     agent_timeout_sec: float | None
     grader_timeout_sec: float | None
+    max_cost: float | None = None
 
 
 def _knobs(options: EvalOptions, source: EvalSource) -> _Knobs:
@@ -246,7 +250,12 @@ def _knobs(options: EvalOptions, source: EvalSource) -> _Knobs:
         max_in_flight = evaluation.batch_size
     agent = options.agent_timeout_sec or evaluation.agent_workflow_timeout_s
     grader = options.grader_timeout_sec or evaluation.grader_timeout_s
-    return _Knobs(n, threshold, max_in_flight, agent, grader)
+    max_cost = options.max_cost if options.max_cost is not None else evaluation.max_cost_usd
+    if max_cost is not None and not (math.isfinite(max_cost) and max_cost > 0):
+        raise EvalPlanError(
+            f"the cost budget (--max-cost) must be a positive USD amount, got {max_cost}"
+        )
+    return _Knobs(n, threshold, max_in_flight, agent, grader, max_cost)
 
 
 def _select(
@@ -456,6 +465,7 @@ def build_plan(options: EvalOptions, *, environ: Mapping[str, str] | None = None
         token_ids=options.token_ids,
         max_failures=options.max_failures,
         allow_changed=options.allow_changed,
+        max_cost=knobs.max_cost,
         **_fleet_fields(options, env_map),
         request=_request_record(options, dataset_path, upstream),
         mock_policy=mock_policy,
@@ -467,6 +477,11 @@ def _fleet_fields(options: EvalOptions, env_map: Mapping[str, str]) -> dict[str,
     from osmosis_ai.eval._fleet import SERVERS_KEY_ENV, normalize_server_url, resolve_servers
 
     servers = resolve_servers(options.servers, options.servers_file)
+    if servers and options.max_cost is not None:
+        raise EvalPlanError(
+            "--max-cost is not supported with --servers yet: run the budgeted eval with a local "
+            "rollout server"
+        )
     if servers and options.isolated:
         raise EvalPlanError(
             "--isolated starts a local rollout server in the rollout's own environment; with "

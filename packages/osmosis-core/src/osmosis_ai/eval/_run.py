@@ -44,6 +44,9 @@ class EvalRun:
     #: With ``servers=[...]``: per rollout server its url, ``status`` (``ok``, ``draining``,
     #: ``failed``), capacity, dispatched / completed / re-dispatched counts and ``failure``.
     servers: list[dict[str, Any]] = field(default_factory=list)
+    #: Why dispatch stopped early on purpose: ``"budget"`` (``max_cost`` reached) or
+    #: ``"declined"`` (the cost estimate was not confirmed); the run is resumable.
+    stop_code: str | None = None
 
     @property
     def failed_servers(self) -> list[dict[str, Any]]:
@@ -104,4 +107,5 @@ class EvalRun:
             "archived_to": str(self.archived_to) if self.archived_to is not None else None,
             "halt_reason": self.halt_reason,
             "servers": self.servers,
+            "stop_code": self.stop_code,
         }

@@ -30,13 +30,14 @@ import contextlib
 import json
 import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TextIO
 
 import httpx
 
 from osmosis_ai.errors import EvalError
+from osmosis_ai.eval._budget import MAX_PROBE_ROWS, Budget, CostEstimate
 from osmosis_ai.eval._dataset import DatasetRow
 from osmosis_ai.eval._journal import Journal
 from osmosis_ai.eval._proxy import PolicyProxy
@@ -108,7 +109,13 @@ class Scheduler:
     max_consecutive_infra: int = DEFAULT_MAX_CONSECUTIVE_INFRA_FAILURES
     #: The rollout code's source digest, journaled with each record (``--allow-changed``).
     code_digest: str | None = None
+    #: The run's cost ledger (``--max-cost``, or a cost estimate to confirm); see :mod:`._budget`.
+    budget: Budget | None = None
+    #: Asked with the estimate after the probe; ``False`` stops dispatch (``stop_code="declined"``).
+    confirm: Callable[[CostEstimate], Awaitable[bool]] | None = None
     halt_reason: str | None = None
+    #: Why dispatch stopped early when it was not a fault: ``"budget"`` or ``"declined"``.
+    stop_code: str | None = None
     dispatched: int = 0
     failures: int = 0
     consecutive_infra: int = 0
@@ -116,7 +123,10 @@ class Scheduler:
 
     async def run(self, items: Iterable[WorkItem]) -> None:
         """Process every item (or until halted/cancelled)."""
-        iterator = iter(items)
+        pending = list(items)
+        iterator = iter(pending)
+        if self.budget is not None:
+            await self._estimate(iterator, len(pending))
         count = max(1, min(self.max_in_flight, len(self.clients)))
         workers = [
             asyncio.create_task(self._worker(iterator, self.clients[i])) for i in range(count)
@@ -128,6 +138,10 @@ class Scheduler:
                 worker.cancel()
             await asyncio.gather(*workers, return_exceptions=True)
             raise
+        if self.stop_code == "budget" and self.budget is not None:
+            self.halt_reason = (
+                self.budget.stop_message()
+            )  # the final spend, in-flight rows included
         if self.halt_reason is not None:
             raise DispatchHalted(self.halt_reason)
 
@@ -135,7 +149,48 @@ class Scheduler:
         for item in items:
             if self.halt_reason is not None:
                 return
+            if self.budget is not None and not self.budget.admit():
+                self._stop_for_budget(self.budget)
+                return
             await self._run_item(item, client)
+
+    async def _estimate(self, items: Iterator[WorkItem], pending: int) -> None:
+        """Probe rows one at a time until one spent something, then estimate and confirm."""
+        budget = self.budget
+        assert budget is not None
+        probes = 0
+        while (
+            budget.per_row_usd is None
+            and budget.unknown_reason is None
+            and probes < MAX_PROBE_ROWS
+            and self.halt_reason is None
+        ):
+            item = next(items, None)
+            if item is None:
+                return
+            budget.in_flight += 1
+            probes += 1
+            await self._run_item(item, self.clients[0])
+        if self.halt_reason is not None:
+            return
+        estimate = budget.make_estimate(pending - probes, probes)
+        self.on_event("info", estimate.describe(), {"code": "COST_ESTIMATE", **estimate.to_json()})
+        if budget.limit_usd is not None and budget.unknown_reason is not None:
+            self._stop_for_budget(budget)
+        elif (
+            self.confirm is not None
+            and estimate.total_usd is not None
+            and estimate.pending
+            and not await self.confirm(estimate)
+        ):
+            self.stop_code = "declined"
+            self.halt_reason = f"not confirmed at the {estimate.describe()}"
+
+    def _stop_for_budget(self, budget: Budget) -> None:
+        if self.halt_reason is None:
+            self.stop_code = "budget"
+            self.halt_reason = budget.stop_message()
+            self.on_event("warning", "cost budget reached", {"reason": self.halt_reason})
 
     def _halt(self, reason: str) -> None:
         if self.halt_reason is None:
@@ -233,6 +288,8 @@ class Scheduler:
             self._save_calls(rollout_id, calls)
         if self.price_row is not None and (calls or judge):
             record["cost"] = self.price_row([call.usage for call in calls or ()], judge)
+        if self.budget is not None:
+            self.budget.settle(record.get("cost"))
         await self.journal.append(record)
         self.on_result(record)
         self._count_failure(record, calls)

@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from osmosis_ai.eval._code_revisions import adopt_changed_code, record_work_items
+from osmosis_ai.eval._budget import Budget, CostEstimate
 from osmosis_ai.eval._dataset import missing_label_warning
 from osmosis_ai.eval._dispatch import dispatch
 from osmosis_ai.eval._errors import EvalDiskFullError, EvalRunFailed, is_disk_full
@@ -34,8 +36,13 @@ from osmosis_ai.eval._run_log import RunLog
 from osmosis_ai.eval._scheduler import WorkItem
 from osmosis_ai.eval._server_process import RolloutServerError
 
+#: Asked with the cost estimate before dispatch; ``False`` leaves the run pending.
+ConfirmCost = Callable[[CostEstimate], bool | Awaitable[bool]]
 
-async def run_session(plan: EvalPlan, progress: ProgressCallback | None = None) -> EvalRun:
+
+async def run_session(
+    plan: EvalPlan, progress: ProgressCallback | None = None, confirm: ConfirmCost | None = None
+) -> EvalRun:
     """Run (or resume) the plan's run; see the module docstring."""
     end = SessionEnd(started_at=datetime.now(UTC), t0=time.perf_counter(), session_ids=set())
     paths = RunPaths(plan.run_dir)
@@ -47,7 +54,7 @@ async def run_session(plan: EvalPlan, progress: ProgressCallback | None = None) 
         manifest, code_change = _open_manifest(plan, paths)
         log = RunLog(paths.logs, plan_redactor(plan))
         try:
-            session = _Session(plan, paths, manifest, log, progress)
+            session = _Session(plan, paths, manifest, log, progress, confirm)
             session.code_change = code_change
             return await session.run(end)
         finally:
@@ -116,8 +123,11 @@ class _Session:
         manifest: dict[str, Any],
         log: RunLog,
         callback: ProgressCallback | None,
+        confirm: ConfirmCost | None = None,
     ) -> None:
         self.plan = plan
+        self.confirm = confirm
+        self.budget: Budget | None = None
         self.paths = paths
         self.manifest = manifest
         self.log = log
@@ -163,6 +173,14 @@ class _Session:
         pending = [
             i for i in self.items if not _is_done(prior.get((i.row_index, i.run_index), {}), retry)
         ]
+        if self.plan.max_cost is not None or self.confirm is not None:
+            # The budget covers the whole run: rows of earlier sessions count.
+            keys = {(i.row_index, i.run_index) for i in self.items} - {
+                (i.row_index, i.run_index) for i in pending
+            }
+            self.budget = Budget.from_prior(
+                self.plan.max_cost, (prior[key].get("cost") for key in keys if key in prior)
+            )
         self.progress.already_done = len(self.items) - len(pending)
         self.progress.pending_at_start = len(pending)
         self.progress.resumed = bool(prior)
@@ -217,8 +235,21 @@ class _Session:
             self._on_record(record)
 
         try:
-            run = dispatch_fleet if self.plan.servers else dispatch
-            outcome = await run(self.plan, self.paths, pending, self.log, self._notice, on_record)
+            if self.plan.servers:
+                outcome = await dispatch_fleet(
+                    self.plan, self.paths, pending, self.log, self._notice, on_record
+                )
+            else:
+                outcome = await dispatch(
+                    self.plan,
+                    self.paths,
+                    pending,
+                    self.log,
+                    self._notice,
+                    on_record,
+                    self.budget,
+                    self._confirm if self.confirm is not None else None,
+                )
         except asyncio.CancelledError:
             end.interrupted = True
             task = asyncio.current_task()
@@ -232,7 +263,19 @@ class _Session:
         else:
             end.dispatched, end.halt_reason = outcome.dispatched, outcome.halt_reason
             end.servers = outcome.servers
+            end.stop_code = outcome.stop_code
+        finally:
+            end.budget = self.budget
         return None
+
+    async def _confirm(self, estimate: CostEstimate) -> bool:
+        """The caller's confirmation, off the event loop (a prompt blocks)."""
+        assert self.confirm is not None
+        answer = await asyncio.to_thread(self.confirm, estimate)
+        if not isinstance(answer, bool):
+            answer = await answer
+        self.log.info("budget", "cost estimate confirmed" if answer else "cost estimate declined")
+        return answer
 
     def _on_record(self, record: dict[str, Any]) -> None:
         item = self.by_key[(record["row_index"], record["run_index"])]
