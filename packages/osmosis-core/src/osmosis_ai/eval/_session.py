@@ -18,8 +18,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from osmosis_ai.eval._code_revisions import adopt_changed_code, record_work_items
 from osmosis_ai.eval._budget import Budget, CostEstimate
+from osmosis_ai.eval._code_revisions import adopt_changed_code, record_work_items
 from osmosis_ai.eval._dataset import missing_label_warning
 from osmosis_ai.eval._dispatch import dispatch
 from osmosis_ai.eval._errors import EvalDiskFullError, EvalRunFailed, is_disk_full
