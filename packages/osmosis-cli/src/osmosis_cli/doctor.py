@@ -6,8 +6,6 @@ doctor stays fast and cannot be broken by the thing it diagnoses.
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 import sys
 from dataclasses import dataclass
 from importlib import metadata
@@ -137,28 +135,30 @@ def _check_rollouts(root: Path) -> list[DoctorCheck]:
     return checks
 
 
+def check_uv() -> DoctorCheck:
+    """Find uv as the backends do and run ``uv --version``: its answer, or why it failed."""
+    from osmosis_ai.uv_binary import INSTALL_HINT, UvNotFoundError, find_uv, uv_version
+
+    try:
+        uv = find_uv()
+    except UvNotFoundError as exc:
+        return DoctorCheck(
+            "uv",
+            "warning",
+            f"{exc} (the Harbor backend and `eval run --isolated` need it)",
+            INSTALL_HINT,
+        )
+    try:
+        return DoctorCheck("uv", "ok", f"{uv_version(uv)} ({uv})")
+    except OSError as exc:
+        return DoctorCheck("uv", "error", str(exc), f"reinstall uv: {INSTALL_HINT}")
+
+
 def check_environment() -> list[DoctorCheck]:
     checks: list[DoctorCheck] = []
     version = ".".join(str(v) for v in sys.version_info[:3])
     checks.append(DoctorCheck("python", "ok", f"{version} ({sys.executable})"))
-    uv = shutil.which("uv")
-    if uv:
-        try:
-            out = subprocess.run(
-                [uv, "--version"], capture_output=True, text=True, timeout=10, check=False
-            )
-            checks.append(DoctorCheck("uv", "ok", out.stdout.strip() or uv))
-        except (OSError, subprocess.TimeoutExpired):
-            checks.append(DoctorCheck("uv", "warning", f"{uv} does not run"))
-    else:
-        checks.append(
-            DoctorCheck(
-                "uv",
-                "warning",
-                "uv is not on PATH (it installs rollout dependencies quickly)",
-                "curl -LsSf https://astral.sh/uv/install.sh | sh  (or: pip install uv)",
-            )
-        )
+    checks.append(check_uv())
     for dist in ("osmosis-core", "osmosis-cli"):
         checks.append(DoctorCheck(dist, "ok", _version(dist) or "not installed"))
     fastapi, uvicorn = _version("fastapi"), _version("uvicorn")

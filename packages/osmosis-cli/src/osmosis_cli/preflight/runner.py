@@ -76,8 +76,31 @@ def run_preflight(
             )
         )
 
-    report.add(_import_check(target, timeout_sec, local=local))
+    imported = _import_check(target, timeout_sec, local=local)
+    report.add(imported)
+    backend = str((imported.details.get("attributes") or {}).get("backend") or "")
+    if local and backend.startswith(_HARBOR_BACKEND):
+        report.add(_uv_check())
     return report
+
+
+_HARBOR_BACKEND = "osmosis_ai.rollout.backend.harbor."
+
+
+def _uv_check() -> Check:
+    """The Harbor backend builds the rollout bundle with uv: without it every row would fail."""
+    from osmosis_ai.uv_binary import INSTALL_HINT, UvNotFoundError, find_uv, uv_version
+
+    needs = "the Harbor backend builds the rollout bundle with uv (every rollout would fail)"
+    try:
+        uv = find_uv()
+    except UvNotFoundError as exc:
+        return Check("uv", "error", f"{needs}: {exc}")
+    try:
+        version = uv_version(uv)
+    except OSError as exc:
+        return Check("uv", "error", f"{needs}: {exc}; reinstall it: {INSTALL_HINT}")
+    return Check("uv", "ok", f"{version} ({uv}) builds the Harbor bundle", {"path": uv})
 
 
 def _dataset_check(report: PreflightReport, target: RolloutTarget) -> None:

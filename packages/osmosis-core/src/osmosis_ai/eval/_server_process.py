@@ -20,7 +20,6 @@ import asyncio
 import contextlib
 import ctypes
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -61,17 +60,17 @@ def _set_parent_death_signal() -> None:
 
 
 def find_uv() -> str:
-    """``uv`` next to the interpreter (pip-installed uv), else on PATH."""
-    beside = Path(sys.executable).with_name("uv")
-    if beside.is_file() and os.access(beside, os.X_OK):
-        return str(beside)
-    found = shutil.which("uv")
-    if found is None:
+    """``uv`` for ``--isolated`` (:func:`osmosis_ai.uv_binary.find_uv` finds it)."""
+    from osmosis_ai.uv_binary import UvNotFoundError
+    from osmosis_ai.uv_binary import find_uv as locate
+
+    try:
+        return locate()
+    except UvNotFoundError as exc:
         raise RolloutServerError(
-            "--isolated runs the rollout in its own environment with `uv`, which was not found; "
-            "install it (pip install uv) or drop --isolated to use the current environment"
-        )
-    return found
+            f"--isolated runs the rollout in its own environment with uv: {exc}; or drop "
+            "--isolated to use the current environment"
+        ) from exc
 
 
 class RolloutServerProcess:

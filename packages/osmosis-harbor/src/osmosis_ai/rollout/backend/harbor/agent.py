@@ -31,7 +31,7 @@ from ._sandbox_paths import (
     SANDBOX_BUNDLE_DIR,
     SANDBOX_VENV_PYTHON,
 )
-from .environments import BUNDLE_NO_DEPS_ENV, SANDBOX_PYTHON_ENV
+from .environments import BUNDLE_NO_DEPS_ENV, SANDBOX_PYTHON_ENV, SANDBOX_UV_ENV
 
 WORKFLOW_AGENT_IMPORT_PATH = "osmosis_ai.rollout.backend.harbor.agent:OsmosisWorkflowAgent"
 RESULT_METADATA_KEY = "osmosis_result"
@@ -51,7 +51,8 @@ def install_script(wheel_path: str) -> str:
 
     The interpreter is ``$OSMOSIS_SANDBOX_PYTHON``, else ``/opt/osmosis/venv/bin/python`` (a venv
     an image can pre-populate with the rollout's dependencies), else ``python3``. uv is used when
-    present (fast, and it can install into any interpreter), otherwise pip.
+    present (``$OSMOSIS_SANDBOX_UV``, else on the sandbox's PATH: fast, and it installs into any
+    interpreter), otherwise pip; with neither, the error says so.
     """
     wheel = shlex.quote(wheel_path)
     return f"""set -e
@@ -62,10 +63,14 @@ fi
 if [ -z "$PY" ]; then echo "no python3 in the sandbox image: install Python 3.12+ in the task image" >&2; exit 3; fi
 DEPS=""
 if [ "${{{BUNDLE_NO_DEPS_ENV}:-0}}" = "1" ]; then DEPS="--no-deps"; fi
-if command -v uv >/dev/null 2>&1; then
-  uv pip install --quiet --python "$PY" --break-system-packages $DEPS {wheel}
-else
+UV="${{{SANDBOX_UV_ENV}:-}}"
+if [ -z "$UV" ] || [ ! -x "$UV" ]; then UV="$(command -v uv || true)"; fi
+if [ -n "$UV" ]; then
+  "$UV" pip install --quiet --python "$PY" --break-system-packages $DEPS {wheel}
+elif "$PY" -m pip --version >/dev/null 2>&1; then
   "$PY" -m pip install --quiet --break-system-packages $DEPS {wheel}
+else
+  echo "neither uv nor pip can install into $PY: put uv in the sandbox image (pip install uv) or set {SANDBOX_UV_ENV}" >&2; exit 3
 fi
 mkdir -p "$(dirname {PYTHON_MARKER})"
 printf '%s' "$PY" > {PYTHON_MARKER}

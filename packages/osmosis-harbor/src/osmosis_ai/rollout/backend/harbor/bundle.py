@@ -190,17 +190,13 @@ def _pyproject(package: str, digest: str, deps: list[str]) -> str:
 
 
 def _uv() -> str:
-    found = shutil.which("uv")
-    if found is not None:
-        return found
-    try:  # the `uv` distribution ships its binary with a locator
-        from uv import find_uv_bin  # type: ignore[import-not-found]
+    from osmosis_ai.rollout.integrations.spi import UvNotFoundError, find_uv
 
-        return str(find_uv_bin())
-    except ImportError as exc:
+    try:
+        return find_uv()
+    except UvNotFoundError as exc:
         raise BundleError(
-            "building the rollout bundle needs uv (https://docs.astral.sh/uv/): install it or "
-            "put it on PATH, or pass bundle= with a prebuilt wheel"
+            f"building the rollout bundle needs uv: {exc}; or pass bundle= with a prebuilt wheel"
         ) from exc
 
 

@@ -21,6 +21,7 @@ sandbox):
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from collections.abc import Mapping
@@ -38,6 +39,9 @@ ENVIRONMENT_CHOICES: Final = ("skypilot", "docker", "local")
 # whether the bundle's dependencies are already present (true when the sandbox is the host).
 SANDBOX_PYTHON_ENV: Final = "OSMOSIS_SANDBOX_PYTHON"
 BUNDLE_NO_DEPS_ENV: Final = "OSMOSIS_BUNDLE_NO_DEPS"
+#: The uv executable the sandbox's install script uses first (the local sandbox shares the
+#: host's files, so the host's uv works there even when it is not on PATH).
+SANDBOX_UV_ENV: Final = "OSMOSIS_SANDBOX_UV"
 
 _SKYPILOT_SETTINGS: Final = {
     "HARBOR_SKYPILOT_CONTEXT": "context_name",
@@ -105,15 +109,18 @@ def local_environment_config(python: str | None = None) -> EnvironmentConfig:
     dependencies; the bundle is installed without resolving them again.
     """
     from harbor.models.trial.config import EnvironmentConfig
+    from osmosis_ai.rollout.integrations.spi import UvNotFoundError, find_uv
 
     from .local_environment import (
         LOCAL_ENVIRONMENT_IMPORT_PATH,
     )
 
+    env = {SANDBOX_PYTHON_ENV: python or sys.executable, BUNDLE_NO_DEPS_ENV: "1"}
+    # Without one, the install script falls back to `uv` on the sandbox's PATH, then pip.
+    with contextlib.suppress(UvNotFoundError):
+        env[SANDBOX_UV_ENV] = find_uv()
     return EnvironmentConfig(
-        import_path=LOCAL_ENVIRONMENT_IMPORT_PATH,
-        kwargs={"auto_mounting": True},
-        env={SANDBOX_PYTHON_ENV: python or sys.executable, BUNDLE_NO_DEPS_ENV: "1"},
+        import_path=LOCAL_ENVIRONMENT_IMPORT_PATH, kwargs={"auto_mounting": True}, env=env
     )
 
 
