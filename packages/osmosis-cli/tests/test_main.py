@@ -86,7 +86,7 @@ def test_version_plain_and_json(run_cli: RunCli) -> None:
     }
     plain = run_cli("--version")
     assert plain.code == 0
-    head = next(iter(found))
+    head = "osmosis-ai" if "osmosis-ai" in found else "osmosis-cli"  # the CLI alone: it leads
     assert plain.stdout.startswith(f"{head} {found[head]} (")
     assert f"osmosis-cli {__version__}" in plain.stdout
     assert f"osmosis-core {found['osmosis-core']}" in plain.stdout
