@@ -1,4 +1,5 @@
-"""``osmosis eval run --max-cost/--yes``: the cost-estimate prompt and the budget's exit code.
+"""``osmosis eval run``: the cost-estimate prompt, the budget's exit code and summary lines (budget,
+adaptive concurrency).
 
 The library (:mod:`osmosis_ai.eval`, ``max_cost`` / ``confirm_cost``) owns the budget; this module
 only asks the question on a terminal and says how the run stopped.
@@ -50,9 +51,21 @@ def stop_message(result: EvalRun) -> str | None:
 
 
 def budget_lines(metrics: dict[str, object]) -> list[str]:
-    """``budget: $spent of $max`` for the summary, when the run has a budget."""
+    """``budget: $spent of $max`` when the run has a budget, and the adaptive concurrency's
+    final figures (``model calls: limit 8.4 (min 6.0) of 32, ...``) when it backed off."""
+    lines: list[str] = []
     budget = metrics.get("budget")
-    if not isinstance(budget, dict) or budget.get("max_cost_usd") is None:
-        return []
-    line = f"budget: ${budget.get('spent_usd') or 0.0:.4f} spent of ${budget['max_cost_usd']:.4f}"
-    return [line + (" (stopped)" if budget.get("stopped") else "")]
+    if isinstance(budget, dict) and budget.get("max_cost_usd") is not None:
+        line = (
+            f"budget: ${budget.get('spent_usd') or 0.0:.4f} spent of ${budget['max_cost_usd']:.4f}"
+        )
+        lines.append(line + (" (stopped)" if budget.get("stopped") else ""))
+    concurrency = metrics.get("concurrency")
+    policy = concurrency.get("policy") if isinstance(concurrency, dict) else None
+    if isinstance(policy, dict) and policy.get("decreases"):
+        lines.append(
+            f"model calls at once: limit {policy['final_limit']} (min {policy['min_limit']}) of "
+            f"{policy['ceiling']}, mean {policy['mean_in_flight']} in flight, backed off "
+            f"{policy['decreases']}x on {policy['congestion_signals']} 429/503/timeout(s)"
+        )
+    return lines

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import IO, TYPE_CHECKING, Any
 
+from osmosis_ai.eval._adaptive import AdaptiveLimit
 from osmosis_ai.eval._budget import Budget, CostEstimate
 from osmosis_ai.eval._errors import UpstreamRejected
 from osmosis_ai.eval._fleet import server_capacity
@@ -66,6 +67,7 @@ async def dispatch(
     on_record: RecordSink,
     budget: Budget | None = None,
     confirm: Callable[[CostEstimate], Awaitable[bool]] | None = None,
+    limit: AdaptiveLimit | None = None,
 ) -> DispatchOutcome:
     """Run ``pending`` through a fresh rollout server; see the module docstring."""
     current = asyncio.current_task()
@@ -77,7 +79,7 @@ async def dispatch(
             log.redact.add(server_key)
             server = _spawn_server(plan, paths, log, server_key, stack)
             upstream = await _start_upstream(plan, log, stack)
-            proxy = await _start_proxy(plan, upstream, log, on_event, stack)
+            proxy = await _start_proxy(plan, upstream, log, on_event, stack, limit)
             if not upstream.is_mock:
                 await _preflight(proxy, plan.upstream, log)
             stack.push_async_callback(server.stop)  # idempotent: stop it before the proxy
@@ -87,6 +89,8 @@ async def dispatch(
             scheduler.on_result = on_record
             scheduler.on_event = on_event
             scheduler.budget, scheduler.confirm = budget, confirm
+            if limit is not None:  # policy calls at once: at most one per row in flight
+                limit.set_ceiling(scheduler.max_in_flight)
             await _run_watched(scheduler, server, pending, current)
             log.info(
                 "run",
@@ -164,9 +168,11 @@ async def _start_proxy(
     log: RunLog,
     on_event: EventSink,
     stack: AsyncExitStack,
+    limit: AdaptiveLimit | None = None,
 ) -> PolicyProxy:
     proxy = PolicyProxy(
         upstream,
+        limit=limit,
         retry=plan.retry_policy,
         on_event=lambda kind, d: on_event("warning", kind, d),
         token_ids=plan.token_ids,

@@ -46,6 +46,8 @@ class SessionEnd:
     #: ``"budget"`` / ``"declined"`` when dispatch stopped early on purpose (:mod:`._budget`).
     stop_code: str | None = None
     budget: Budget | None = None
+    #: Final figures of the adaptive concurrency limits (:mod:`._adaptive`), when dispatched.
+    concurrency: dict[str, Any] | None = None
 
 
 def row_from_journal(
@@ -164,6 +166,8 @@ def finalize(
     summary["training_safety"] = summarize_training_safety(r.training_safety for r in rows)
     if end.budget is not None:
         summary["budget"] = end.budget.to_json()
+    if end.concurrency is not None:
+        summary["concurrency"] = end.concurrency
     counts = {s: sum(1 for r in rows if r.status == s) for s in ("success", "failed", "skipped")}
     pending = len(items) - len(rows)
     status = _status(end.interrupted, counts["failed"], pending)

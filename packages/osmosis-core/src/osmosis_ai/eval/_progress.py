@@ -11,9 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from osmosis_ai.eval._records import RowRecord
+
+if TYPE_CHECKING:
+    from osmosis_ai.eval._adaptive import AdaptiveLimit
 
 
 @dataclass(slots=True)
@@ -33,6 +36,8 @@ class EvalProgress:
     failed: int = 0
     skipped: int = 0
     reward_sum: float = 0.0
+    #: The adaptive limit of rows in flight (``in_flight``, ``limit``, ``ceiling``), live.
+    policy_limit: AdaptiveLimit | None = None
 
     @property
     def finished_this_session(self) -> int:

@@ -37,6 +37,7 @@ from urllib.parse import quote
 
 import httpx
 
+from osmosis_ai.eval._adaptive import CONGESTION_STATUSES, AdaptiveLimit
 from osmosis_ai.eval._asgi import (
     QuietServer,
     Receive,
@@ -50,6 +51,7 @@ from osmosis_ai.eval._asgi import (
 from osmosis_ai.eval._proxy_calls import CallRecord, RetryPolicy, SSEWatcher
 from osmosis_ai.eval._repro import sampling_of
 from osmosis_ai.eval._upstream import Upstream
+from osmosis_ai.retry_after import parse_retry_after
 
 RETRYABLE_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504})
 _RETRYABLE_ERRORS = (httpx.TransportError,)
@@ -74,8 +76,11 @@ class PolicyProxy:
         on_event: Callable[[str, dict[str, Any]], None] | None = None,
         upstream_clients: int = 16,
         token_ids: bool = False,
+        limit: AdaptiveLimit | None = None,
     ) -> None:
         self.upstream = upstream
+        #: Told about every upstream answer: 429/503/timeouts back it off, successes grow it.
+        self.limit = limit
         #: Ask the upstream for token ids (vLLM's ``return_token_ids``); opt-in, because
         #: providers that validate requests strictly reject unknown fields.
         self.token_ids = token_ids
@@ -260,14 +265,21 @@ class PolicyProxy:
         error: str | None = None
         for attempt in range(1, self.retry.max_attempts + 1):
             record.attempts = attempt
+            response = None
+            sent = await self._acquire()
             try:
                 response = await client.post(self.upstream.chat_completions_url, content=payload)
             except _RETRYABLE_ERRORS as exc:
-                response, error = None, f"{type(exc).__name__}: {exc}"
+                error = f"{type(exc).__name__}: {exc}"
+                self._signal(sent, None, exc)
+            finally:
+                self._release()
+            if response is None:
                 if attempt < self.retry.max_attempts:
-                    await self._backoff(attempt, None, error)
+                    await self._backoff(attempt, None, error or "upstream unreachable")
                     continue
                 break
+            self._signal(sent, response, None)
             if response.status_code in RETRYABLE_STATUSES and attempt < self.retry.max_attempts:
                 await self._backoff(
                     attempt, response.headers.get("retry-after"), f"HTTP {response.status_code}"
@@ -309,25 +321,32 @@ class PolicyProxy:
             request = client.build_request(
                 "POST", self.upstream.chat_completions_url, content=payload
             )
+            sent = await self._acquire()
             try:
                 response = await client.send(request, stream=True)
-            except _RETRYABLE_ERRORS as exc:
+            except BaseException as exc:
+                self._release()
+                if not isinstance(exc, _RETRYABLE_ERRORS):
+                    raise
                 error = f"{type(exc).__name__}: {exc}"
+                self._signal(sent, None, exc)
                 if attempt < self.retry.max_attempts:
                     await self._backoff(attempt, None, error)
                     continue
                 break
+            self._signal(sent, response, None)
+            retry = response.status_code in RETRYABLE_STATUSES and attempt < self.retry.max_attempts
             try:
-                if response.status_code in RETRYABLE_STATUSES and attempt < self.retry.max_attempts:
-                    await response.aread()
-                    await self._backoff(
-                        attempt, response.headers.get("retry-after"), f"HTTP {response.status_code}"
-                    )
-                    continue
-                await self._pass_through(response, record, send, start)
-                return
+                if not retry:  # the upstream is busy until the stream ends: keep the slot
+                    await self._pass_through(response, record, send, start)
+                    return
+                await response.aread()
             finally:
                 await response.aclose()
+                self._release()
+            await self._backoff(
+                attempt, response.headers.get("retry-after"), f"HTTP {response.status_code}"
+            )
         record.error = error or "upstream unreachable"
         await send_error(send, 502, self._relayed(record), "upstream_error")
 
@@ -391,6 +410,28 @@ class PolicyProxy:
         except httpx.HTTPError as exc:
             return None, f"{type(exc).__name__}: {exc}"
         return response.status_code, response.text[:300]
+
+    async def _acquire(self) -> float:
+        """A slot of the adaptive limit (when there is one) for one upstream attempt."""
+        return await self.limit.acquire() if self.limit is not None else 0.0
+
+    def _release(self) -> None:
+        if self.limit is not None:
+            self.limit.release()
+
+    def _signal(
+        self, sent: float, response: httpx.Response | None, error: BaseException | None
+    ) -> None:
+        """Tell the adaptive limit how the upstream answered one attempt."""
+        limit = self.limit
+        if limit is None:
+            return
+        if response is not None and response.status_code < 400:
+            limit.succeeded()
+        elif response is not None and response.status_code in CONGESTION_STATUSES:
+            limit.congested(sent, parse_retry_after(response.headers.get("retry-after")))
+        elif isinstance(error, httpx.TimeoutException):
+            limit.congested(sent, None)
 
     async def _backoff(self, attempt: int, retry_after: str | None, reason: str) -> None:
         self.retries += 1

@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from osmosis_ai.eval._adaptive import AdaptiveLimit
 from osmosis_ai.eval._budget import Budget, CostEstimate
 from osmosis_ai.eval._code_revisions import adopt_changed_code, record_work_items
 from osmosis_ai.eval._dataset import missing_label_warning
@@ -128,6 +129,9 @@ class _Session:
         self.plan = plan
         self.confirm = confirm
         self.budget: Budget | None = None
+        #: Policy calls in flight (in the proxy), adapted to the upstream's pushback; its ceiling
+        #: (max_in_flight) is set by dispatch.
+        self.limit = AdaptiveLimit(plan.max_in_flight or 1, name="policy")
         self.paths = paths
         self.manifest = manifest
         self.log = log
@@ -144,6 +148,7 @@ class _Session:
             n=plan.n,
             total=len(self.items),
         )
+        self.progress.policy_limit = None if plan.servers else self.limit
 
     async def run(self, end: SessionEnd) -> EvalRun:
         pending = self._plan_pending()
@@ -249,6 +254,7 @@ class _Session:
                     on_record,
                     self.budget,
                     self._confirm if self.confirm is not None else None,
+                    self.limit,
                 )
         except asyncio.CancelledError:
             end.interrupted = True
@@ -266,6 +272,8 @@ class _Session:
             end.stop_code = outcome.stop_code
         finally:
             end.budget = self.budget
+            if not self.plan.servers:  # --servers: the fleet's own slots, no adaptive limit yet
+                end.concurrency = {"policy": self.limit.summary()}
         return None
 
     async def _confirm(self, estimate: CostEstimate) -> bool:

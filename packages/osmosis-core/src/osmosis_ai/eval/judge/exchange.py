@@ -10,6 +10,7 @@ import asyncio
 from dataclasses import dataclass
 from typing import Any
 
+from osmosis_ai.eval._adaptive import CONGESTION_STATUSES, AdaptiveLimit
 from osmosis_ai.eval.judge import prompt as _prompt
 from osmosis_ai.eval.judge.errors import ModelNotFoundError, ProviderRequestError
 from osmosis_ai.eval.judge.parse import MalformedReplyError, parse_reply
@@ -96,6 +97,28 @@ def _status_detail(exc: Any, target: JudgeTarget) -> str:
     return _redact(f"HTTP {exc.status_code}: {message}", target.api_key)[:500]
 
 
+async def _create(client: Any, request: dict[str, Any], limit: AdaptiveLimit | None) -> Any:
+    """One attempt, holding a slot of the endpoint's adaptive limit and telling it the outcome."""
+    import openai
+
+    if limit is None:
+        return await client.chat.completions.create(**request)
+    started = await limit.acquire()
+    try:
+        completion = await client.chat.completions.create(**request)
+    except openai.APIStatusError as exc:
+        if exc.status_code in CONGESTION_STATUSES:
+            limit.congested(started, retry_after(exc.response.headers))
+        raise
+    except openai.APITimeoutError:
+        limit.congested(started, None)
+        raise
+    finally:
+        limit.release()
+    limit.succeeded()
+    return completion
+
+
 async def run_exchange(
     exchange: Exchange,
     *,
@@ -103,6 +126,7 @@ async def run_exchange(
     max_retries: int,
     retry_base_delay: float,
     sampling: dict[str, Any],
+    limit: AdaptiveLimit | None = None,
 ) -> Outcome:
     """Call the judge until it answers with a score, or raise ``ProviderRequestError``."""
     import openai
@@ -123,7 +147,7 @@ async def run_exchange(
                 **sampling,
                 **_structure(mode),
             }
-            completion = await client.chat.completions.create(**request)
+            completion = await _create(client, request, limit)
         except openai.APIStatusError as exc:
             status = exc.status_code
             detail = _status_detail(exc, target)

@@ -34,8 +34,8 @@ from osmosis_ai.eval.judge.providers import JudgeTarget, resolve_target
 from osmosis_ai.eval.judge.result import RubricResult
 from osmosis_ai.eval.judge.transport import (
     DEFAULT_MAX_CONCURRENCY,
+    limit_for,
     require_openai,
-    semaphore_for,
 )
 from osmosis_ai.judge_usage import JudgeCall, JudgeUsage, record_call
 
@@ -182,14 +182,14 @@ class Judge:
         exchange = Exchange(target=self.target, messages=messages, output_mode=self.output_mode)
         started = time.perf_counter()
         try:
-            async with semaphore_for(self.target.base_url, self.max_concurrency):
-                outcome = await run_exchange(
-                    exchange,
-                    request_timeout=self.timeout,
-                    max_retries=self.max_retries,
-                    retry_base_delay=self.retry_base_delay,
-                    sampling=self._sampling(),
-                )
+            outcome = await run_exchange(
+                exchange,
+                request_timeout=self.timeout,
+                max_retries=self.max_retries,
+                retry_base_delay=self.retry_base_delay,
+                sampling=self._sampling(),
+                limit=limit_for(self.target.base_url, self.max_concurrency),
+            )
         except ProviderRequestError as exc:
             self._record(latency=time.perf_counter() - started, attempts=exc.attempts, failed=True)
             raise

@@ -3,7 +3,7 @@
 Clients are not shared across event loops (their connection pool belongs to the loop that
 opened it), so each loop gets its own, created on first use and forgotten with the loop. Calls
 to different endpoints or with different keys use ``with_options`` views that share that one
-connection pool. The semaphore bounding concurrent calls is per loop and per
+connection pool. The adaptive limit bounding concurrent calls is per loop and per
 ``(base_url, limit)``, so every judge pointed at one endpoint in one loop shares one bound.
 """
 
@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
 
+    from osmosis_ai.eval._adaptive import AdaptiveLimit
     from osmosis_ai.eval.judge.providers import JudgeTarget
 
 #: Concurrent calls per endpoint per event loop unless ``max_concurrency=`` says otherwise.
@@ -43,7 +44,7 @@ def require_openai() -> type[AsyncOpenAI]:
 class _LoopState:
     client: AsyncOpenAI
     views: dict[tuple[str, str, float | None], AsyncOpenAI] = field(default_factory=dict)
-    semaphores: dict[tuple[str, int], asyncio.Semaphore] = field(default_factory=dict)
+    limits: dict[tuple[str, int], AdaptiveLimit] = field(default_factory=dict)
 
 
 _states: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopState] = (
@@ -77,13 +78,20 @@ def client_for(target: JudgeTarget, timeout: float | None) -> AsyncOpenAI:
     return view
 
 
-def semaphore_for(base_url: str, limit: int) -> asyncio.Semaphore:
+def limit_for(base_url: str, ceiling: int) -> AdaptiveLimit:
+    """The endpoint's adaptive concurrency limit (``ceiling``: ``max_concurrency``) in this loop.
+
+    It backs off on 429/503/timeouts and grows back on success (:mod:`osmosis_ai.eval._adaptive`),
+    apart from the policy's limit.
+    """
+    from osmosis_ai.eval._adaptive import AdaptiveLimit
+
     state = _state()
-    semaphore = state.semaphores.get((base_url, limit))
-    if semaphore is None:
-        semaphore = asyncio.Semaphore(limit)
-        state.semaphores[(base_url, limit)] = semaphore
-    return semaphore
+    limit = state.limits.get((base_url, ceiling))
+    if limit is None:
+        limit = AdaptiveLimit(ceiling, name="judge")
+        state.limits[(base_url, ceiling)] = limit
+    return limit
 
 
 async def aclose_clients() -> None:
