@@ -180,6 +180,7 @@ def test_training_safety_panel_counts_match_metrics_json(
     assert page.get_attribute("#safety-append-only", "data-value") == "2"
     assert page.inner_text("#safety-append-only") == "2/7"
     assert page.get_attribute("#safety-token-ids", "data-value") == "7"  # --token-ids
+    assert "fp_osmosis_scripted" in page.inner_text("#provenance")  # fingerprints seen
     assert page.get_attribute("#safety-truncated", "data-value") == "0"
     shown = page.eval_on_selector_all(
         "#safety-causes tr[data-cause]",

@@ -51,6 +51,7 @@ def _header(header: RunHeader) -> dict[str, Any]:
         "duration_ms": header.duration_ms,
         "command": header.command,
         "versions": header.versions,
+        "reproducibility": header.reproducibility,
     }
 
 

@@ -37,6 +37,10 @@
   const OUTCOME = { pass: "passed", fail: "below threshold", failed: "failed (no reward)", skipped: "skipped" };
 
   // ---- provenance ---------------------------------------------------------------------------
+  const seen = (h, key, show) => {
+    const values = (h.reproducibility || {})[key];
+    return values === undefined ? "(not recorded)" : values.length ? values.map(show).join("; ") : "none";
+  };
   function provenance() {
     const fields = [
       ["run", (h) => h.name], ["status", (h) => h.status], ["rollout", (h) => h.rollout],
@@ -48,6 +52,9 @@
       ["started", (h) => h.started_at], ["completed", (h) => h.completed_at],
       ["duration", (h) => ms(h.duration_ms)], ["command", (h) => h.command || "(not recorded)"],
       ["versions", (h) => Object.entries(h.versions || {}).map(([k, v]) => `${k} ${v}`).join(", ") || "(not recorded)"],
+      ["sampling seen", (h) => seen(h, "sampling", (v) => JSON.stringify(v))],
+      ["seeds seen", (h) => seen(h, "seeds", String)],
+      ["system fingerprints", (h) => seen(h, "system_fingerprints", String)],
     ];
     const heads = runs.map((r, i) => el("th", {}, runs.length > 1 ? (i === 0 ? "this run" : "baseline") : ""));
     const table = el("table", { class: "kv" }, runs.length > 1 ? el("tr", {}, el("th"), heads) : null,
