@@ -31,11 +31,9 @@ SAMPLING_KEYS = (
     "reasoning_effort",
 )  # fmt: skip
 
-#: Distributions whose versions a run records (those installed).
-_VERSIONED = (
-    "osmosis-core", "osmosis-cli", "osmosis-strands", "osmosis-openai-agents", "osmosis-harbor",
-    "strands-agents", "openai-agents", "harbor", "openai",
-)  # fmt: skip
+#: Agent frameworks whose versions a run records (those installed), after the osmosis
+#: distributions (:func:`osmosis_ai.versions.installed_versions`, the umbrella included).
+_FRAMEWORKS = ("strands-agents", "openai-agents", "harbor", "openai")
 
 #: Observed fields: merged over sessions and rollouts (sorted unique values).
 _OBSERVED = ("system_fingerprints", "sampling", "seeds")
@@ -45,8 +43,10 @@ def run_versions() -> dict[str, str]:
     """Python and the installed osmosis distributions and agent frameworks, by name."""
     from importlib.metadata import PackageNotFoundError, version
 
-    found = {"python": platform.python_version()}
-    for name in _VERSIONED:
+    from osmosis_ai.versions import installed_versions
+
+    found = {"python": platform.python_version(), **installed_versions()}
+    for name in _FRAMEWORKS:
         try:
             found[name] = version(name)
         except PackageNotFoundError:
