@@ -176,9 +176,10 @@ async def test_error_and_delayed_replies() -> None:
 
 
 async def test_delayed_reply_triggers_client_timeout() -> None:
-    async with ScriptedPolicyServer([delayed(0.5, "too late")]) as server:
+    # connecting may be slow on a loaded machine; only the read must time out
+    async with ScriptedPolicyServer([delayed(2.0, "too late")]) as server:
         with pytest.raises(httpx.ReadTimeout):
-            async with httpx.AsyncClient(timeout=0.05) as client:
+            async with httpx.AsyncClient(timeout=httpx.Timeout(10.0, read=0.2)) as client:
                 await client.post(server.url + "/chat/completions", json={"messages": USER})
 
 
