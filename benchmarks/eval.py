@@ -21,41 +21,14 @@ Prints figures; never asserts (the target on the 2-core dev machine is >= 300 ro
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
 import resource
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
-
-
-def _tiny_rollout() -> Any:
-    path = REPO / "packages" / "osmosis-core" / "tests" / "eval" / "tiny_rollout.py"
-    spec = importlib.util.spec_from_file_location("bench_tiny_rollout", path)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def _start_policy() -> tuple[subprocess.Popen[str], str]:
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "osmosis_ai.testing.policy_server", "--policy", "instant"],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert proc.stdout is not None
-    url = proc.stdout.readline().strip()
-    if not url.startswith("http"):
-        proc.kill()
-        raise SystemExit(f"the scripted policy server did not start (printed {url!r})")
-    return proc, url
+from scripted_policy import load_tiny_rollout, start_scripted_policy
 
 
 class _Clock:
@@ -114,8 +87,8 @@ def main() -> None:
     import osmosis_ai.eval._session  # noqa: F401
     from osmosis_ai.eval import run_eval
 
-    tiny = _tiny_rollout()
-    policy, policy_url = _start_policy()
+    tiny = load_tiny_rollout()
+    policy, policy_url = start_scripted_policy()
     try:
         with tempfile.TemporaryDirectory() as tmp:
             root = Path(tmp)

@@ -20,7 +20,6 @@ Prints figures; never asserts. Runs in well under 3 minutes on the 2-core dev ma
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
 import resource
 import signal
@@ -33,40 +32,16 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from scripted_policy import load_tiny_rollout, start_scripted_policy
 
-REPO = Path(__file__).resolve().parents[1]
 OSMOSIS = str(Path(sys.executable).with_name("osmosis"))
 KEY = "bench-fleet-key"
-
-
-def _tiny_rollout() -> Any:
-    path = REPO / "packages" / "osmosis-core" / "tests" / "eval" / "tiny_rollout.py"
-    spec = importlib.util.spec_from_file_location("bench_tiny_rollout", path)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
-
-
-def _start_policy() -> tuple[subprocess.Popen[str], str]:
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "osmosis_ai.testing.policy_server", "--policy", "instant"],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert proc.stdout is not None
-    url = proc.stdout.readline().strip()
-    if not url.startswith("http"):
-        proc.kill()
-        raise SystemExit(f"the scripted policy server did not start (printed {url!r})")
-    return proc, url
 
 
 def _start_servers(ws: Path, count: int, env: dict[str, str]) -> tuple[list[Any], list[str]]:
@@ -127,9 +102,9 @@ def main() -> None:
     import osmosis_ai.eval._session  # noqa: F401  (imports are not per-row costs)
     from osmosis_ai.eval import run_eval
 
-    tiny = _tiny_rollout()
+    tiny = load_tiny_rollout()
     os.environ["OSMOSIS_ROLLOUT_API_KEY"] = KEY
-    policy, policy_url = _start_policy()
+    policy, policy_url = start_scripted_policy()
     procs: list[Any] = []
     figures = []
     try:

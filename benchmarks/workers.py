@@ -63,6 +63,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from scripted_policy import start_scripted_policy
+
 _HERE = Path(__file__).resolve().parent
 PROMPT = [{"role": "user", "content": "What is 6 times 7?"}]
 LABEL = "42"
@@ -226,22 +228,6 @@ def show(base: Any, row: dict[str, Any]) -> None:
     )
 
 
-def _start_policy() -> tuple[subprocess.Popen[str], str]:
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    process = subprocess.Popen(
-        [sys.executable, "-m", "osmosis_ai.testing.policy_server", "--policy", "multiply"],
-        stdout=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
-    assert process.stdout is not None
-    url = process.stdout.readline().strip()
-    if not url:
-        process.kill()
-        raise RuntimeError("the scripted policy server did not start")
-    return process, url
-
-
 async def cpu_section(base: Any, args: argparse.Namespace, policy: Any, cpu_ms: str) -> None:
     print(f"CPU-bound ({cpu_ms} ms of pure Python + one policy call), pool of 1 vs 2:", flush=True)
     rows = []
@@ -272,7 +258,7 @@ async def main_async(args: argparse.Namespace) -> None:
     base = _load_base()
     sections = set(args.sections.split(","))
     print(f"load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
-    policy_process, policy_url = _start_policy()
+    policy_process, policy_url = start_scripted_policy("multiply")
     policy = (policy_process.pid, policy_url)
     try:
         if "admission" in sections:
