@@ -32,7 +32,7 @@ from osmosis_ai.eval._pricing import Pricer, RowPricer, parse_overrides
 from osmosis_ai.eval._proxy import PolicyProxy
 from osmosis_ai.eval._run_layout import RunPaths
 from osmosis_ai.eval._run_log import RunLog
-from osmosis_ai.eval._scheduler import DispatchHalted, Scheduler, WorkItem, item_deadline
+from osmosis_ai.eval._scheduler import DispatchHalted, Scheduler, WorkItem
 from osmosis_ai.eval._server_process import RolloutServerProcess
 from osmosis_ai.eval._upstream import Upstream
 
@@ -237,12 +237,11 @@ def _scheduler(
     log: RunLog,
     stack: AsyncExitStack,
 ) -> Scheduler:
-    deadline = plan.item_deadline_sec or item_deadline(
-        plan.agent_timeout_sec, plan.grader_timeout_sec
-    )
     max_in_flight = _max_in_flight(plan, server.health, log)
     # Admission waits (429 backoff) are bounded by deadline x concurrency, as upstream.
-    clients = _rollout_clients(url, server_key, deadline * max_in_flight, max_in_flight, stack)
+    clients = _rollout_clients(
+        url, server_key, plan.deadline_sec * max_in_flight, max_in_flight, stack
+    )
     return build_scheduler(
         plan, paths, clients, max_in_flight, proxy, log, stack, lambda: server.exited() is None
     )
@@ -274,8 +273,7 @@ def build_scheduler(
         llm_calls_file=calls_file,
         agent_timeout_sec=plan.agent_timeout_sec,
         grader_timeout_sec=plan.grader_timeout_sec,
-        deadline_sec=plan.item_deadline_sec
-        or item_deadline(plan.agent_timeout_sec, plan.grader_timeout_sec),
+        deadline_sec=plan.deadline_sec,
         server_alive=server_alive,
         redact=log.redact,
         price_row=_row_pricer(plan),

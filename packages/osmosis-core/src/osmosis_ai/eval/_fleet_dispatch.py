@@ -29,7 +29,7 @@ from osmosis_ai.eval._dispatch import (
 from osmosis_ai.eval._fleet import is_loopback_url
 from osmosis_ai.eval._fleet_client import FleetClient, open_member
 from osmosis_ai.eval._fleet_pool import Fleet, watching
-from osmosis_ai.eval._scheduler import DispatchHalted, item_deadline
+from osmosis_ai.eval._scheduler import DispatchHalted
 from osmosis_ai.eval._server_process import RolloutServerError
 
 if TYPE_CHECKING:
@@ -87,12 +87,9 @@ async def dispatch_fleet(
 async def _open_fleet(
     plan: EvalPlan, log: RunLog, on_event: EventSink, stack: AsyncExitStack
 ) -> Fleet:
-    deadline = plan.item_deadline_sec or item_deadline(
-        plan.agent_timeout_sec, plan.grader_timeout_sec
-    )
     members = []
     for url in plan.servers:
-        member, http = open_member(url, plan.servers_api_key, deadline * 64)
+        member, http = open_member(url, plan.servers_api_key, plan.deadline_sec * 64)
         stack.push_async_callback(http.aclose)
         members.append(member)
     fleet = Fleet(members, on_event=on_event)

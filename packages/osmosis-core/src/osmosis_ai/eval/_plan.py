@@ -163,6 +163,15 @@ class EvalPlan:
         return len(self.rows) * self.n
 
     @property
+    def deadline_sec(self) -> float:
+        """A work item's deadline: ``item_deadline_sec``, else derived from the two timeouts."""
+        from osmosis_ai.eval._scheduler import item_deadline
+
+        return self.item_deadline_sec or item_deadline(
+            self.agent_timeout_sec, self.grader_timeout_sec
+        )
+
+    @property
     def config(self) -> EvalConfig | None:
         return self.source.config
 
