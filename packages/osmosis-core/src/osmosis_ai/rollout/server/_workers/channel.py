@@ -2,7 +2,10 @@
 
 Messages (server to worker): ``("run", id, ExecutionRequest)``, ``("cancel", id)``,
 ``("ping", n)``, ``("stop",)``. Worker to server: ``("ready", pid)``, ``("error", message)``,
-``("status", id, status)``, ``("done", id, ExecutionOutcome | None)``, ``("pong", n)``.
+``("status", id, status)``, ``("done", id, bytes | None)``, ``("pong", n)``. A ``done`` carries
+its outcome already pickled (:func:`encode_outcome`): the server reads a frame of results
+without decoding any of them, and decodes each when it takes it (a few per loop turn), so a
+large frame never costs one long decode; one that cannot be decoded fails only its rollout.
 The two ends are a private socket pair, so requests (which carry the policy key) never touch
 disk or the network.
 
@@ -27,6 +30,14 @@ _PROTOCOL = pickle.HIGHEST_PROTOCOL
 def encode(messages: list[tuple[Any, ...]]) -> bytes:
     body = pickle.dumps(messages, protocol=_PROTOCOL)
     return _HEADER.pack(len(body)) + body
+
+
+def encode_outcome(outcome: Any) -> bytes:
+    return pickle.dumps(outcome, protocol=_PROTOCOL)
+
+
+def decode_outcome(blob: bytes) -> Any:
+    return pickle.loads(blob)
 
 
 async def receive(reader: asyncio.StreamReader) -> list[tuple[Any, ...]]:

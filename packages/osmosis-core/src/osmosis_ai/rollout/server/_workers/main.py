@@ -20,7 +20,7 @@ from typing import Any
 from osmosis_ai.rollout.backend.base import accepts_progress, execute_legacy
 from osmosis_ai.rollout.server._heap import freeze_long_lived
 from osmosis_ai.rollout.server._workers import ENV_WORKER
-from osmosis_ai.rollout.server._workers.channel import Sender, encode, receive
+from osmosis_ai.rollout.server._workers.channel import Sender, encode, encode_outcome, receive
 
 logger = logging.getLogger("osmosis_ai.rollout.server.worker")
 
@@ -59,15 +59,22 @@ class _Worker:
             outcome = _failure(f"backend.execute raised in the worker process: {exc!r}")
         finally:
             self.tasks.pop(rollout_id, None)
-        self.send(("done", rollout_id, outcome))
+        self.send(("done", rollout_id, _encoded(outcome)))
+
+
+def _encoded(outcome: Any) -> bytes | None:
+    """``outcome`` pickled for the server; one that does not pickle becomes a failure saying why."""
+    if outcome is None:
+        return None
+    try:
+        return encode_outcome(outcome)
+    except Exception as exc:
+        return encode_outcome(_failure(f"the worker could not send the result: {exc!r}"))
 
 
 def _unpicklable(message: tuple[Any, ...], exc: Exception) -> tuple[Any, ...] | None:
-    """A message that does not pickle: a ``done`` becomes a failure saying why."""
-    if message[0] != "done":
-        logger.error("a rollout worker message could not be sent: %r", exc)
-        return None
-    return ("done", message[1], _failure(f"the worker could not send the result: {exc!r}"))
+    logger.error("a rollout worker message could not be sent: %r", exc)
+    return None
 
 
 def _failure(message: str) -> Any:

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from osmosis_ai.rollout._execution import failure, seconds
 from osmosis_ai.rollout.backend.base import ExecutionBackend
-from osmosis_ai.rollout.server._workers.process import WorkerDied, WorkerProcess
+from osmosis_ai.rollout.server._workers.process import ResultIntake, WorkerDied, WorkerProcess
 from osmosis_ai.rollout.types.enums import RolloutErrorCategory
 from osmosis_ai.rollout.types.execution import ExecutionOutcome, ExecutionRequest
 
@@ -72,6 +72,7 @@ class WorkerPool(ExecutionBackend):
         self._closing = False
         self._pings = 0
         self._restarted: asyncio.Future[None] | None = None
+        self._intake = ResultIntake()
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -85,9 +86,7 @@ class WorkerPool(ExecutionBackend):
     async def start_workers(self) -> None:
         """Start every worker (the service calls this at startup); raise ``WorkerStartError`` if one cannot rebuild the backend."""
         spec = self._spec()
-        self.workers = [WorkerProcess(i, spec, self._on_exit) for i in range(self.size)]
-        for worker in self.workers:
-            worker.released = self._wake
+        self.workers = [self._new_worker(i, spec) for i in range(self.size)]
         results = await asyncio.gather(*(w.start() for w in self.workers), return_exceptions=True)
         errors = [r for r in results if isinstance(r, BaseException)]
         if errors:
@@ -102,6 +101,12 @@ class WorkerPool(ExecutionBackend):
         )
         self._spawn(self._heartbeat())
 
+    def _new_worker(self, index: int, spec: dict[str, Any]) -> WorkerProcess:
+        worker = WorkerProcess(index, spec, self._on_exit)
+        worker.released = self._wake
+        worker.intake = self._intake  # one pace for all workers' results
+        return worker
+
     def _spawn(self, coro: Any) -> None:
         task = asyncio.get_running_loop().create_task(coro)
         self._tasks.add(task)
@@ -115,8 +120,7 @@ class WorkerPool(ExecutionBackend):
     async def _restart(self, dead: WorkerProcess) -> None:
         delay = 0.0
         while not self._closing:
-            worker = WorkerProcess(dead.index, dead.spec, self._on_exit)
-            worker.released = self._wake
+            worker = self._new_worker(dead.index, dead.spec)
             try:
                 await worker.start()
             except Exception as exc:

@@ -13,9 +13,10 @@ from collections.abc import Callable
 from typing import Any
 
 from osmosis_ai.errors import BackendError
-from osmosis_ai.rollout.server._workers.channel import Sender, receive
+from osmosis_ai.rollout._execution import failure
+from osmosis_ai.rollout.server._workers.channel import Sender, decode_outcome, receive
 from osmosis_ai.rollout.server.entry import publish
-from osmosis_ai.rollout.types.enums import RolloutStatus
+from osmosis_ai.rollout.types.enums import RolloutErrorCategory, RolloutStatus
 from osmosis_ai.rollout.types.execution import ExecutionOutcome, ExecutionRequest
 
 logger = logging.getLogger("osmosis_ai.rollout.server")
@@ -50,6 +51,38 @@ def describe_exit(returncode: int | None) -> str:
     return f"exited with status {returncode}"
 
 
+#: Finished rollouts handed to the service per event-loop turn, across all workers.
+RESULTS_PER_TURN = 8
+
+
+class ResultIntake:
+    """Hands finished rollouts to the service at most :data:`RESULTS_PER_TURN` per loop turn.
+
+    A worker returns what finished in one of its loop turns as one frame, and at a high rate
+    those frames hold hundreds of results. Handled at once, each result's follow-up work (its
+    finalisation, the long poll it answers, its trajectory, the controller's next ``POST``)
+    lands in the same few turns of the server's loop, and an admission arriving meanwhile waits
+    behind all of it. Taken a few per turn, every turn stays short and a ``POST /rollout``
+    waits for about one of them; the results wait instead (in the order they finished), which
+    costs a poll that is already waiting a little latency and no throughput.
+    """
+
+    def __init__(self, per_turn: int = RESULTS_PER_TURN) -> None:
+        self.per_turn = per_turn
+        self._taken = 0
+
+    async def turn(self) -> None:
+        """Return once one more result fits this turn (waiting for the next turns if not)."""
+        while self._taken >= self.per_turn:  # noqa: ASYNC110 - giving the loop turns is the point
+            await asyncio.sleep(0)
+        if not self._taken:
+            asyncio.get_running_loop().call_soon(self._next_turn)
+        self._taken += 1
+
+    def _next_turn(self) -> None:
+        self._taken = 0
+
+
 class WorkerProcess:
     """A live worker: its rollouts in flight (``pending``) and their progress objects."""
 
@@ -71,6 +104,8 @@ class WorkerProcess:
         self.stopping = False
         #: Called when a slot frees up (a rollout finished); the pool wakes a queued rollout.
         self.released: Callable[[], None] = lambda: None
+        #: Paces finished rollouts into the service (the pool shares one among its workers).
+        self.intake = ResultIntake()
 
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
@@ -152,6 +187,7 @@ class WorkerProcess:
 
     async def _read(self, reader: asyncio.StreamReader) -> None:
         loop = asyncio.get_running_loop()
+        intake = self.intake
         try:
             while True:
                 for message in await receive(reader):
@@ -161,11 +197,8 @@ class WorkerProcess:
                         if item is not None and item[1] is not None:
                             publish(item[1], RolloutStatus(message[2]))
                     elif kind == "done":
-                        item = self.pending.pop(message[1], None)
-                        self.load -= 1
-                        if item is not None and not item[0].done():
-                            item[0].set_result(message[2])
-                        self.released()
+                        await intake.turn()
+                        self._done(message[1], message[2])
                     elif kind == "pong":
                         self.last_pong = loop.time()
         except (asyncio.IncompleteReadError, ConnectionError, EOFError):
@@ -174,6 +207,29 @@ class WorkerProcess:
             logger.exception("rollout worker %d sent an unreadable message", self.index)
             self.kill()
         await self._died()
+
+    def _done(self, rollout_id: str, blob: bytes | None) -> None:
+        item = self.pending.pop(rollout_id, None)
+        self.load -= 1
+        if item is not None and not item[0].done():
+            item[0].set_result(self._outcome(rollout_id, blob))
+        self.released()
+
+    def _outcome(self, rollout_id: str, blob: bytes | None) -> ExecutionOutcome | None:
+        if blob is None:
+            return None
+        try:
+            return decode_outcome(blob)
+        except Exception as exc:
+            logger.warning("the result of rollout %s could not be read: %r", rollout_id, exc)
+            return ExecutionOutcome(
+                workflow=failure(
+                    RolloutErrorCategory.INTERNAL_ERROR,
+                    f"the server could not read the result the worker process sent ({exc!r}); "
+                    "is it built from classes the server cannot import (defined in the script "
+                    "run as __main__?)",
+                )
+            )
 
     async def _died(self) -> None:
         self.ready = False
