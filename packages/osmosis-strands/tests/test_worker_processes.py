@@ -21,7 +21,7 @@ async def test_template_earns_reward_one_through_two_worker_processes(osmosis_ho
     pool = use_workers(app, 2)
     async with (
         ScriptedPolicyServer("multiply") as policy,
-        serve_app(app, start_timeout_sec=60) as url,
+        serve_app(app, start_timeout_sec=300) as url,
         RolloutClient(url=url) as client,
     ):
         handles = [

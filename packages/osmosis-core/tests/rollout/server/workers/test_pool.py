@@ -37,7 +37,7 @@ async def pool_server(
     app = load_rollout_app(ROLLOUT_DIR, "main.py")
     pool = use_workers(app, workers)
     pool.deadline_grace_sec = 0.5
-    async with serve_app(app, start_timeout_sec=60) as url:
+    async with serve_app(app, start_timeout_sec=300) as url:
         yield url, pool
 
 
