@@ -11,6 +11,7 @@ lateness and GC pauses (:class:`StallMonitor`); ``POST`` there starts a new meas
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import sys
@@ -247,6 +248,13 @@ class StallMonitor:
             except RuntimeError:
                 return  # the loop has closed
             ran.wait(5)
+
+    def stop(self) -> None:
+        import gc
+
+        self._stop.set()
+        with contextlib.suppress(ValueError):
+            gc.callbacks.remove(self._on_gc)
 
     def mark(self) -> None:
         """Start of the measured run: forget the warm-up."""

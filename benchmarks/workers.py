@@ -39,6 +39,9 @@ server is the bottleneck and admission waits in its queue: concurrency / request
 Little's law, however fast each request is); the server's and each worker's RSS; and, measured inside the
 server process, how late its event loop ran (a probe every 2 ms) and its GC pauses. Late probes
 while the server uses little CPU and no GC ran mean the OS did not schedule it (a busy machine).
+The controller's own loop lateness is measured the same way: small, it is not what the admission
+figures measure (with no-op rollouts it stays a few ms at p99 while admission is tens of ms).
+Only the no-op admission runs: ``--sections admission --apps noop --modes 2``.
 Prints figures only; never asserts. Figures are only comparable on an otherwise idle machine:
 the load average is printed at start and end.
 
@@ -53,6 +56,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import functools
 import json
 import os
 import signal
@@ -72,9 +76,15 @@ LABEL = "42"
 
 def _load_base() -> Any:
     """``benchmarks/server.py`` (the controller and /proc helpers), loaded by path."""
+    return _load("server")
+
+
+@functools.cache
+def _load(name: str) -> Any:
+    """``benchmarks/<name>.py``, loaded by path (once)."""
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("_bench_server", _HERE / "server.py")
+    spec = importlib.util.spec_from_file_location(f"_bench_{name}", _HERE / f"{name}.py")
     assert spec is not None
     assert spec.loader is not None
     module = importlib.util.module_from_spec(spec)
@@ -172,10 +182,16 @@ async def bench(
 
             async with httpx.AsyncClient() as http:
                 await http.post(f"{url}/bench/stalls")
+            # The controller's own loop lateness: a late controller would inflate admission.
+            controller = _load("worker_apps").StallMonitor()
+            controller.start(asyncio.get_running_loop())
             before = cpu()
-            elapsed, admissions, _latencies, lost = await drive(
-                base, port, "run", n, concurrency, policy[1]
-            )
+            try:
+                elapsed, admissions, _latencies, lost = await drive(
+                    base, port, "run", n, concurrency, policy[1]
+                )
+            finally:
+                controller.stop()
             spent = [a - b for a, b in zip(cpu(), before, strict=True)]
             async with httpx.AsyncClient() as http:
                 stalls = (await http.get(f"{url}/bench/stalls")).json()
@@ -192,6 +208,7 @@ async def bench(
                 "rss": base.memory_kb(process.pid, "VmRSS") / 1024,
                 "worker_rss": [base.memory_kb(pid, "VmRSS") / 1024 for pid in pids],
                 "stalls": stalls,
+                "controller_lag": controller.summary(),
             }
         finally:
             # uvicorn re-raises SIGTERM after draining (no `finally` runs); SIGINT ends the
@@ -223,7 +240,9 @@ def show(base: Any, row: dict[str, Any]) -> None:
         f"  {'':23} server loop lag p50 {1000 * st['lag_p50']:.1f} p99 "
         f"{1000 * st['lag_p99']:.1f} max {1000 * st['lag_max']:.1f} ms ({st['late_10ms']} "
         f"probes > 10 ms); GC {st['gc_n']} runs ({st['gc2_n']} full), {1000 * st['gc_total']:.0f} "
-        f"ms in all, longest {1000 * st['gc_max']:.1f} ms",
+        f"ms in all, longest {1000 * st['gc_max']:.1f} ms; controller loop lag p99 "
+        f"{1000 * row['controller_lag']['lag_p99']:.1f} max "
+        f"{1000 * row['controller_lag']['lag_max']:.1f} ms",
         flush=True,
     )
 
