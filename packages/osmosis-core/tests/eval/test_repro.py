@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from osmosis_ai.eval._repro import (
+    harbor_task_of,
+    harbor_tasks,
     merged,
     observed,
     reproducibility_differences,
+    rollout_record,
     run_versions,
     sampling_of,
 )
@@ -69,3 +72,50 @@ def test_run_versions_name_python_and_osmosis_core() -> None:
     versions = run_versions()
     assert versions["python"].count(".") == 2
     assert "osmosis-core" in versions
+
+
+def _task(name: str, task_sha256: str, **more: object) -> dict[str, object]:
+    return {
+        "name": name,
+        "task_sha256": task_sha256,
+        "dockerfile_sha256": "d1",
+        "base_image": "python:3.12-slim",
+        "docker_image": None,
+        "image_digest": None,
+        "environment": "local",
+        **more,
+    }
+
+
+def test_harbor_task_of_reads_the_sample_key_and_ignores_anything_else() -> None:
+    sent = {**_task("hello", "t1"), "unrelated": 1}
+    assert harbor_task_of({"harbor_task": sent, "trainable": False}) == _task("hello", "t1")
+    assert harbor_task_of({"harbor_task": "hello"}) is None  # not a record
+    assert harbor_task_of({"harbor_task": {"task_sha256": "t1"}}) is None  # no name
+    assert harbor_task_of({}) is None
+    assert harbor_task_of(None) is None
+
+
+def test_harbor_tasks_are_unique_and_sorted_and_absent_without_harbor() -> None:
+    records = [
+        {"harbor_task": _task("b", "t2")},
+        {"harbor_task": _task("a", "t1")},
+        {"harbor_task": _task("b", "t2")},
+        {"status": "failed"},
+    ]
+    assert harbor_tasks(records) == [_task("a", "t1"), _task("b", "t2")]
+    run = {"model": "m", "harbor_tasks": [_task("a", "t1"), _task("b", "t2")]}
+    one = rollout_record(run, [], {"harbor_task": _task("b", "t2")})
+    assert one["harbor_tasks"] == [_task("b", "t2")]
+    assert "harbor_tasks" not in rollout_record(run, [], {"status": "success"})
+
+
+def test_differences_name_the_harbor_task_and_field() -> None:
+    a = {"harbor_tasks": [_task("hello", "t1"), _task("other", "o1")]}
+    b = {"harbor_tasks": [_task("hello", "t2", image_digest="sha256:ff"), _task("new", "n1")]}
+    assert reproducibility_differences(a, b) == [
+        'harbor task \'hello\' task_sha256: "t1" vs "t2"',
+        "harbor task 'hello' image_digest: null vs \"sha256:ff\"",
+    ]
+    # A run without Harbor rollouts has no harbor_tasks: nothing to compare.
+    assert reproducibility_differences(a, {"model": "m"}) == []

@@ -144,6 +144,7 @@ def test_manifest_and_trajectories_carry_the_reproducibility_record(run: EvalRun
     assert record["dataset_sha256"] == inputs["dataset"]["sha256"]
     assert record["selection_sha256"] == inputs["dataset"]["selection_sha256"]
     assert record["rollout_source_digest"] == inputs["rollout"]["source_digest"]
+    assert "harbor_tasks" not in record  # no Harbor rollout: no Harbor section, not an empty one
     # osmosis-cli is recorded when installed (not in the core-alone nox session)
     cli = {"osmosis-cli"} if importlib.util.find_spec("osmosis_cli") else set()
     assert {"python", "osmosis-core", *cli} <= set(record["versions"])

@@ -280,7 +280,8 @@ def compare(
     """Compare two local runs row by row: flips, reward deltas, paired-bootstrap 95% CI.
 
     Warns when the runs differ in how they were made: package versions, model, sampling
-    parameters, seeds, system fingerprints, dataset digest or rollout code digest.
+    parameters, seeds, system fingerprints, dataset digest, rollout code digest, or (Harbor
+    rollouts) the task and image digests of a task both runs used.
     """
     from osmosis_ai.eval.report import compare_runs
     from osmosis_cli.output import Column, get_output

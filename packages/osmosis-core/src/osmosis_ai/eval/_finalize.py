@@ -22,7 +22,14 @@ from osmosis_ai.eval._manifest import write_json_atomic
 from osmosis_ai.eval._metrics import ItemResult, compute_metrics
 from osmosis_ai.eval._plan import EvalPlan
 from osmosis_ai.eval._records import RowRecord, write_index
-from osmosis_ai.eval._repro import merged, observed, run_record, run_versions
+from osmosis_ai.eval._repro import (
+    harbor_tasks,
+    merged,
+    observed,
+    run_record,
+    run_versions,
+    with_harbor_tasks,
+)
 from osmosis_ai.eval._run import EvalRun, RunStatus
 from osmosis_ai.eval._run_layout import RunPaths
 from osmosis_ai.eval._run_log import Redactor
@@ -83,12 +90,12 @@ def collect_rows(
     session_ids: set[str],
     calls_by_rollout: dict[str, list[dict[str, Any]]],
     reproducibility: dict[str, Any],
+    latest: dict[WorkKey, dict[str, Any]],
 ) -> list[RowRecord]:
     """One enriched :class:`RowRecord` per finished work item (prompt, label, answer, grader
     metrics and, for failures, the traceback, redacted like the log)."""
     from osmosis_ai.eval.report._run_data import row_with_facts
 
-    latest: dict[WorkKey, dict[str, Any]] = load_latest(paths.journal)
     redact = plan_redactor(plan)
     rows: list[RowRecord] = []
     for item in items:
@@ -118,11 +125,14 @@ def _update_reproducibility(
     paths: RunPaths,
     manifest: dict[str, Any],
     calls_by_rollout: dict[str, list[dict[str, Any]]],
+    latest: dict[WorkKey, dict[str, Any]],
 ) -> dict[str, Any]:
-    """This session's record, merged with earlier sessions' observations, into the manifest."""
+    """This session's record, merged with earlier sessions' observations, into the manifest;
+    the Harbor tasks are those of the journal's latest records (every session's)."""
     earlier = manifest.get("reproducibility")
     seen = observed(call for calls in calls_by_rollout.values() for call in calls)
     record = merged(run_record(plan), earlier if isinstance(earlier, dict) else {}, seen)
+    record = with_harbor_tasks(record, harbor_tasks(latest.values()))
     if record != earlier:
         manifest["reproducibility"] = record
         write_json_atomic(paths.manifest, manifest)
@@ -143,8 +153,11 @@ def finalize(
     end: SessionEnd,
 ) -> EvalRun:
     calls_by_rollout = load_calls(paths) if end.session_ids else {}
-    reproducibility = _update_reproducibility(plan, paths, manifest, calls_by_rollout)
-    rows = collect_rows(plan, paths, items, end.session_ids, calls_by_rollout, reproducibility)
+    latest = load_latest(paths.journal)
+    reproducibility = _update_reproducibility(plan, paths, manifest, calls_by_rollout, latest)
+    rows = collect_rows(
+        plan, paths, items, end.session_ids, calls_by_rollout, reproducibility, latest
+    )
     summary = compute_metrics(
         (
             ItemResult(

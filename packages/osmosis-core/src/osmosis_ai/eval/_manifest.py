@@ -21,7 +21,7 @@ from typing import Any
 
 from osmosis_ai.atomic_file import write_atomic
 from osmosis_ai.errors import EvalError
-from osmosis_ai.rollout.project_files import iter_project_files
+from osmosis_ai.rollout.project_files import files_digest
 
 SCHEMA_VERSION = 1
 #: Bumped whenever the meaning of a journal record or of the locked inputs changes.
@@ -52,16 +52,10 @@ class ManifestMismatchError(ManifestError):
 def source_digest(root: Path, *, exclude: tuple[Path, ...] = ()) -> str:
     """sha256 over the relative paths and bytes of the rollout's source files.
 
-    The files are :func:`~osmosis_ai.rollout.project_files.iter_project_files`'s, less
+    The files are :func:`~osmosis_ai.rollout.project_files.files_digest`'s, less
     ``uv.lock`` and the eval output: they change without the rollout's behaviour changing.
     """
-    digest = hashlib.sha256()
-    for path in iter_project_files(root, exclude=exclude, skip_names=("uv.lock",)):
-        digest.update(path.relative_to(root).as_posix().encode())
-        digest.update(b"\0")
-        digest.update(path.read_bytes())
-        digest.update(b"\0")
-    return digest.hexdigest()
+    return files_digest(root, exclude=exclude, skip_names=("uv.lock",))
 
 
 def inputs_digest(inputs: dict[str, Any]) -> str:

@@ -4,12 +4,14 @@ What it takes to say two runs were made the same way: package versions (Python, 
 distributions, the agent frameworks), the model, the sampling parameters the policy calls carried
 (the eval's overrides and whatever the rollout sent), the seeds among them, the
 ``system_fingerprint`` values the upstream reported, the dataset's digest and row selection, and
-the rollout's source digest.
+the rollout's source digest, and for rollouts run by the Harbor backend the task and image
+digests (``harbor_tasks``: one entry per task and distinct digests; absent when no rollout of the
+run came from Harbor, never an empty stand-in).
 
 * The run's ``manifest.json`` has it under ``reproducibility`` (written when the run is created,
   updated at the end of every session with what the policy calls showed, all sessions merged);
-* each trajectory has the run's record plus that rollout's own fingerprints, sampling and seeds
-  under ``extra.osmosis.reproducibility``;
+* each trajectory has the run's record plus that rollout's own fingerprints, sampling, seeds
+  and Harbor task under ``extra.osmosis.reproducibility``;
 * :func:`reproducibility_differences` lists what differs between two runs (``osmosis eval
   compare`` warns with it).
 """
@@ -115,6 +117,49 @@ def merged(record: Mapping[str, Any], *more: Mapping[str, Any]) -> dict[str, Any
     return out
 
 
+#: The sample ``extra_fields`` key under which the Harbor backend reports its task record
+#: (``osmosis_ai.rollout.backend.harbor._digests``; it travels with the sample on the wire).
+HARBOR_SAMPLE_KEY = "harbor_task"
+#: The fields of a Harbor task record that identify what ran (compared per task name).
+_HARBOR_FIELDS = (
+    "task_sha256", "dockerfile_sha256", "base_image", "docker_image", "image_digest",
+    "environment",
+)  # fmt: skip
+
+
+def harbor_task_of(extra_fields: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """The Harbor task record a rollout's sample carries, or ``None`` (not a Harbor rollout)."""
+    record = (extra_fields or {}).get(HARBOR_SAMPLE_KEY)
+    if isinstance(record, dict) and isinstance(record.get("name"), str):
+        return {"name": record["name"], **{k: record.get(k) for k in _HARBOR_FIELDS}}
+    return None
+
+
+def harbor_tasks(records: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The distinct Harbor task records of journal records (sorted by name, then digests)."""
+    found: dict[str, dict[str, Any]] = {}
+    for record in records:
+        task = record.get(HARBOR_SAMPLE_KEY)
+        if isinstance(task, dict):
+            found.setdefault(_key(task), task)
+    return sorted(found.values(), key=_key)
+
+
+def with_harbor_tasks(record: Mapping[str, Any], tasks: list[dict[str, Any]]) -> dict[str, Any]:
+    """``record`` with ``harbor_tasks`` set to ``tasks``, or without it when there are none."""
+    out = {k: v for k, v in record.items() if k != "harbor_tasks"}
+    if tasks:
+        out["harbor_tasks"] = tasks
+    return out
+
+
+def rollout_record(
+    run: Mapping[str, Any], calls: Iterable[Mapping[str, Any]], journal: Mapping[str, Any]
+) -> dict[str, Any]:
+    """One trajectory's record: the run's, with that rollout's observations and Harbor task."""
+    return with_harbor_tasks({**run, **observed(calls)}, harbor_tasks([journal]))
+
+
 #: Compared by :func:`reproducibility_differences`, in this order.
 _COMPARED = (
     "model", "sampling_overrides", "seed", "sampling", "seeds", "system_fingerprints",
@@ -139,7 +184,38 @@ def reproducibility_differences(a: Mapping[str, Any], b: Mapping[str, Any]) -> l
         if name not in a or name not in b or _key(a[name]) == _key(b[name]):
             continue
         out.append(f"{name}: {_short(a[name])} vs {_short(b[name])}")
+    return out + _harbor_differences(a.get("harbor_tasks"), b.get("harbor_tasks"))
+
+
+def _harbor_differences(a: Any, b: Any) -> list[str]:
+    """Per Harbor task both runs used: each identifying field whose values differ."""
+    if not isinstance(a, list) or not isinstance(b, list):
+        return []  # a run without Harbor rollouts (or from an older version)
+    by_name_a, by_name_b = _by_task(a), _by_task(b)
+    out: list[str] = []
+    for name in sorted(set(by_name_a) & set(by_name_b)):
+        for field in _HARBOR_FIELDS:
+            values_a = sorted({_key(t.get(field)) for t in by_name_a[name]})
+            values_b = sorted({_key(t.get(field)) for t in by_name_b[name]})
+            if values_a != values_b:
+                out.append(
+                    f"harbor task {name!r} {field}: {_short(_values(values_a))} vs "
+                    f"{_short(_values(values_b))}"
+                )
     return out
+
+
+def _by_task(tasks: list[Any]) -> dict[str, list[dict[str, Any]]]:
+    grouped: dict[str, list[dict[str, Any]]] = {}
+    for task in tasks:
+        if isinstance(task, dict) and isinstance(task.get("name"), str):
+            grouped.setdefault(task["name"], []).append(task)
+    return grouped
+
+
+def _values(keys: list[str]) -> Any:
+    values = [json.loads(k) for k in keys]
+    return values[0] if len(values) == 1 else values
 
 
 def _short(value: Any) -> str:
@@ -148,11 +224,16 @@ def _short(value: Any) -> str:
 
 
 __all__ = [
+    "HARBOR_SAMPLE_KEY",
     "SAMPLING_KEYS",
+    "harbor_task_of",
+    "harbor_tasks",
     "merged",
     "observed",
     "reproducibility_differences",
+    "rollout_record",
     "run_record",
     "run_versions",
     "sampling_of",
+    "with_harbor_tasks",
 ]

@@ -42,6 +42,7 @@ from osmosis_ai.eval._dataset import DatasetRow
 from osmosis_ai.eval._journal import Journal
 from osmosis_ai.eval._proxy import PolicyProxy
 from osmosis_ai.eval._proxy_calls import CallRecord, compact_calls
+from osmosis_ai.eval._repro import HARBOR_SAMPLE_KEY, harbor_task_of
 from osmosis_ai.eval._training_safety import check_append_only
 from osmosis_ai.judge_usage import judge_usage_from_metrics
 
@@ -239,6 +240,9 @@ class Scheduler:
                 )
             else:
                 record = self._classify(item, rollout_id, started, result)
+                harbor = harbor_task_of(result.sample.extra_fields if result.sample else None)
+                if record is not None and harbor is not None:
+                    record[HARBOR_SAMPLE_KEY] = harbor  # the reproducibility record's source
                 # LLM-judge usage of the grader, reported apart from the policy's tokens.
                 judge = judge_usage_from_metrics(result.sample.metrics if result.sample else None)
         except asyncio.CancelledError:

@@ -11,7 +11,7 @@ rollout's ``diagnostics.json`` and artifacts):
   to the previous call plus the appended suffix, see :func:`osmosis_ai.eval.expand_calls`),
   and the rollout's append-only verdict under ``extra.osmosis.training_safety``;
 * the reproducibility record (:mod:`._repro`: the run's, plus this rollout's fingerprints,
-  sampling and seeds) under ``extra.osmosis.reproducibility``;
+  sampling, seeds and Harbor task) under ``extra.osmosis.reproducibility``;
 * when the number of agent steps equals the number of calls, each step's ``metrics`` gains the
   call's ``prompt_token_ids``, ``completion_token_ids``, ``logprobs`` and ``latency_ms`` (the
   same matching rule the public SDK applies to reported per-call metrics).
@@ -26,7 +26,7 @@ import contextlib
 import json
 from typing import Any
 
-from osmosis_ai.eval._repro import observed
+from osmosis_ai.eval._repro import rollout_record
 from osmosis_ai.eval._run_layout import RunPaths
 
 _STEP_KEYS = ("prompt_token_ids", "completion_token_ids", "logprobs", "latency_ms")
@@ -67,8 +67,8 @@ def assemble_trajectory(
     extra = document.setdefault("extra", {})
     osmosis = extra.setdefault("osmosis", {}) if isinstance(extra, dict) else {}
     if reproducibility is not None and isinstance(osmosis, dict):
-        # The run's record with this rollout's own fingerprints, sampling and seeds.
-        osmosis["reproducibility"] = {**reproducibility, **observed(calls)}
+        # The run's record with this rollout's own fingerprints, sampling, seeds, Harbor task.
+        osmosis["reproducibility"] = rollout_record(reproducibility, calls, record)
     if calls:
         if isinstance(osmosis, dict):
             osmosis["llm_calls"] = calls

@@ -58,3 +58,22 @@ def iter_project_files(
             if path.is_symlink() or not path.is_file():
                 continue
             yield path
+
+
+def files_digest(
+    root: Path, *, exclude: Collection[Path] = (), skip_names: Collection[str] = ()
+) -> str:
+    """sha256 (hex) over the relative paths and bytes of :func:`iter_project_files`'s files.
+
+    The one content digest of a folder: a rollout's source (the eval's ``source_digest``) and a
+    Harbor task directory are both digested this way.
+    """
+    import hashlib
+
+    digest = hashlib.sha256()
+    for path in iter_project_files(root, exclude=exclude, skip_names=skip_names):
+        digest.update(path.relative_to(root).as_posix().encode())
+        digest.update(b"\0")
+        digest.update(path.read_bytes())
+        digest.update(b"\0")
+    return digest.hexdigest()

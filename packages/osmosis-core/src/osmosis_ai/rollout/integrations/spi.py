@@ -21,7 +21,7 @@ What an integration needs, in one place:
 * for execution backends (``osmosis-harbor``): the one execution engine that every backend runs
   (:func:`run_workflow_phase`, :func:`run_grader_phase`, :func:`validate_reward`, :func:`failure`)
   where osmosis keeps files (:func:`rollout_dir`, :func:`osmosis_cache_dir`) and which files
-  make up a rollout project (:func:`iter_project_files`), and the ``uv`` executable
+  make up a rollout project (:func:`iter_project_files`) and their digest (:func:`files_digest`), and the ``uv`` executable
   (:func:`find_uv`, :class:`UvNotFoundError`);
 * the errors integrations raise or subclass: :class:`OsmosisError`, :class:`PolicyError`,
   :class:`PolicyHTTPError`, :class:`PolicyTimeoutError`, :class:`NoActiveRolloutError`,
@@ -45,7 +45,7 @@ _EXPORTS = exports_from(
     {
         _ENGINE: "run_workflow_phase run_grader_phase validate_reward failure",
         _HOME: "rollout_dir osmosis_cache_dir",
-        "osmosis_ai.rollout.project_files": "iter_project_files",
+        "osmosis_ai.rollout.project_files": "iter_project_files files_digest",
         "osmosis_ai.uv_binary": "find_uv UvNotFoundError",
         _CONTEXT: "RolloutContext SampleSource get_rollout_context",
         "osmosis_ai.rollout.types.sample": "RolloutSample",
@@ -89,6 +89,7 @@ if TYPE_CHECKING:  # the same names as _EXPORTS (tests/test_lazy_exports.py chec
     from osmosis_ai.rollout.policy import translate_policy_error as translate_policy_error
     from osmosis_ai.rollout.policy import translating_policy_errors as translating_policy_errors
     from osmosis_ai.rollout.policy import usage_dict as usage_dict
+    from osmosis_ai.rollout.project_files import files_digest as files_digest
     from osmosis_ai.rollout.project_files import iter_project_files as iter_project_files
     from osmosis_ai.rollout.types.sample import RolloutSample as RolloutSample
     from osmosis_ai.uv_binary import UvNotFoundError as UvNotFoundError

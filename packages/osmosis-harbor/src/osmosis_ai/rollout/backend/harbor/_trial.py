@@ -25,6 +25,8 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from . import _sandbox_paths as paths
+from ._config import environment_name
+from ._digests import task_record
 from ._outcome import TrialFacts
 from .agent import WORKFLOW_AGENT_IMPORT_PATH, install_script
 from .hygiene import relocate_artifacts, scrub_tree
@@ -100,6 +102,8 @@ class PreparedTrial:
     trial: TrialConfig
     staging: Path
     graded_by: str  # "task" | "sdk" | "none"
+    #: What the task and its image were (:mod:`._digests`), for the reproducibility record.
+    task_record: dict[str, Any] | None = None
 
     @property
     def trial_dir(self) -> Path:
@@ -131,6 +135,9 @@ async def prepare(
     staging = staging_root / trial_name
     await asyncio.to_thread(shutil.rmtree, staging, True)
     task_dir = await asyncio.to_thread(materialize_task, source_dir, staging / source_dir.name)
+    record = await asyncio.to_thread(
+        task_record, source, source_dir, config.tasks_dir, environment_name(config.environment)
+    )
     if config.mode is TaskMode.TEMPLATE and source.kind == "local" and request.prompt:
         (task_dir / "instruction.md").write_text(render_instruction(request.prompt))
     if not (task_dir / "instruction.md").is_file():
@@ -159,7 +166,7 @@ async def prepare(
         environment=environment_config(config),
         verifier=verifier,
     )
-    return PreparedTrial(trial=trial, staging=staging, graded_by=graded_by)
+    return PreparedTrial(trial=trial, staging=staging, graded_by=graded_by, task_record=record)
 
 
 def agent_config(

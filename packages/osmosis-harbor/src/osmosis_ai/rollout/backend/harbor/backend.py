@@ -39,7 +39,7 @@ from osmosis_ai.rollout.context import RolloutContext, RolloutProgress, rollout_
 from osmosis_ai.rollout.types.enums import RolloutErrorCategory, RolloutStatus
 from osmosis_ai.rollout.types.execution import ExecutionOutcome, ExecutionRequest
 
-from . import _config, _outcome, _trial
+from . import _config, _digests, _outcome, _trial
 from .agent import RESULT_METADATA_KEY
 from .bundle import Bundle, BundleError, build_bundle
 from .hygiene import scrub_paths
@@ -330,6 +330,7 @@ class HarborBackend(ExecutionBackend):
         """Read the finished trial back, translate it and tidy up (blocking: in a thread)."""
         facts = _trial.read_facts(self._config, request, prepared)
         outcome = _outcome.translate(result, facts, RESULT_METADATA_KEY)
+        _digests.attach(outcome, prepared.task_record)
         keep = (
             outcome.result.status != RolloutStatus.SUCCESS
             or not self._config.cleanup_successful_trials
