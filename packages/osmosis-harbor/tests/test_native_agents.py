@@ -15,6 +15,7 @@ from harbor.trial.queue import TrialQueue
 
 from osmosis_ai.rollout.backend.harbor import HarborBackend, local_environment_config
 from osmosis_ai.rollout.context import RolloutContext
+from osmosis_ai.rollout.integrations.spi import files_digest
 from osmosis_ai.rollout.types.enums import RolloutErrorCategory, RolloutStatus
 from osmosis_ai.rollout.types.execution import ExecutionRequest
 from osmosis_ai.testing import ScriptedPolicyServer, text_reply
@@ -41,7 +42,12 @@ async def test_oracle_scores_one_and_nop_scores_zero(queue: TrialQueue, hello_ta
     assert solved.result.status == RolloutStatus.SUCCESS
     assert solved.result.sample is not None
     assert solved.result.sample.reward == 1.0
-    assert solved.result.sample.extra_fields == {"trainable": False}
+    assert solved.result.sample.extra_fields["trainable"] is False
+    # The reproducibility record of the task travels with the sample (tests/test_digests.py).
+    record = solved.result.sample.extra_fields["harbor_task"]
+    assert record["name"] == "hello"
+    assert record["task_sha256"] == files_digest(hello_task)
+    assert (record["environment"], record["image_digest"]) == ("local", None)
     assert idle.result.status == RolloutStatus.SUCCESS
     assert idle.result.sample is not None
     assert idle.result.sample.reward == 0.0
@@ -78,6 +84,9 @@ async def test_a_task_pinned_to_a_git_commit(
     assert outcome.result.status == RolloutStatus.SUCCESS, outcome.result.err_message
     assert outcome.result.sample is not None
     assert outcome.result.sample.reward == 1.0
+    record = outcome.result.sample.extra_fields["harbor_task"]
+    assert record["name"] == f"file://{repo}@{commit}:tasks/hello"
+    assert record["task_sha256"] == files_digest(repo / "tasks" / "hello")
     await backend.shutdown()
 
 
@@ -102,6 +111,7 @@ async def test_agent_deadline_and_grade_false(queue: TrialQueue, dataset_dir: Pa
     assert ungraded.grader is None
     assert ungraded.result.sample is not None
     assert ungraded.result.sample.reward is None
+    assert ungraded.result.sample.extra_fields["harbor_task"]["name"] == "hello"  # the task id
     await backend.shutdown()
 
 

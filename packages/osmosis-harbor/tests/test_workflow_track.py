@@ -13,6 +13,7 @@ from harbor.trial.queue import TrialQueue
 
 from osmosis_ai.rollout.backend.harbor import HarborBackend, local_environment_config
 from osmosis_ai.rollout.context import RolloutContext
+from osmosis_ai.rollout.integrations.spi import files_digest
 from osmosis_ai.rollout.types.enums import RolloutErrorCategory, RolloutStatus
 from osmosis_ai.rollout.types.execution import ExecutionOutcome, ExecutionRequest
 from osmosis_ai.testing import ScriptedPolicyServer
@@ -133,6 +134,7 @@ async def test_task_verifier_wins_over_the_sdk_grader(
     assert outcome.result.sample.reward == 0.5
     assert outcome.workflow.extra_fields is not None
     assert outcome.workflow.extra_fields["harbor_graded_by"] == "task"
+    assert outcome.result.sample.extra_fields["harbor_task"]["name"] == task.name
     # The user's task directory is never modified (each rollout runs a copy).
     assert sorted(p.name for p in (task / "tests").iterdir()) == ["test.sh"]
     await backend.shutdown()
@@ -172,6 +174,11 @@ async def test_native_agents_graded_by_the_sdk_grader(
     assert graded.result.sample.reward == 1.0
     assert graded.workflow.extra_fields is not None
     assert graded.workflow.extra_fields["harbor_graded_by"] == "sdk"
+    # The SDK grader's sample (built in the sandbox) carries the task record too, and the
+    # generated verifier is not part of the task's digest (it digests the user's directory).
+    assert graded.result.sample.extra_fields["harbor_task"]["task_sha256"] == files_digest(
+        open_task
+    )
     # A grader that raises is a failure with its category, never a reward of 0.
     assert broken.result.status == RolloutStatus.FAILURE
     assert broken.result.err_category == RolloutErrorCategory.VALIDATION_ERROR

@@ -56,6 +56,12 @@
       ["seeds seen", (h) => seen(h, "seeds", String)],
       ["system fingerprints", (h) => seen(h, "system_fingerprints", String)],
     ];
+    // Harbor rollouts only: each task with its task and image digests (no row otherwise).
+    const short = (v) => (v ? String(v).replace(/^sha256:/, "").slice(0, 12) : "none");
+    const harborTask = (t) => `${t.name}: task ${short(t.task_sha256)}, Dockerfile ${short(t.dockerfile_sha256)}` +
+      `, image ${t.docker_image || t.base_image || "none"} (digest ${short(t.image_digest)}), ${t.environment}`;
+    if (runs.some((r) => (r.header.reproducibility || {}).harbor_tasks))
+      fields.push(["Harbor tasks", (h) => seen(h, "harbor_tasks", harborTask)]);
     const heads = runs.map((r, i) => el("th", {}, runs.length > 1 ? (i === 0 ? "this run" : "baseline") : ""));
     const table = el("table", { class: "kv" }, runs.length > 1 ? el("tr", {}, el("th"), heads) : null,
       fields.map(([label, get]) => el("tr", {}, el("th", {}, label),
