@@ -59,26 +59,17 @@ def resolve_port(port: int | None) -> int:
     return port
 
 
-def serve(
-    app: Any,
-    *,
-    host: str = "127.0.0.1",
-    port: int | None = None,
-    timeout_keep_alive: int = DEFAULT_TIMEOUT_KEEP_ALIVE,
-    header_timeout_sec: float = DEFAULT_HEADER_TIMEOUT_SEC,
-    max_connections: int | None = None,
-    workers: int | str | None = None,
-    **uvicorn_options: Any,
-) -> None:
+def serve(app: Any, *, workers: int | str | None = None, **options: Any) -> None:
     """Serve ``app`` (from ``create_rollout_server``) until SIGINT/SIGTERM, then drain.
 
     ``workers``: run rollouts in this many worker processes (``"auto"``: the usable cores, at
     most 8); ``None`` reads ``OSMOSIS_ROLLOUT_WORKERS`` and defaults to 1, rollouts in this
     process. Each worker imports the script that defines ``app`` (as ``__mp_main__``, so its
     ``if __name__ == "__main__":`` block does not run) and rebuilds the backend from it.
-    ``header_timeout_sec`` bounds how long a connection may take to send a request head;
-    ``max_connections`` caps open connections (``None``: the descriptor limit less an eighth,
-    at least 64, of headroom). Other keyword arguments go to ``uvicorn.Config``.
+    ``options`` are :func:`uvicorn_config`'s: ``host`` (default 127.0.0.1), ``port``,
+    ``timeout_keep_alive`` (2160 s), ``header_timeout_sec`` (how long a connection may take to
+    send a request head), ``max_connections`` (``None``: the descriptor limit less an eighth,
+    at least 64, of headroom); any other keyword argument goes to ``uvicorn.Config``.
     """
     from osmosis_ai.rollout.server._workers import WorkerImportDone, in_worker, resolve_workers
 
@@ -89,17 +80,7 @@ def serve(
         from osmosis_ai.rollout.server._workers.pool import use_workers
 
         use_workers(app, count)
-    _DrainingServer(
-        uvicorn_config(
-            app,
-            host=host,
-            port=port,
-            timeout_keep_alive=timeout_keep_alive,
-            header_timeout_sec=header_timeout_sec,
-            max_connections=max_connections,
-            **uvicorn_options,
-        )
-    ).run()
+    _DrainingServer(uvicorn_config(app, **options)).run()
 
 
 def uvicorn_config(
