@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from osmosis_ai._file_lock import try_lock
 from osmosis_ai.errors import EvalError
 
 DEFAULT_OUTPUT_ROOT = Path(".osmosis") / "evals"
@@ -125,15 +126,12 @@ class RunLock:
 
     def acquire(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
+        fd = try_lock(self.path)
+        if fd is None:
             raise RunLayoutError(
                 f"another `osmosis eval run` already holds run {self.path.stem!r} "
                 f"({self.path}); wait for it to finish or choose another --name"
-            ) from None
+            )
         os.ftruncate(fd, 0)
         os.write(fd, f"{os.getpid()}\n".encode())
         self._fd = fd

@@ -48,6 +48,8 @@ from json.encoder import encode_basestring_ascii
 from pathlib import Path
 from typing import Any
 
+from osmosis_ai.atomic_file import write_atomic
+
 logger = logging.getLogger("osmosis_ai.rollout.server")
 
 JOURNAL_NAME = "journal.jsonl"
@@ -122,7 +124,7 @@ class Outbox:
         except FileNotFoundError:
             pass
         key = os.urandom(32)
-        write_atomically(path, key)
+        write_atomic(path, key, mode=0o600, durable=True)
         return key
 
     # ---- writing ----------------------------------------------------------------------
@@ -255,7 +257,7 @@ class Outbox:
         """Replace the journal with the live records only (atomically), and append to it."""
         journal = self.directory / JOURNAL_NAME
         data = b"".join(self._live.values())
-        write_atomically(journal, data)
+        write_atomic(journal, data, mode=0o600, durable=True)
         if self._fd >= 0:
             os.close(self._fd)
         self._fd = os.open(journal, os.O_WRONLY | os.O_APPEND)
@@ -323,38 +325,16 @@ def _embedded_result(line: bytes, length: Any) -> str:
     return line[end - length : end].decode()
 
 
-def write_atomically(path: Path, data: bytes) -> None:
-    temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(temp, path)
-    except BaseException:
-        temp.unlink(missing_ok=True)
-        raise
-    dir_fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
-
-
 def lock_directory(directory: Path) -> int:
     """Take an exclusive ``flock`` on ``directory/lock`` (released when the fd closes)."""
-    import fcntl
+    from osmosis_ai._file_lock import try_lock
 
-    fd = os.open(directory / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        os.close(fd)
+    fd = try_lock(directory / LOCK_NAME)
+    if fd is None:
         raise OutboxLocked(
             f"the rollout outbox {directory} is in use by another running server; give each "
             "server its own outbox_dir"
-        ) from None
+        )
     return fd
 
 
