@@ -125,4 +125,4 @@ def test_missing_key_and_bad_input_are_validation_errors(run_cli: RunCli, tmp_pa
     bad = run_cli("--json", "eval", "rubric", "-d", str(tmp_path / "bad.jsonl"), "-r", "r",
                   "--model", "openai/m", "--api-key", "k")  # fmt: skip
     assert bad.code == 1
-    assert "line 1" in bad.error()["error"]["message"]
+    assert "bad.jsonl:1: " in bad.error()["error"]["message"]

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from osmosis_ai._jsonl import json_object_lines
 from osmosis_ai.errors import ConfigurationError
 
 SUPPORTED_SUFFIXES = (".jsonl", ".csv", ".parquet")
@@ -180,15 +181,7 @@ def _messages(value: Any, where: str) -> list[dict[str, Any]] | None:
 
 def _read_jsonl(path: Path) -> Iterator[Mapping[str, Any]]:
     with path.open("r", encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise DatasetError(f"{path}:{lineno}: not valid JSON ({exc.msg})") from exc
-            if not isinstance(record, dict):
-                raise DatasetError(f"{path}:{lineno}: each line must be a JSON object")
+        for _, _, record in json_object_lines(fh, path, DatasetError):
             yield record
 
 

@@ -32,12 +32,12 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import inspect
-import json
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from osmosis_ai._jsonl import json_object_lines
 from osmosis_ai.errors import ConfigurationError
 from osmosis_ai.testing.replies import ErrorReply, Reply, as_reply, reply_from_json
 from osmosis_ai.testing.responders import message_text
@@ -138,11 +138,9 @@ def parse_reply_script(
     by_prompt: dict[str, tuple[Reply | ErrorReply, ...]] = {}
     origin: dict[str, int] = {}
     default: tuple[Reply | ErrorReply, ...] | None = None
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        where = f"{path}:{number}"
-        key, replies = _parse_line(line, where, rows)
+    expected = 'an object {"row" or "prompt", "replies"}'
+    for number, where, entry in json_object_lines(lines, path, ReplyScriptError, expected=expected):
+        key, replies = _parse_entry(entry, where, rows)
         if key is None:
             if default is not None:
                 raise ReplyScriptError(f"{where}: a second default line (no row, no prompt)")
@@ -159,15 +157,9 @@ def parse_reply_script(
     return ReplyScript(source=path.name, by_prompt=by_prompt, default=default)
 
 
-def _parse_line(
-    line: str, where: str, rows: Sequence[Sequence[Mapping[str, Any]]] | None
+def _parse_entry(
+    entry: dict[str, Any], where: str, rows: Sequence[Sequence[Mapping[str, Any]]] | None
 ) -> tuple[str | None, tuple[Reply | ErrorReply, ...]]:
-    try:
-        entry = json.loads(line)
-    except json.JSONDecodeError as exc:
-        raise ReplyScriptError(f"{where}: not JSON ({exc.msg})") from exc
-    if not isinstance(entry, dict):
-        raise ReplyScriptError(f'{where}: each line is an object {{"row" or "prompt", "replies"}}')
     unknown = sorted(set(entry) - {"row", "prompt", "replies"})
     if unknown or ("row" in entry and "prompt" in entry):
         raise ReplyScriptError(

@@ -8,12 +8,12 @@ label). This is 0.3's format.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from osmosis_ai._jsonl import json_object_lines
 from osmosis_ai.errors import ConfigurationError
 
 
@@ -93,16 +93,7 @@ def load_rubric_records(path: Path) -> list[RubricRecord]:
         raise ConfigurationError(f"expected a JSONL file but '{path}' is a directory")
     records: list[RubricRecord] = []
     with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            where = f"line {number} of '{path}'"
-            try:
-                payload = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ConfigurationError(f"{where} is not valid JSON: {exc.msg}") from None
-            if not isinstance(payload, dict):
-                raise ConfigurationError(f"{where} must be a JSON object")
+        for _, where, payload in json_object_lines(handle, path, ConfigurationError):
             records.append(_record(payload, where))
     if not records:
         raise ConfigurationError(f"no records in '{path}' (one JSON object per line)")
