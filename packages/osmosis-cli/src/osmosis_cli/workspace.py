@@ -26,14 +26,19 @@ def find_workspace(start: Path | None = None) -> Path | None:
     return None
 
 
-def require_workspace(start: Path | None = None) -> Path:
+def require_workspace(
+    start: Path | None = None,
+    *,
+    hint: str = "Create one with `osmosis init` or run `git init` first.",
+) -> Path:
+    """:func:`find_workspace`, or a ``WORKSPACE_REQUIRED`` error ending with ``hint``."""
     root = find_workspace(start)
     if root is None:
         where = (start or Path.cwd()).resolve()
         raise CLIError(
             CLIErrorCode.WORKSPACE_REQUIRED,
             f"{where} is not inside an osmosis workspace (a git repository or a folder with "
-            "rollouts/ and configs/). Create one with `osmosis init` or run `git init` first.",
+            f"rollouts/ and configs/). {hint}",
             details={"path": str(where)},
         )
     return root

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from osmosis_ai.config import ConfigError, SubmitConfig, load_eval_config, load_training_config
 from osmosis_cli.errors import CLIError, CLIErrorCode
-from osmosis_cli.workspace import find_workspace, relative
+from osmosis_cli.workspace import find_workspace, relative, require_workspace
 
 DEFAULT_ENTRYPOINT = "main.py"
 
@@ -115,15 +115,11 @@ def _workspace_of_config(path: Path) -> Path:
     parent = resolved.parent
     if parent.name in {"eval", "training"} and parent.parent.name == "configs":
         return parent.parent.parent
-    workspace = find_workspace(parent)
-    if workspace is None:
-        raise CLIError(
-            CLIErrorCode.WORKSPACE_REQUIRED,
-            f"{path} is not inside an osmosis workspace; configs live in configs/eval/ or "
-            "configs/training/ of a workspace (see `osmosis init`).",
-            details={"path": str(path)},
-        )
-    return workspace
+    return require_workspace(
+        parent,
+        hint="Configs live in configs/eval/ or configs/training/ of a workspace "
+        "(see `osmosis init`).",
+    )
 
 
 def _contained_entrypoint(rollout_dir: Path, entry: str) -> Path:
