@@ -27,15 +27,6 @@ ALLOWED_LONG_FUNCTIONS: dict[tuple[str, str], tuple[int, str]] = {
         "keyword are most of it; the body only wires settings, service, backend and routes",
     ),
     (
-        "osmosis-cli/src/osmosis_cli/commands/eval_run.py",
-        "run",
-    ): (
-        205,
-        "a typer command: about 140 of its lines declare the `osmosis eval run` options "
-        "(typer reads them from the signature; --servers, the proxy's address and --max-cost "
-        "included); the body is about 35 lines",
-    ),
-    (
         "osmosis-core/src/osmosis_ai/eval/_api.py",
         "run_eval_async",
     ): (

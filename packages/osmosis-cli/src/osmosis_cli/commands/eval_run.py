@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import shlex
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
+from osmosis_cli.commands import eval_run_options as opt
 from osmosis_cli.commands.eval_budget import EXIT_BUDGET, budget_lines, confirm_cost, stop_message
 from osmosis_cli.commands.eval_run_progress import make_reporter
 
@@ -25,193 +26,50 @@ if TYPE_CHECKING:
     from osmosis_cli.output import Output
 
 EXIT_INTERRUPTED = 130
-
-# Options declared here keep `run` short (typer reads them from its signature).
-_MockScript = Annotated[
-    str | None,
-    typer.Option(
-        "--mock-script",
-        metavar="FILE",
-        help="Script the offline mock policy (implies --model mock): a .jsonl of replies per "
-        "row or prompt, or a .py with respond(body); see docs/guides/testing-offline.md.",
-    ),
-]
-_RetryFailed = Annotated[
-    bool, typer.Option("--retry-failed", help="Rerun the work items that failed or were skipped.")
-]
-_AllowChanged = Annotated[
-    bool,
-    typer.Option(
-        "--allow-changed",
-        help="With --retry-failed: retry on changed rollout code (recorded in the manifest).",
-    ),
-]
-_MaxFailures = Annotated[
-    int | None,
-    typer.Option(
-        "--max-failures",
-        metavar="N",
-        help="Stop dispatching once N work items failed (resumable). Independently, 5 "
-        "failures in a row at the model endpoint always stop the run.",
-    ),
-]
-
-_MaxCost = Annotated[
-    float | None,
-    typer.Option(
-        "--max-cost",
-        metavar="USD",
-        help="Cost budget of the run (default: evaluation.max_cost_usd): no new row starts "
-        "once the next would not fit; rows in flight finish; exit code 3. Needs a known price.",
-    ),
-]
-_Yes = Annotated[bool, typer.Option("--yes", "-y", help="Do not ask to confirm the cost estimate.")]
+# Options of `run` that are not run_eval's keyword arguments (`output` is its `output_dir`).
+_NOT_RUN_EVAL_ARGUMENTS = frozenset(
+    {
+        *("config", "no_report", "require_append_only"),
+        *("temperature", "top_p", "max_tokens", "seed", "model_arg"),  # -> sampling
+    }
+)
 
 
 def run(
-    config: Annotated[Path, typer.Argument(help="Eval config, e.g. configs/eval/<rollout>.toml.")],
-    dataset: Annotated[
-        Path | None,
-        typer.Option(
-            "--dataset", help="Local JSONL, CSV or Parquet file (default: experiment.dataset)."
-        ),
-    ] = None,
-    model: Annotated[
-        str | None,
-        typer.Option(
-            "--model",
-            help="Model: 'openai/<model>' style shorthand, a served name with --base-url, or "
-            "'mock' (offline scripted policy: a plumbing check, its rewards mean nothing).",
-        ),
-    ] = None,
-    base_url: Annotated[
-        str | None,
-        typer.Option(
-            "--base-url", help="Any OpenAI-compatible base URL (vLLM, SGLang, Ollama...)."
-        ),
-    ] = None,
-    mock_script: _MockScript = None,
-    api_key_env: Annotated[
-        str | None,
-        typer.Option("--api-key-env", help="Environment variable holding the upstream API key."),
-    ] = None,
-    temperature: Annotated[
-        float | None, typer.Option("--temperature", help="Sampling temperature for every call.")
-    ] = None,
-    top_p: Annotated[
-        float | None, typer.Option("--top-p", help="Nucleus sampling top_p for every call.")
-    ] = None,
-    max_tokens: Annotated[
-        int | None, typer.Option("--max-tokens", min=1, help="max_tokens for every call.")
-    ] = None,
-    seed: Annotated[
-        int | None, typer.Option("--seed", help="Sampling seed for every call.")
-    ] = None,
-    model_arg: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--model-arg",
-            metavar="KEY=VALUE",
-            help="Any other request field for every call (VALUE parsed as JSON, else a string); "
-            "repeatable. Sampling flags are recorded in the run's manifest.",
-        ),
-    ] = None,
-    n: Annotated[
-        int | None, typer.Option("--n", help="Samples per row (default: evaluation.n).")
-    ] = None,
-    limit: Annotated[int | None, typer.Option("--limit", help="Evaluate the first N rows.")] = None,
-    rows: Annotated[
-        str | None, typer.Option("--rows", help="Rows to evaluate, 0-based: '0-9' or '3,7,10-20'.")
-    ] = None,
-    max_in_flight: Annotated[
-        int | None,
-        typer.Option(
-            "--max-in-flight", help="Rollouts running at once (default: server capacity)."
-        ),
-    ] = None,
-    max_cost: _MaxCost = None,
-    yes: _Yes = False,
-    pass_threshold: Annotated[
-        float | None,
-        typer.Option("--pass-threshold", help="Reward counted as a pass (default 1.0)."),
-    ] = None,
-    name: Annotated[
-        str | None,
-        typer.Option("--name", help="Run name; rerunning a name resumes it (default: generated)."),
-    ] = None,
-    fresh: Annotated[
-        bool, typer.Option("--fresh", help="Archive the existing run and start over.")
-    ] = False,
-    retry_failed: _RetryFailed = False,
-    allow_changed: _AllowChanged = False,
-    max_failures: _MaxFailures = None,
-    output: Annotated[
-        Path | None,
-        typer.Option("--output", "-o", help="Runs folder (default: <workspace>/.osmosis/evals)."),
-    ] = None,
-    isolated: Annotated[
-        bool,
-        typer.Option(
-            "--isolated",
-            help="Run the rollout server in the rollout's own environment (uv run --project).",
-        ),
-    ] = False,
-    no_report: Annotated[
-        bool, typer.Option("--no-report", help="Do not write <run>/report.html at the end.")
-    ] = False,
-    workers: Annotated[
-        str,
-        typer.Option(
-            "--workers",
-            help="Worker processes running rollouts: a number, or 'auto' (usable cores, max 8, one per 32 work items).",
-        ),
-    ] = "auto",
-    token_ids: Annotated[
-        bool,
-        typer.Option(
-            "--token-ids",
-            help="Ask the model server for token ids (vLLM's return_token_ids) and check them "
-            "too. Only for engines that accept the field; hosted APIs may reject it.",
-        ),
-    ] = False,
-    servers: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--servers",
-            metavar="URL[,URL...]",
-            help="Drive these already-running rollout servers instead of starting one "
-            "(inbound key from $OSMOSIS_ROLLOUT_API_KEY); repeatable.",
-        ),
-    ] = None,
-    servers_file: Annotated[
-        Path | None,
-        typer.Option(
-            "--servers-file",
-            help="File with one rollout server URL per line (what `osmosis rollout deploy` writes).",
-        ),
-    ] = None,
-    proxy_host: Annotated[
-        str | None,
-        typer.Option(
-            "--proxy-host",
-            help="Interface the policy proxy binds (default 127.0.0.1); needs --proxy-url.",
-        ),
-    ] = None,
-    proxy_url: Annotated[
-        str | None,
-        typer.Option(
-            "--proxy-url",
-            help="URL the rollout servers reach the policy proxy at (its port is bound).",
-        ),
-    ] = None,
-    require_append_only: Annotated[
-        bool,
-        typer.Option(
-            "--require-append-only",
-            help="Exit 1 when any rollout is not append-only (unsafe for token-in/token-out "
-            "training; see docs/guides/training-safe-rollouts.md).",
-        ),
-    ] = False,
+    ctx: typer.Context,
+    config: opt.ConfigArg,
+    dataset: opt.Dataset = None,
+    model: opt.Model = None,
+    base_url: opt.BaseUrl = None,
+    mock_script: opt.MockScript = None,
+    api_key_env: opt.ApiKeyEnv = None,
+    temperature: opt.Temperature = None,
+    top_p: opt.TopP = None,
+    max_tokens: opt.MaxTokens = None,
+    seed: opt.Seed = None,
+    model_arg: opt.ModelArg = None,
+    n: opt.N = None,
+    limit: opt.Limit = None,
+    rows: opt.Rows = None,
+    max_in_flight: opt.MaxInFlight = None,
+    max_cost: opt.MaxCost = None,
+    yes: opt.Yes = False,
+    pass_threshold: opt.PassThreshold = None,
+    name: opt.Name = None,
+    fresh: opt.Fresh = False,
+    retry_failed: opt.RetryFailed = False,
+    allow_changed: opt.AllowChanged = False,
+    max_failures: opt.MaxFailures = None,
+    output: opt.OutputDir = None,
+    isolated: opt.Isolated = False,
+    no_report: opt.NoReport = False,
+    workers: opt.Workers = "auto",
+    token_ids: opt.TokenIds = False,
+    servers: opt.Servers = None,
+    servers_file: opt.ServersFile = None,
+    proxy_host: opt.ProxyHost = None,
+    proxy_url: opt.ProxyUrl = None,
+    require_append_only: opt.RequireAppendOnly = False,
 ) -> None:
     """Run an eval locally: every row x n samples through the rollout, graded, resumable.
 
@@ -228,37 +86,11 @@ def run(
     from osmosis_cli.output import get_output
 
     out = get_output()
+    # The options are run_eval's keyword arguments, bar the CLI's own and the sampling flags.
+    arguments = {k: v for k, v in ctx.params.items() if k not in _NOT_RUN_EVAL_ARGUMENTS}
+    arguments["output_dir"] = arguments.pop("output")
     sampling = _sampling(temperature, top_p, max_tokens, seed, model_arg or [])
-    result = _execute(
-        out,
-        config,
-        dataset=dataset,
-        model=model,
-        base_url=base_url,
-        mock_script=mock_script,
-        api_key_env=api_key_env,
-        sampling=sampling or None,
-        n=n,
-        limit=limit,
-        rows=rows,
-        max_in_flight=max_in_flight,
-        max_cost=max_cost,
-        yes=yes,
-        pass_threshold=pass_threshold,
-        name=name,
-        fresh=fresh,
-        retry_failed=retry_failed,
-        allow_changed=allow_changed,
-        max_failures=max_failures,
-        output_dir=output,
-        isolated=isolated,
-        workers=workers,
-        token_ids=token_ids,
-        servers=servers,
-        servers_file=servers_file,
-        proxy_host=proxy_host,
-        proxy_url=proxy_url,
-    )
+    result = _execute(out, config, sampling=sampling or None, **arguments)
     from osmosis_cli.commands.eval_results import finish_run
 
     report, failures = finish_run(result.run_dir, write=not no_report)
