@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from osmosis_cli.cli_app import new_typer
+from osmosis_cli.commands.options import AllPages, PageLimit, PageOffset
 
 app = new_typer("dataset", help="Upload and manage datasets on the platform.")
 
@@ -32,9 +33,9 @@ def upload_command(
 
 @app.command("list")
 def list_command(
-    limit: Annotated[int, typer.Option("--limit", min=1, max=200)] = 50,
-    offset: Annotated[int, typer.Option("--offset", min=0)] = 0,
-    all_pages: Annotated[bool, typer.Option("--all", help="Fetch every page.")] = False,
+    limit: PageLimit = 50,
+    offset: PageOffset = 0,
+    all_pages: AllPages = False,
 ) -> None:
     """List the workspace's datasets."""
     from osmosis_cli.output import get_output

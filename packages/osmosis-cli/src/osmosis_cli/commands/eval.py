@@ -12,6 +12,7 @@ import typer
 
 from osmosis_cli.cli_app import LazyCommand, new_typer
 from osmosis_cli.commands.eval_results import RunsDirOption
+from osmosis_cli.commands.options import PageLimit, PageOffset
 from osmosis_cli.commands.platform_runs import platform_run_commands
 
 app = new_typer("eval", help="Evaluate rollouts locally or on the platform.")
@@ -57,8 +58,8 @@ for _command in _PLATFORM.values():
 
 @app.command("list")
 def list_command(
-    limit: Annotated[int, typer.Option("--limit", min=1, max=200)] = 50,
-    offset: Annotated[int, typer.Option("--offset", min=0)] = 0,
+    limit: PageLimit = 50,
+    offset: PageOffset = 0,
     all_pages: Annotated[
         bool, typer.Option("--all", help="With --remote: fetch every page.")
     ] = False,

@@ -15,6 +15,8 @@ from typing import Annotated, Any, Literal
 
 import typer
 
+from osmosis_cli.commands.options import AllPages, PageLimit, PageOffset
+
 Kind = Literal["eval", "training"]
 
 
@@ -85,9 +87,9 @@ def _submit(kind: Kind) -> Callable[..., None]:
 
 def _list(kind: Kind) -> Callable[..., None]:
     def list_command(
-        limit: Annotated[int, typer.Option("--limit", min=1, max=200)] = 50,
-        offset: Annotated[int, typer.Option("--offset", min=0)] = 0,
-        all_pages: Annotated[bool, typer.Option("--all", help="Fetch every page.")] = False,
+        limit: PageLimit = 50,
+        offset: PageOffset = 0,
+        all_pages: AllPages = False,
     ) -> None:
         from osmosis_cli.output import get_output
         from osmosis_cli.platform.run_ops import list_runs

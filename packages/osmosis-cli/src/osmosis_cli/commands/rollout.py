@@ -7,6 +7,7 @@ from typing import Annotated
 import typer
 
 from osmosis_cli.cli_app import new_typer
+from osmosis_cli.commands.options import AllPages, PageLimit, PageOffset
 
 app = new_typer("rollout", help="Scaffold, validate, serve and list rollouts.")
 
@@ -197,9 +198,9 @@ def list_command(
     branch: Annotated[
         str | None, typer.Option("--branch", help="Only rollouts synced from this branch.")
     ] = None,
-    limit: Annotated[int, typer.Option("--limit", min=1, max=200)] = 50,
-    offset: Annotated[int, typer.Option("--offset", min=0)] = 0,
-    all_pages: Annotated[bool, typer.Option("--all", help="Fetch every page.")] = False,
+    limit: PageLimit = 50,
+    offset: PageOffset = 0,
+    all_pages: AllPages = False,
 ) -> None:
     """List the rollouts the platform has synced from the workspace repository."""
     from osmosis_cli.output import get_output

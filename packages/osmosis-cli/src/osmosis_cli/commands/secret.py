@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from osmosis_cli.cli_app import new_typer
+from osmosis_cli.commands.options import AllPages, PageLimit, PageOffset
 
 app = new_typer("secret", help="Store secrets on the platform (values never printed).")
 
@@ -47,9 +48,9 @@ def set_command(
 @app.command("list")
 def list_command(
     scope: Annotated[ListScope, typer.Option("--scope")] = ListScope.all,
-    limit: Annotated[int, typer.Option("--limit", min=1, max=200)] = 50,
-    offset: Annotated[int, typer.Option("--offset", min=0)] = 0,
-    all_pages: Annotated[bool, typer.Option("--all", help="Fetch every page.")] = False,
+    limit: PageLimit = 50,
+    offset: PageOffset = 0,
+    all_pages: AllPages = False,
 ) -> None:
     """List secret names (never values)."""
     from osmosis_cli.output import get_output
