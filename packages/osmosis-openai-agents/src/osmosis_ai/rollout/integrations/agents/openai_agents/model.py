@@ -20,7 +20,6 @@ from agents.models.openai_chatcompletions import OpenAIChatCompletionsModel
 from osmosis_ai.rollout.integrations.spi import (
     ConfigurationError,
     PolicyCall,
-    RolloutContext,
     policy_client,
     require_active_rollout,
     translating_policy_errors,
@@ -100,9 +99,7 @@ class OsmosisRolloutModel(Model):
 
     # -- binding -----------------------------------------------------------------------------
 
-    def _bind(
-        self,
-    ) -> tuple[OpenAIChatCompletionsModel, RolloutContext, OsmosisMemorySession | None]:
+    def _bind(self) -> _BoundCall:
         ctx = require_active_rollout("OsmosisRolloutModel")
         source = ctx.sample_source
         if source is None and self.require_session:
@@ -114,15 +111,17 @@ class OsmosisRolloutModel(Model):
             max_retries=self.max_retries,
         )
         session = source if isinstance(source, OsmosisMemorySession) else None
-        return OpenAIChatCompletionsModel(model=self.model, openai_client=client), ctx, session
-
-    @staticmethod
-    def _endpoint(ctx: RolloutContext) -> str:
-        return ctx.chat_completions_url.rstrip("/") + "/chat/completions"
+        return _BoundCall(
+            model=OpenAIChatCompletionsModel(model=self.model, openai_client=client),
+            endpoint=ctx.chat_completions_url.rstrip("/") + "/chat/completions",
+            session=session,
+            requested_model=self.model,
+            position=session.item_count if session is not None else 0,
+        )
 
     def bound_model(self) -> OpenAIChatCompletionsModel:
         """The SDK model this placeholder would delegate to right now (for inspection)."""
-        return self._bind()[0]
+        return self._bind().model
 
     # -- Model API ---------------------------------------------------------------------------
 
@@ -141,10 +140,9 @@ class OsmosisRolloutModel(Model):
         prompt: Any | None = None,
         **kwargs: Any,
     ) -> ModelResponse:
-        bound, ctx, session = self._bind()
-        position = session.item_count if session is not None else 0
-        with translating_policy_errors(self._endpoint(ctx)):
-            response = await bound.get_response(
+        call = self._bind()
+        with translating_policy_errors(call.endpoint):
+            response = await call.model.get_response(
                 system_instructions,
                 input,
                 model_settings,
@@ -157,12 +155,7 @@ class OsmosisRolloutModel(Model):
                 prompt=prompt,
                 **kwargs,
             )
-        if session is not None:
-            session.record_call(
-                _call_record(
-                    response.output, response.usage, self.model, position, system_instructions
-                )
-            )
+        call.record(response, system_instructions)
         return response
 
     async def stream_response(  # type: ignore[override]  # an async generator is an AsyncIterator
@@ -180,13 +173,12 @@ class OsmosisRolloutModel(Model):
         prompt: Any | None = None,
         **kwargs: Any,
     ) -> AsyncIterator[TResponseStreamEvent]:
-        bound, ctx, session = self._bind()
-        position = session.item_count if session is not None else 0
+        call = self._bind()
         if model_settings.include_usage is None:
             # Ask for the usage chunk: the trajectory needs per-call token counts.
             model_settings = dataclasses.replace(model_settings, include_usage=True)
-        with translating_policy_errors(self._endpoint(ctx)):
-            async for event in bound.stream_response(
+        with translating_policy_errors(call.endpoint):
+            async for event in call.model.stream_response(
                 system_instructions,
                 input,
                 model_settings,
@@ -199,32 +191,37 @@ class OsmosisRolloutModel(Model):
                 prompt=prompt,
                 **kwargs,
             ):
-                if session is not None and event.type == "response.completed":
-                    response = event.response
-                    session.record_call(
-                        _call_record(
-                            response.output,
-                            response.usage,
-                            self.model,
-                            position,
-                            system_instructions,
-                        )
-                    )
+                if event.type == "response.completed":
+                    call.record(event.response, system_instructions)
                 yield event
 
 
-def _call_record(
-    output: Any, usage: Any, requested_model: str, position: int, instructions: str | None
-) -> PolicyCall:
-    call_ids, text, model = describe_output(output, requested_model)
-    return PolicyCall(
-        model=model,
-        usage=usage_dict(usage),
-        position=position,
-        instructions=instructions,
-        call_ids=call_ids,
-        text=text,
-    )
+@dataclasses.dataclass(frozen=True, slots=True)
+class _BoundCall:
+    """One model call bound to the active rollout: the SDK model it delegates to, the endpoint
+    its errors name, and the session (if any) that records it at its position in the history."""
+
+    model: OpenAIChatCompletionsModel
+    endpoint: str
+    session: OsmosisMemorySession | None
+    requested_model: str
+    position: int
+
+    def record(self, response: Any, instructions: str | None) -> None:
+        """Record the call's response (its output and usage) in the session."""
+        if self.session is None:
+            return
+        call_ids, text, model = describe_output(response.output, self.requested_model)
+        self.session.record_call(
+            PolicyCall(
+                model=model,
+                usage=usage_dict(response.usage),
+                position=self.position,
+                instructions=instructions,
+                call_ids=call_ids,
+                text=text,
+            )
+        )
 
 
 class OsmosisLitellmModel(OsmosisRolloutModel):
