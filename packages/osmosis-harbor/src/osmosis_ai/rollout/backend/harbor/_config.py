@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ._outcome import RewardRule
+from ._sandbox_limits import SandboxLimits
 from .bundle import Bundle
 from .native import NATIVE_AGENTS
 from .tasks import TaskMode
@@ -86,6 +87,7 @@ class HarborConfig:
     reward_rule: RewardRule
     code_dir: Path | None = None
     bundle: Bundle | None = None
+    sandbox_limits: SandboxLimits = field(default_factory=lambda: SandboxLimits("docker"))
     # Harbor writes agent kwargs verbatim into the trial dir: key-like values are scrubbed
     # from it along with the rollout's own key.
     kwarg_secrets: tuple[str, ...] = field(default_factory=tuple)
@@ -115,6 +117,7 @@ def build_config(
     max_queue_depth: int | None,
     reward_key: str | None,
     reward_weights: dict[str, float] | None,
+    sandbox_limits: SandboxLimits,
 ) -> HarborConfig:
     """Validate ``HarborBackend``'s arguments (see its docstring for their meaning)."""
     queue = check_queue(orchestrator)
@@ -139,6 +142,7 @@ def build_config(
         code_dir=resolve_code_dir(spec, code_dir),
         bundle=resolve_bundle(bundle),
         kwarg_secrets=tuple(secret_values(native_kwargs)),
+        sandbox_limits=sandbox_limits,
     )
 
 

@@ -111,11 +111,14 @@ class PreparedTrial:
 
 
 def environment_config(config: HarborConfig) -> EnvironmentConfig:
+    """The trial's environment: the caller's, created and destroyed through the sandbox gate."""
+    from ._sandbox_gate import gated_environment_config
+
     if config.environment is not None:
-        return config.environment.model_copy(deep=True)
+        return gated_environment_config(config.environment, config.sandbox_limits)
     from harbor.models.trial.config import EnvironmentConfig
 
-    return EnvironmentConfig()
+    return gated_environment_config(EnvironmentConfig(), config.sandbox_limits)
 
 
 async def prepare(

@@ -40,6 +40,9 @@ from osmosis_ai.rollout.types.enums import RolloutErrorCategory, RolloutStatus
 from osmosis_ai.rollout.types.execution import ExecutionOutcome, ExecutionRequest
 
 from . import _config, _digests, _outcome, _trial
+from ._sandbox_gate import gate_for
+from ._sandbox_limits import resolve_limits
+from ._sandbox_owner import sweep_orphans
 from .agent import RESULT_METADATA_KEY
 from .bundle import Bundle, BundleError, build_bundle
 from .hygiene import scrub_paths
@@ -90,6 +93,12 @@ class HarborBackend(ExecutionBackend):
     used only for tasks without their own ``tests/test.sh``. A task verifier writing several
     rewards (``reward.json``) is reduced to one by ``reward_key=`` (that entry) or
     ``reward_weights=`` (a weighted sum); by default ``reward`` if present, else the mean.
+
+    Sandbox creation is limited per environment (see :mod:`._sandbox_limits`; each ``None``
+    falls back to its ``OSMOSIS_HARBOR_*`` variable, then the environment's default):
+    ``sandbox_creation_rate`` (per second), ``max_concurrent_sandboxes``,
+    ``sandbox_creation_attempts`` and ``sandbox_creation_backoff_sec`` (0 = no limit for the
+    first two). Before its first trial the backend removes sandboxes left by dead processes.
     """
 
     def __init__(
@@ -114,6 +123,10 @@ class HarborBackend(ExecutionBackend):
         max_queue_depth: int | None = None,
         reward_key: str | None = None,
         reward_weights: dict[str, float] | None = None,
+        sandbox_creation_rate: float | None = None,
+        max_concurrent_sandboxes: int | None = None,
+        sandbox_creation_attempts: int | None = None,
+        sandbox_creation_backoff_sec: float | None = None,
         **legacy: Any,
     ) -> None:
         if legacy:
@@ -137,6 +150,13 @@ class HarborBackend(ExecutionBackend):
             max_queue_depth=max_queue_depth,
             reward_key=reward_key,
             reward_weights=reward_weights,
+            sandbox_limits=resolve_limits(
+                _config.environment_name(environment_config),
+                creation_rate=sandbox_creation_rate,
+                max_concurrent=max_concurrent_sandboxes,
+                creation_attempts=sandbox_creation_attempts,
+                backoff_sec=sandbox_creation_backoff_sec,
+            ),
         )
         self._bundle: Bundle | None = self._config.bundle
         self._bundle_lock = asyncio.Lock()
@@ -146,10 +166,12 @@ class HarborBackend(ExecutionBackend):
         self._live: dict[str, _Live] = {}  # by trial name
         self._trial_tasks: set[asyncio.Future[TrialResult]] = set()
         self._closed = False
+        self._swept = False
         from harbor.trial.hooks import TrialEvent
 
         queue = self._config.queue
         queue.add_hook(TrialEvent.START, self._on_start)
+        queue.add_hook(TrialEvent.ENVIRONMENT_START, self._on_environment_start)
         queue.add_hook(TrialEvent.VERIFICATION_START, self._on_verification_start)
 
     # --- public surface -------------------------------------------------------------------
@@ -176,6 +198,7 @@ class HarborBackend(ExecutionBackend):
             "running": len(self._live) - queued,
             "queued": queued,
             "max_queue_depth": self._config.max_queue_depth,
+            "sandbox_limits": self._config.sandbox_limits.as_kwargs(),
             "chat_endpoint": {
                 "environment": env_name,
                 # Only the local sandbox shares the host's network (loopback works there).
@@ -200,6 +223,7 @@ class HarborBackend(ExecutionBackend):
         are built and the agent is installed before the first rollout arrives."""
         summary: dict[str, Any] = {}
         started = time.perf_counter()
+        await self._sweep_orphans()
         bundle = await self._ensure_bundle()
         if bundle is not None:
             summary["bundle"] = bundle.wheel.name
@@ -252,6 +276,7 @@ class HarborBackend(ExecutionBackend):
     async def _run(
         self, request: ExecutionRequest, live: _Live, endpoint: _trial.Endpoint, admitted: float
     ) -> ExecutionOutcome:
+        await self._sweep_orphans()
         try:
             bundle = await self._ensure_bundle()
             prepared = await _trial.prepare(
@@ -358,6 +383,13 @@ class HarborBackend(ExecutionBackend):
         if live.context is not None:
             await live.context.set_status(RolloutStatus.RUNNING)
 
+    async def _on_environment_start(self, event: TrialHookEvent) -> None:
+        # The sandbox slot and creation admission are waited for here, outside the build
+        # timeout Harbor puts on the environment's start (see _sandbox_gate).
+        if event.trial_name in self._live:
+            gate = gate_for(self._config.sandbox_limits)
+            await gate.reserve(f"{event.trial_name}__env")
+
     async def _on_verification_start(self, event: TrialHookEvent) -> None:
         live = self._live.get(event.trial_name)
         if live is None:
@@ -367,6 +399,12 @@ class HarborBackend(ExecutionBackend):
             await live.context.set_status(RolloutStatus.GRADING)
 
     # --- helpers --------------------------------------------------------------------------
+
+    async def _sweep_orphans(self) -> None:
+        """Once per backend: remove sandboxes whose owner process died (a killed run)."""
+        if not self._swept:
+            self._swept = True
+            await sweep_orphans(self._config.sandbox_limits.environment)
 
     def _queued(self) -> int:
         return sum(1 for live in self._live.values() if live.status == RolloutStatus.QUEUED)

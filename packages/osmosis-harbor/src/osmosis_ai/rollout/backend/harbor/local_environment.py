@@ -22,7 +22,9 @@ environment. It is not a security boundary:
   as in CI clones and nox venvs under ``/tmp``.
 
 Writes inside the sandbox land in a per-trial upper directory that is deleted by :meth:`stop`, so
-the host is left untouched. It needs root (or unprivileged user namespaces), ``unshare``,
+the host is left untouched. The scratch directory (``<tmp>/osmosis-localns-*``) carries an
+``owner.json`` naming the creating process and the holder, so a sandbox whose owner died (a
+killed run) is found and removed by :func:`._sandbox_owner.sweep_orphans`. It needs root (or unprivileged user namespaces), ``unshare``,
 ``nsenter`` and overlayfs. Harbor loads it by import path::
 
     EnvironmentConfig(import_path=LOCAL_ENVIRONMENT_IMPORT_PATH, kwargs={"auto_mounting": True})
@@ -48,6 +50,7 @@ from harbor.environments.capabilities import EnvironmentCapabilities
 from osmosis_ai.errors import BackendError
 
 from ._dockerfile import ImagePlan, Step, is_archive, plan_image
+from ._sandbox_owner import LOCAL_PREFIX, kill_sandbox_processes, label_local
 from ._sandbox_paths import LOG_DIRS
 
 LOCAL_ENVIRONMENT_IMPORT_PATH = (
@@ -99,7 +102,9 @@ class NamespaceSandbox:
                 "the local sandbox needs the util-linux tools 'unshare' and 'nsenter' on PATH"
             )
         self.workdir = workdir
-        self._scratch = Path(tempfile.mkdtemp(prefix="osmosis-localns-"))
+        self._scratch = Path(tempfile.mkdtemp(prefix=LOCAL_PREFIX))
+        # Labelled before anything runs in it, so a sweeper can tell whose it is.
+        await asyncio.to_thread(label_local, self._scratch)
         merged = self.merged
         for name in ("upper", "work", "merged"):
             (self._scratch / name).mkdir()
@@ -131,6 +136,7 @@ class NamespaceSandbox:
             stderr=asyncio.subprocess.PIPE,
             start_new_session=True,
         )
+        await asyncio.to_thread(label_local, self._scratch, self._holder.pid)
         assert self._holder.stdout is not None
         try:
             async with asyncio.timeout(_START_TIMEOUT_SEC):
@@ -150,7 +156,7 @@ class NamespaceSandbox:
     async def stop(self) -> None:
         holder, self._holder = self._holder, None
         if holder is not None:
-            _kill_namespace_members(holder.pid)
+            kill_sandbox_processes(holder.pid)
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(holder.pid, signal.SIGKILL)
             await holder.wait()
@@ -358,19 +364,3 @@ def _copy_tree(source: Path, target: Path) -> None:
         if target.exists() and os.path.samefile(source, target):
             return
     shutil.copytree(source, target, dirs_exist_ok=True, symlinks=True)
-
-
-def _kill_namespace_members(holder_pid: int) -> None:
-    """Kill every process left in the holder's mount namespace (background jobs of ``exec``)."""
-    try:
-        namespace = os.readlink(f"/proc/{holder_pid}/ns/mnt")
-    except OSError:
-        return
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit() or int(entry) == holder_pid:
-            continue
-        try:
-            if os.readlink(f"/proc/{entry}/ns/mnt") == namespace:
-                os.kill(int(entry), signal.SIGKILL)
-        except OSError:
-            continue
