@@ -12,7 +12,9 @@ Public names (imported lazily, so ``import osmosis_ai.rollout.backend.harbor`` s
   ``skypilot_environment_config(...)``, ``docker_environment_config()``,
   ``local_environment_config()``;
 - ``LOCAL_ENVIRONMENT_IMPORT_PATH``: the Docker-free mount-namespace sandbox
-  (:mod:`.local_environment`), for tests only.
+  (:mod:`.local_environment`), for tests only;
+- ``sweep_orphans()``: remove sandboxes whose owner process died (a backend does this before
+  its first trial; see :mod:`._sandbox_owner`).
 
 A typical ``main.py``::
 
@@ -44,11 +46,13 @@ _EXPORTS = {
     "docker_environment_config": "osmosis_ai.rollout.backend.harbor.environments",
     "local_environment_config": "osmosis_ai.rollout.backend.harbor.environments",
     "LOCAL_ENVIRONMENT_IMPORT_PATH": "osmosis_ai.rollout.backend.harbor.local_environment",
+    "sweep_orphans": "osmosis_ai.rollout.backend.harbor._sandbox_owner",
 }
 __all__ = sorted(_EXPORTS)
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 if TYPE_CHECKING:  # the same names as _EXPORTS (checked by a core test)
+    from ._sandbox_owner import sweep_orphans as sweep_orphans
     from .backend import HarborBackend as HarborBackend
     from .environments import EnvironmentSelectionError as EnvironmentSelectionError
     from .environments import docker_environment_config as docker_environment_config
