@@ -9,6 +9,8 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 from osmosis_ai.rollout.backend.harbor._sandbox_owner import (
@@ -59,6 +61,13 @@ def _orphan_of_a_killed_process() -> tuple[Path, dict[str, object], int]:
     return Path(scratch), label, int(background)
 
 
+def _until(condition: Callable[[], bool], limit_sec: float = 30.0) -> None:
+    deadline = time.monotonic() + limit_sec
+    while not condition():
+        assert time.monotonic() < deadline, "the sandbox's processes were not killed"
+        time.sleep(0.01)
+
+
 def test_a_killed_processs_sandbox_is_found_and_removed_with_its_processes() -> None:
     scratch, label, background = _orphan_of_a_killed_process()
     background_start = process_start(background)
@@ -69,9 +78,10 @@ def test_a_killed_processs_sandbox_is_found_and_removed_with_its_processes() -> 
 
     assert sweep_local() == [scratch]
     assert not scratch.exists()
-    assert not is_alive(holder, label["holder_start"])  # type: ignore[arg-type]
     assert background_start is not None
-    assert not is_alive(background, background_start)  # what ran inside it is gone too
+    # SIGKILL is delivered asynchronously: wait (bounded) for the processes to be gone.
+    _until(lambda: not is_alive(holder, label["holder_start"]))  # type: ignore[arg-type]
+    _until(lambda: not is_alive(background, background_start))  # what ran inside it too
     assert local_sandboxes() == []
 
 

@@ -278,6 +278,7 @@ async def test_limits_retries_teardown_and_sweep_go_through_the_skypilot_api(
     assert sorted(sky_sdk.live) == sorted(
         [sandbox_name("osmosis-still-running__env"), "osmo-0123456789-someone-elses"]
     )
+    assert registered_owner(dead.token) is None  # the dead owner's record went with it
     # Two creates (the first failed and was retried), one terminate of the created sandbox.
     assert kinds[2:] == ["create", "create", "terminate"]
     gate = gate_for(SandboxLimits("skypilot", 1.0, None, 2, 0.01))

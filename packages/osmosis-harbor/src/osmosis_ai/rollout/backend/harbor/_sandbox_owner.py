@@ -17,7 +17,6 @@ Docker containers are not swept (Harbor names them after the trial, without an o
 from __future__ import annotations
 
 import contextlib
-import functools
 import hashlib
 import json
 import logging
@@ -69,10 +68,18 @@ class Owner:
         return self.host == socket.gethostname() and is_alive(self.pid, self.start)
 
 
-@functools.cache
+_OWNER: list[Owner] = []
+
+
 def current_owner() -> Owner:
+    """This process as an owner (a forked child, such as a server worker, is its own owner)."""
     pid = os.getpid()
-    return Owner(secrets.token_hex(5), pid, process_start(pid), socket.gethostname(), time.time())
+    if not _OWNER or _OWNER[0].pid != pid:
+        now = time.time()
+        _OWNER[:] = [
+            Owner(secrets.token_hex(5), pid, process_start(pid), socket.gethostname(), now)
+        ]
+    return _OWNER[0]
 
 
 def _registry() -> Path:
@@ -192,20 +199,32 @@ async def sweep_skypilot(sdk: Any | None = None) -> list[str]:
     if lister is None:
         logger.warning("sky.sandbox has no list(): orphaned SkyPilot sandboxes are not swept")
         return []
-    terminated = []
+    terminated: list[str] = []
+    kept: set[str | None] = set()
     for handle in await lister.aio():
         name = str(getattr(handle, "name", ""))
         token = token_of(name)
         owner = registered_owner(token) if token else None
         if owner is None or owner.alive():
+            kept.add(token)
             continue
         try:
             await handle.terminate.aio(wait=True)
         except Exception as exc:
             logger.warning("could not terminate orphaned SkyPilot sandbox %s: %s", name, exc)
+            kept.add(token)
             continue
         terminated.append(name)
+    _forget_dead_owners(kept)
     return terminated
+
+
+def _forget_dead_owners(in_use: set[str | None]) -> None:
+    """Delete registry records of dead owners that no longer own a sandbox."""
+    for record in _registry().glob("*.json"):
+        owner = registered_owner(record.stem)
+        if owner is not None and record.stem not in in_use and not owner.alive():
+            record.unlink(missing_ok=True)
 
 
 async def sweep_orphans(environment: str | None = None) -> dict[str, list[str]]:
