@@ -83,7 +83,7 @@ def current_owner() -> Owner:
 
 
 def _registry() -> Path:
-    from osmosis_ai.rollout.home import osmosis_cache_dir
+    from osmosis_ai.rollout.integrations.spi import osmosis_cache_dir
 
     return osmosis_cache_dir().parent / "sandboxes"
 
