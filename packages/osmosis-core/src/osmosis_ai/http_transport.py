@@ -82,9 +82,13 @@ class PlainHTTPTransport(httpx.AsyncBaseTransport):
         headers: dict[str, str],
         body: bytes,
         timeout_sec: float | None,
+        *,
+        connect_timeout_sec: float | None = None,
     ) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
         """``request("POST", ...)``."""
-        return await self.request("POST", url, headers, body, timeout_sec)
+        return await self.request(
+            "POST", url, headers, body, timeout_sec, connect_timeout_sec=connect_timeout_sec
+        )
 
     async def request(
         self,
@@ -93,12 +97,15 @@ class PlainHTTPTransport(httpx.AsyncBaseTransport):
         headers: dict[str, str],
         body: bytes,
         timeout_sec: float | None,
+        *,
+        connect_timeout_sec: float | None = None,
     ) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
         """Send one request and read the whole response: ``(status, headers, content)``, header
         names lower-cased. ``url`` is an ``http`` URL from ``urlsplit`` (its path and query are
         sent as they are, %-escapes included; other unsafe characters are %-encoded);
-        ``timeout_sec`` is both the connect and the read timeout. Redirects are never followed.
-        Raises the same httpx exceptions as the client path."""
+        ``timeout_sec`` is the read timeout, and the connect timeout unless
+        ``connect_timeout_sec`` is given. Redirects are never followed. Raises the same httpx
+        exceptions as the client path."""
         host = url.hostname or ""
         authority = f"[{host}]" if ":" in host else host
         if url.port:
@@ -112,7 +119,11 @@ class PlainHTTPTransport(httpx.AsyncBaseTransport):
             lines.append(f"content-length: {len(body)}")
         payload = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body
         status, response_headers, stream = await self._open(
-            (host, url.port or 80), payload, method, timeout_sec, timeout_sec
+            (host, url.port or 80),
+            payload,
+            method,
+            timeout_sec if connect_timeout_sec is None else connect_timeout_sec,
+            timeout_sec,
         )
         return status, response_headers, await stream.read_all()
 

@@ -51,7 +51,7 @@ async def test_a_429_shrinks_the_slots_and_results_come_back() -> None:
     backend = LocalBackend(workflow=Waits, grader=One, max_concurrency=1, max_queue_depth=1)
     app = create_rollout_server(backend=backend, configure_logging=False)
     async with serve_app(app) as url:
-        member, http = open_member(url, None, admission_timeout_sec=30)
+        member = open_member(url, None, admission_timeout_sec=30)
         try:
             fleet = Fleet([member], on_event=lambda *event: None)
             assert await fleet.start() == []
@@ -76,4 +76,4 @@ async def test_a_429_shrinks_the_slots_and_results_come_back() -> None:
             assert member.completed == 2
             assert member.failure is None
         finally:
-            await http.aclose()
+            await member.client.aclose()

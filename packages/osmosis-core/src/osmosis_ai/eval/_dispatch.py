@@ -239,25 +239,23 @@ def _scheduler(
 ) -> Scheduler:
     max_in_flight = _max_in_flight(plan, server.health, log)
     # Admission waits (429 backoff) are bounded by deadline x concurrency, as upstream.
-    clients = _rollout_clients(
-        url, server_key, plan.deadline_sec * max_in_flight, max_in_flight, stack
-    )
+    client = _rollout_client(url, server_key, plan.deadline_sec * max_in_flight, stack)
     return build_scheduler(
-        plan, paths, clients, max_in_flight, proxy, log, stack, lambda: server.exited() is None
+        plan, paths, client, max_in_flight, proxy, log, stack, lambda: server.exited() is None
     )
 
 
 def build_scheduler(
     plan: EvalPlan,
     paths: RunPaths,
-    clients: list[RolloutClient],
+    client: RolloutClient,
     max_in_flight: int,
     proxy: PolicyProxy,
     log: RunLog,
     stack: AsyncExitStack,
     server_alive: Callable[[], bool],
 ) -> Scheduler:
-    """The scheduler over ``clients`` with the run's journal, call log, deadline and pricing."""
+    """The scheduler over ``client`` with the run's journal, call log, deadline and pricing."""
     calls_file = paths.llm_calls.open("a", encoding="utf-8")
     # Best effort like its writes: a full disk at the final flush must not replace the error
     # that stopped the run (the journal's, which names its file).
@@ -265,7 +263,7 @@ def build_scheduler(
     journal = Journal(paths.journal)
     stack.push_async_callback(journal.aclose)
     return Scheduler(
-        clients=clients,
+        client=client,
         proxy=proxy,
         journal=journal,
         max_in_flight=max_in_flight,
@@ -339,34 +337,21 @@ async def _watch_server(server: RolloutServerProcess, run_task: asyncio.Task[Non
         await asyncio.sleep(0.1)
 
 
-def _rollout_clients(
-    url: str, api_key: str, admission_timeout: float, count: int, stack: AsyncExitStack
-) -> list[RolloutClient]:
-    """One client per worker (see :class:`Scheduler`) on the lean loopback transport.
+def _rollout_client(
+    url: str, api_key: str, admission_timeout: float, stack: AsyncExitStack
+) -> RolloutClient:
+    """The workers' client: one :class:`RolloutClient` that makes its own HTTP client.
 
-    The rollout server is plain HTTP on 127.0.0.1; :class:`PlainHTTPTransport` costs a third of
-    httpx's default transport per request, and each worker keeping its own connections makes
-    reuse trivially safe.
+    The rollout server is plain HTTP on 127.0.0.1, so admission and long polls go straight
+    through the client's :class:`~osmosis_ai.http_transport.PlainHTTPTransport` (httpx's
+    request/response machinery costs more CPU than the exchange), whose cost per request does
+    not grow with the connections open: the workers can share it.
     """
-    import httpx
-
-    from osmosis_ai.http_transport import PlainHTTPTransport
     from osmosis_ai.rollout.client import RolloutClient
 
-    clients: list[RolloutClient] = []
-    for _ in range(count):
-        http = httpx.AsyncClient(
-            transport=PlainHTTPTransport(max_idle_per_host=4),
-            timeout=httpx.Timeout(60.0),
-            follow_redirects=False,
-        )
-        stack.push_async_callback(http.aclose)  # RolloutClient closes only clients it made
-        clients.append(
-            RolloutClient(
-                url=url, http_client=http, admission_timeout_sec=admission_timeout, api_key=api_key
-            )
-        )
-    return clients
+    client = RolloutClient(url=url, admission_timeout_sec=admission_timeout, api_key=api_key)
+    stack.push_async_callback(client.aclose)
+    return client
 
 
 def _max_in_flight(plan: EvalPlan, health: dict[str, Any], log: RunLog) -> int:

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import httpx
@@ -35,46 +34,19 @@ _SERVER_REFUSED = frozenset({401, 403, 500, 502, 503, 504})
 _ROLLOUT_LOST = frozenset({404, 409, 410})
 
 
-class _BusyWatch(httpx.AsyncBaseTransport):
-    """Passes requests through; tells the member when ``POST /rollout`` is answered ``429``."""
+def open_member(url: str, api_key: str | None, admission_timeout_sec: float) -> Member:
+    """A member for ``url``; the caller closes its client (``member.client.aclose()``).
 
-    def __init__(self, inner: httpx.AsyncBaseTransport, on_busy: Callable[[], None]) -> None:
-        self._inner = inner
-        self._on_busy = on_busy
-
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        response = await self._inner.handle_async_request(request)
-        if response.status_code == 429 and request.method == "POST":
-            self._on_busy()
-        return response
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
-
-
-def open_member(
-    url: str, api_key: str | None, admission_timeout_sec: float
-) -> tuple[Member, httpx.AsyncClient]:
-    """A member for ``url`` and the HTTP client it owns (the caller closes it)."""
-    from osmosis_ai.http_transport import PlainHTTPTransport
+    The client makes its own HTTP client, so ``http://`` servers are driven through its lean
+    transport (admission and long polls skip httpx's per-request machinery); its ``429``
+    answers shrink the member's slots (:meth:`Member.on_busy`).
+    """
     from osmosis_ai.rollout.client import RolloutClient
 
-    holder: list[Member] = []
-    inner: httpx.AsyncBaseTransport = (
-        PlainHTTPTransport(max_idle_per_host=256)
-        if url.startswith("http://")
-        else httpx.AsyncHTTPTransport(limits=httpx.Limits(max_connections=None))
-    )
-    http = httpx.AsyncClient(
-        transport=_BusyWatch(inner, lambda: holder[0].on_busy()),
-        timeout=httpx.Timeout(60.0),
-        follow_redirects=False,
-    )
-    client = RolloutClient(
-        url=url, http_client=http, admission_timeout_sec=admission_timeout_sec, api_key=api_key
-    )
-    holder.append(Member(url=url, client=client))
-    return holder[0], http
+    client = RolloutClient(url=url, admission_timeout_sec=admission_timeout_sec, api_key=api_key)
+    member = Member(url=url, client=client)
+    client.on_busy = member.on_busy
+    return member
 
 
 class FleetHandle:

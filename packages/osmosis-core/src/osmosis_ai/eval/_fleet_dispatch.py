@@ -68,7 +68,7 @@ async def dispatch_fleet(
             log.info("plan", "concurrency chosen", max_in_flight=workers, servers=len(plan.servers))
             client = cast("RolloutClient", FleetClient(fleet, proxy))  # the two calls it makes
             scheduler = build_scheduler(
-                plan, paths, [client] * workers, workers, proxy, log, stack, fleet.any_alive
+                plan, paths, client, workers, proxy, log, stack, fleet.any_alive
             )
             scheduler.on_result = on_record
             scheduler.on_event = on_event
@@ -89,8 +89,8 @@ async def _open_fleet(
 ) -> Fleet:
     members = []
     for url in plan.servers:
-        member, http = open_member(url, plan.servers_api_key, plan.deadline_sec * 64)
-        stack.push_async_callback(http.aclose)
+        member = open_member(url, plan.servers_api_key, plan.deadline_sec * 64)
+        stack.push_async_callback(member.client.aclose)
         members.append(member)
     fleet = Fleet(members, on_event=on_event)
     problems = await fleet.start()

@@ -32,8 +32,8 @@ import socket
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
-from urllib.parse import quote
+from typing import TYPE_CHECKING, Any
+from urllib.parse import SplitResult, quote, urlsplit
 
 import httpx
 
@@ -53,9 +53,23 @@ from osmosis_ai.eval._repro import sampling_of
 from osmosis_ai.eval._upstream import Upstream
 from osmosis_ai.retry_after import parse_retry_after
 
+if TYPE_CHECKING:
+    from osmosis_ai.http_transport import PlainHTTPTransport
+
 RETRYABLE_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504})
 _RETRYABLE_ERRORS = (httpx.TransportError,)
 _CHAT_SUFFIX = ("chat", "completions")
+_CONNECT_TIMEOUT_SEC = 30.0
+
+
+@dataclass(frozen=True, slots=True)
+class _Answer:
+    """A whole upstream answer (a non-streamed call)."""
+
+    status_code: int
+    retry_after: str | None
+    content_type: str | None
+    content: bytes
 
 
 @dataclass(slots=True)
@@ -93,6 +107,10 @@ class PolicyProxy:
         self._clients: list[httpx.AsyncClient | None] = []
         self._client_headers: dict[str, str] = {}
         self._ssl_context: Any = None
+        #: Plain-``http://`` upstreams: the lean transport and the parsed URL non-streamed
+        #: calls are posted to directly (httpx's request/response models cost more CPU than
+        #: the exchange on loopback).
+        self._lean: tuple[PlainHTTPTransport, SplitResult] | None = None
         self._server: Any = None
         self._serve_task: asyncio.Task[None] | None = None
         self._sock: socket.socket | None = None
@@ -156,16 +174,20 @@ class PolicyProxy:
             self._next_shard = (index + 1) % self._shards
         client = self._clients[index]
         if client is None:
-            timeout = httpx.Timeout(self._timeout, connect=30.0)
+            timeout = httpx.Timeout(self._timeout, connect=_CONNECT_TIMEOUT_SEC)
             if lean:
                 from osmosis_ai.http_transport import PlainHTTPTransport
 
+                plain = PlainHTTPTransport(max_idle_per_host=256)
                 client = httpx.AsyncClient(
                     headers=self._client_headers,
                     timeout=timeout,
                     follow_redirects=False,
-                    transport=PlainHTTPTransport(max_idle_per_host=256),
+                    transport=plain,
                 )
+                url = urlsplit(self.upstream.chat_completions_url)
+                if url.username is None and url.password is None:  # else httpx's basic auth
+                    self._lean = (plain, url)
             else:
                 if self._ssl_context is None:
                     import ssl
@@ -259,50 +281,75 @@ class PolicyProxy:
         finally:
             record.latency_ms = (time.perf_counter() - start) * 1000
 
+    async def _post(self, payload: bytes) -> _Answer:
+        """One non-streamed upstream call, read whole."""
+        client = self._client()  # creates the lean transport on first use
+        if self._lean is not None:
+            plain, url = self._lean
+            status, headers, content = await plain.post(
+                url,
+                self._client_headers,
+                payload,
+                self._timeout,
+                connect_timeout_sec=_CONNECT_TIMEOUT_SEC,
+            )
+            found = dict(headers)
+            retry_after, content_type = found.get(b"retry-after"), found.get(b"content-type")
+            return _Answer(
+                status,
+                None if retry_after is None else retry_after.decode("latin-1"),
+                None if content_type is None else content_type.decode("latin-1"),
+                content,
+            )
+        response = await client.post(self.upstream.chat_completions_url, content=payload)
+        return _Answer(
+            response.status_code,
+            response.headers.get("retry-after"),
+            response.headers.get("content-type"),
+            response.content,
+        )
+
     async def _forward(self, payload: bytes, record: CallRecord, send: Send, start: float) -> None:
-        client = self._client()
-        response: httpx.Response | None = None
+        answer: _Answer | None = None
         error: str | None = None
         for attempt in range(1, self.retry.max_attempts + 1):
             record.attempts = attempt
-            response = None
+            answer = None
             sent = await self._acquire()
             try:
-                response = await client.post(self.upstream.chat_completions_url, content=payload)
+                answer = await self._post(payload)
             except _RETRYABLE_ERRORS as exc:
                 error = f"{type(exc).__name__}: {exc}"
-                self._signal(sent, None, exc)
+                self._signal(sent, None, None, exc)
             finally:
                 self._release()
-            if response is None:
+            if answer is None:
                 if attempt < self.retry.max_attempts:
                     await self._backoff(attempt, None, error or "upstream unreachable")
                     continue
                 break
-            self._signal(sent, response, None)
-            if response.status_code in RETRYABLE_STATUSES and attempt < self.retry.max_attempts:
-                await self._backoff(
-                    attempt, response.headers.get("retry-after"), f"HTTP {response.status_code}"
-                )
+            self._signal(sent, answer.status_code, answer.retry_after, None)
+            if answer.status_code in RETRYABLE_STATUSES and attempt < self.retry.max_attempts:
+                await self._backoff(attempt, answer.retry_after, f"HTTP {answer.status_code}")
                 continue
             break
-        if response is None:
+        if answer is None:
             record.error = error or "upstream unreachable"
             await send_error(send, 502, self._relayed(record), "upstream_error")
             return
-        record.status_code = response.status_code
+        record.status_code = answer.status_code
         record.first_byte_ms = (time.perf_counter() - start) * 1000
-        content = response.content
-        if response.status_code == 200:
+        content = answer.content
+        if answer.status_code == 200:
             with contextlib.suppress(json.JSONDecodeError, UnicodeDecodeError):
                 record.absorb_response(json.loads(content))
         else:
-            record.error = f"HTTP {response.status_code}"
-        content_type = response.headers.get("content-type", "application/json").encode()
+            record.error = f"HTTP {answer.status_code}"
+        content_type = (answer.content_type or "application/json").encode()
         await send(
             {
                 "type": "http.response.start",
-                "status": response.status_code,
+                "status": answer.status_code,
                 "headers": [
                     (b"content-type", content_type),
                     (b"content-length", str(len(content)).encode()),
@@ -329,12 +376,12 @@ class PolicyProxy:
                 if not isinstance(exc, _RETRYABLE_ERRORS):
                     raise
                 error = f"{type(exc).__name__}: {exc}"
-                self._signal(sent, None, exc)
+                self._signal(sent, None, None, exc)
                 if attempt < self.retry.max_attempts:
                     await self._backoff(attempt, None, error)
                     continue
                 break
-            self._signal(sent, response, None)
+            self._signal(sent, response.status_code, response.headers.get("retry-after"), None)
             retry = response.status_code in RETRYABLE_STATUSES and attempt < self.retry.max_attempts
             try:
                 if not retry:  # the upstream is busy until the stream ends: keep the slot
@@ -420,16 +467,20 @@ class PolicyProxy:
             self.limit.release()
 
     def _signal(
-        self, sent: float, response: httpx.Response | None, error: BaseException | None
+        self,
+        sent: float,
+        status: int | None,
+        retry_after: str | None,
+        error: BaseException | None,
     ) -> None:
         """Tell the adaptive limit how the upstream answered one attempt."""
         limit = self.limit
         if limit is None:
             return
-        if response is not None and response.status_code < 400:
+        if status is not None and status < 400:
             limit.succeeded()
-        elif response is not None and response.status_code in CONGESTION_STATUSES:
-            limit.congested(sent, parse_retry_after(response.headers.get("retry-after")))
+        elif status is not None and status in CONGESTION_STATUSES:
+            limit.congested(sent, parse_retry_after(retry_after))
         elif isinstance(error, httpx.TimeoutException):
             limit.congested(sent, None)
 

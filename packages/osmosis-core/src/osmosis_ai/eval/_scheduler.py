@@ -76,16 +76,10 @@ class DispatchHalted(EvalError):
 
 @dataclass(slots=True)
 class Scheduler:
-    """Runs work items with at most ``max_in_flight`` rollouts admitted at once.
+    """Runs work items with at most ``max_in_flight`` rollouts admitted at once, all through
+    ``client`` (its lean transport's cost per request does not grow with the polls open)."""
 
-    ``clients`` holds one :class:`RolloutClient` per worker (at least ``max_in_flight``). Why
-    not one shared client: httpcore scans its whole connection pool on every request, and each
-    in-flight long poll holds a connection, so a shared pool makes the controller's CPU per
-    rollout grow with concurrency. A client per worker keeps each pool at one or two
-    connections.
-    """
-
-    clients: list[RolloutClient]
+    client: RolloutClient
     proxy: PolicyProxy
     journal: Journal
     max_in_flight: int
@@ -128,9 +122,8 @@ class Scheduler:
         iterator = iter(pending)
         if self.budget is not None:
             await self._estimate(iterator, len(pending))
-        count = max(1, min(self.max_in_flight, len(self.clients)))
         workers = [
-            asyncio.create_task(self._worker(iterator, self.clients[i])) for i in range(count)
+            asyncio.create_task(self._worker(iterator)) for _ in range(max(1, self.max_in_flight))
         ]
         try:
             await asyncio.gather(*workers)
@@ -146,14 +139,14 @@ class Scheduler:
         if self.halt_reason is not None:
             raise DispatchHalted(self.halt_reason)
 
-    async def _worker(self, items: Iterator[WorkItem], client: RolloutClient) -> None:
+    async def _worker(self, items: Iterator[WorkItem]) -> None:
         for item in items:
             if self.halt_reason is not None:
                 return
             if self.budget is not None and not self.budget.admit():
                 self._stop_for_budget(self.budget)
                 return
-            await self._run_item(item, client)
+            await self._run_item(item)
 
     async def _estimate(self, items: Iterator[WorkItem], pending: int) -> None:
         """Probe rows one at a time until one spent something, then estimate and confirm."""
@@ -171,7 +164,7 @@ class Scheduler:
                 return
             budget.in_flight += 1
             probes += 1
-            await self._run_item(item, self.clients[0])
+            await self._run_item(item)
         if self.halt_reason is not None:
             return
         estimate = budget.make_estimate(pending - probes, probes)
@@ -198,9 +191,10 @@ class Scheduler:
             self.halt_reason = reason
             self.on_event("error", "dispatch halted", {"reason": reason})
 
-    async def _run_item(self, item: WorkItem, client: RolloutClient) -> None:
+    async def _run_item(self, item: WorkItem) -> None:
         from osmosis_ai.rollout.client import RolloutProtocolError
 
+        client = self.client
         rollout_id = uuid.uuid4().hex
         url, token = self.proxy.register(rollout_id)
         self._in_flight[rollout_id] = item

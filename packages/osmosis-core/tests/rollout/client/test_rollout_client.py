@@ -121,9 +121,14 @@ async def test_429_is_retried_until_capacity_or_admission_timeout() -> None:
             Route("/rollout/{rid}/result", result, methods=["GET"]),
         ]
     )
-    async with serve_app(app) as url, RolloutClient(url=url, admission_timeout_sec=3) as client:
+    busy: list[int] = []
+    async with (
+        serve_app(app) as url,
+        RolloutClient(url=url, admission_timeout_sec=3, on_busy=lambda: busy.append(1)) as client,
+    ):
         final = await client.run_rollout(PROMPT, CHAT, "r9")
     assert len(attempts) == 3
+    assert len(busy) == 2  # told of each 429, not of the 202
     assert final.status == RolloutStatus.SUCCESS
 
 

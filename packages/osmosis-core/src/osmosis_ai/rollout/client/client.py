@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import math
+from collections.abc import Callable
 from typing import Any
 
 import httpx
@@ -55,6 +56,8 @@ class RolloutClient:
         admission_timeout_sec: how long admission may take, 429 retries included; ``None``
             waits forever.
         api_key: sent as ``Authorization: Bearer <api_key>`` on every request.
+        on_busy: called on every ``429`` answer to ``POST /rollout`` (before the client backs
+            off and retries), for callers that spread rollouts by each server's free capacity.
 
     Attributes (0.3.8): ``url``, ``admission_timeout_sec``, ``http_client`` (the
     ``httpx.AsyncClient`` in use) and ``owns_http_client`` (``True`` when this client created
@@ -69,6 +72,7 @@ class RolloutClient:
         http_client: httpx.AsyncClient | None = None,
         admission_timeout_sec: float | None = None,
         api_key: str | None = None,
+        on_busy: Callable[[], None] | None = None,
     ) -> None:
         if admission_timeout_sec is not None and not math.isfinite(admission_timeout_sec):
             raise ValueError("admission_timeout_sec must be finite; omit it to wait unbounded")
@@ -76,6 +80,7 @@ class RolloutClient:
             raise ValueError("api_key must be non-empty when provided")
         self.url = url.rstrip("/")
         self.admission_timeout_sec = admission_timeout_sec
+        self.on_busy = on_busy
         self._headers = {"authorization": f"Bearer {api_key}"} if api_key else {}
         self.owns_http_client = http_client is None
         if http_client is None:
@@ -184,6 +189,8 @@ class RolloutClient:
                             f"accepted{reply.detail()}",
                             status_code=reply.status_code,
                         )
+                    if self.on_busy is not None:
+                        self.on_busy()
                     await asyncio.sleep(_retry_after(reply))
         except TimeoutError as exc:
             if not deadline.expired():
