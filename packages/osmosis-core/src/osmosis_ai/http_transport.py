@@ -30,9 +30,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator
+from functools import cache
+from typing import TYPE_CHECKING
 from urllib.parse import SplitResult, quote
 
 import httpx
+
+if TYPE_CHECKING:
+    import ssl
 
 _Conn = tuple[asyncio.StreamReader, asyncio.StreamWriter]
 _Key = tuple[str, int]
@@ -40,6 +45,13 @@ _MAX_HEAD = 64 * 1024
 # Characters kept as they are when a URL's path and query are put on the wire by ``post``
 # (reserved characters and existing %-escapes stay; anything else is %-encoded).
 _SAFE = "/:@!$&'()*+,;=-._~%?"
+
+
+@cache
+def shared_tls_context() -> ssl.SSLContext:
+    """httpx's default TLS context (certifi's CAs, or ``SSL_CERT_FILE``/``SSL_CERT_DIR``), made
+    once per process: loading the CA certificates costs tens of milliseconds per client."""
+    return httpx.create_ssl_context()
 
 
 class _Stale(Exception):

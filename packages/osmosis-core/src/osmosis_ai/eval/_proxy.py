@@ -106,7 +106,6 @@ class PolicyProxy:
         self._on_event = on_event
         self._clients: list[httpx.AsyncClient | None] = []
         self._client_headers: dict[str, str] = {}
-        self._ssl_context: Any = None
         #: Plain-``http://`` upstreams: the lean transport and the parsed URL non-streamed
         #: calls are posted to directly (httpx's request/response models cost more CPU than
         #: the exchange on loopback).
@@ -189,18 +188,14 @@ class PolicyProxy:
                 if url.username is None and url.password is None:  # else httpx's basic auth
                     self._lean = (plain, url)
             else:
-                if self._ssl_context is None:
-                    import ssl
+                from osmosis_ai.http_transport import shared_tls_context
 
-                    import certifi
-
-                    self._ssl_context = ssl.create_default_context(cafile=certifi.where())
                 client = httpx.AsyncClient(
                     headers=self._client_headers,
                     timeout=timeout,
                     limits=httpx.Limits(max_connections=None, max_keepalive_connections=32),
                     follow_redirects=False,
-                    verify=self._ssl_context,
+                    verify=shared_tls_context(),
                 )
             self._clients[index] = client
         return client

@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import platform
 from collections.abc import Iterable, Mapping
+from functools import cache
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -43,6 +44,13 @@ _OBSERVED = ("system_fingerprints", "sampling", "seeds")
 
 def run_versions() -> dict[str, str]:
     """Python and the installed osmosis distributions and agent frameworks, by name."""
+    return dict(_versions())
+
+
+@cache
+def _versions() -> tuple[tuple[str, str], ...]:
+    """Read once per process: each lookup scans the installed distributions' metadata (a
+    package installed while the process runs shows from the next process on)."""
     from importlib.metadata import PackageNotFoundError, version
 
     from osmosis_ai.versions import installed_versions
@@ -53,7 +61,7 @@ def run_versions() -> dict[str, str]:
             found[name] = version(name)
         except PackageNotFoundError:
             continue
-    return found
+    return tuple(found.items())
 
 
 def sampling_of(request: Mapping[str, Any]) -> dict[str, Any] | None:

@@ -19,7 +19,7 @@ from urllib.parse import SplitResult, urlsplit
 
 import httpx
 
-from osmosis_ai.http_transport import PlainHTTPTransport
+from osmosis_ai.http_transport import PlainHTTPTransport, shared_tls_context
 
 # One long poll per rollout in flight, each on its own connection: the pool must not cap them,
 # and idle connections are kept for the next poll.
@@ -54,6 +54,7 @@ def owned_client() -> tuple[httpx.AsyncClient, PlainHTTPTransport]:
         follow_redirects=False,
         limits=httpx.Limits(max_connections=None, max_keepalive_connections=256),
         mounts={"http://": plain},
+        verify=shared_tls_context(),
     )
     return client, plain
 

@@ -46,7 +46,7 @@ class RolloutSample(BaseModel):
     def _default_trajectory(cls, data: Any) -> Any:
         if isinstance(data, Mapping) and "trajectory_messages" not in data:
             data = dict(data)
-            data["trajectory_messages"] = copy.deepcopy(list(data.get("messages") or []))
+            data["trajectory_messages"] = _copied(data.get("messages") or [])
         return data
 
     def json_safe_copy(self) -> RolloutSample:
@@ -70,6 +70,36 @@ class RolloutSample(BaseModel):
         if metrics is self.metrics and extra is self.extra_fields:
             return self
         return self.model_copy(update={"metrics": metrics, "extra_fields": extra})
+
+
+def _copied(messages: Sequence[Any]) -> list[Any]:
+    """A deep copy of ``messages``. JSON-shaped messages (builtin dicts with string keys,
+    lists, scalars: what the wire and most agents produce) are copied without
+    ``copy.deepcopy``'s per-object bookkeeping; anything else goes through ``deepcopy``."""
+    try:
+        return [_copy_json(message) for message in messages]
+    except (_NotJson, RecursionError):  # RecursionError: a cycle, which deepcopy handles
+        return copy.deepcopy(list(messages))
+
+
+class _NotJson(Exception):
+    pass
+
+
+def _copy_json(value: Any) -> Any:
+    kind = type(value)
+    if kind is str or kind is int or kind is float or kind is bool or value is None:
+        return value
+    if kind is dict:
+        out = {}
+        for key, item in value.items():
+            if type(key) is not str:
+                raise _NotJson
+            out[key] = _copy_json(item)
+        return out
+    if kind is list:
+        return [_copy_json(item) for item in value]
+    raise _NotJson
 
 
 _DROP: Any = object()
