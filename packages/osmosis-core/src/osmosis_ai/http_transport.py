@@ -119,9 +119,10 @@ class PlainHTTPTransport(httpx.AsyncBaseTransport):
         ``connect_timeout_sec`` is given. Redirects are never followed. Raises the same httpx
         exceptions as the client path."""
         host = url.hostname or ""
+        port = url.port  # each property parses the netloc again: read once
         authority = f"[{host}]" if ":" in host else host
-        if url.port:
-            authority = f"{authority}:{url.port}"
+        if port:
+            authority = f"{authority}:{port}"
         target = quote(url.path or "/", safe=_SAFE) + (
             "?" + quote(url.query, safe=_SAFE) if url.query else ""
         )
@@ -131,7 +132,7 @@ class PlainHTTPTransport(httpx.AsyncBaseTransport):
             lines.append(f"content-length: {len(body)}")
         payload = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body
         status, response_headers, stream = await self._open(
-            (host, url.port or 80),
+            (host, port or 80),
             payload,
             method,
             timeout_sec if connect_timeout_sec is None else connect_timeout_sec,

@@ -25,11 +25,9 @@ import json
 import logging
 import random
 import time
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, urlsplit
 
 from osmosis_ai.retry_after import parse_retry_after
 
@@ -76,6 +74,18 @@ class RetryPolicy:
         return base * _JITTER.uniform(0.5, 1.0)
 
 
+_Receiver = tuple[str, str, "int | None"]
+
+
+def _receiver(split: SplitResult) -> _Receiver:
+    """The receiver (scheme, host, port) of a parsed URL (an invalid port counts as none)."""
+    try:
+        port = split.port
+    except ValueError:
+        port = None
+    return (split.scheme, split.hostname or "", port)
+
+
 class _Slots:
     """At most ``per_receiver`` requests in flight to one receiver, ``total`` overall.
 
@@ -86,28 +96,36 @@ class _Slots:
     def __init__(self, total: int, per_receiver: int) -> None:
         self._total = asyncio.Semaphore(total)
         self._per_receiver = per_receiver
-        self._receivers: dict[tuple[str, str, int | None], tuple[asyncio.Semaphore, list[int]]] = {}
+        self._receivers: dict[_Receiver, tuple[asyncio.Semaphore, list[int]]] = {}
 
-    @asynccontextmanager
-    async def hold(self, url: str) -> AsyncIterator[None]:
-        split = urlsplit(url)
-        try:
-            port = split.port
-        except ValueError:
-            port = None
-        key = (split.scheme, split.hostname or "", port)
+    async def acquire(self, key: _Receiver) -> None:
+        """Take a slot for ``key``; every successful call is paired with :meth:`release`."""
         receiver = self._receivers.get(key)
         if receiver is None:
             receiver = self._receivers[key] = (asyncio.Semaphore(self._per_receiver), [0])
         semaphore, users = receiver
         users[0] += 1
         try:
-            async with semaphore, self._total:
-                yield
-        finally:
-            users[0] -= 1
-            if not users[0]:
-                del self._receivers[key]
+            await semaphore.acquire()
+            try:
+                await self._total.acquire()
+            except BaseException:
+                semaphore.release()
+                raise
+        except BaseException:
+            self._leave(key, users)
+            raise
+
+    def release(self, key: _Receiver) -> None:
+        semaphore, users = self._receivers[key]
+        self._total.release()
+        semaphore.release()
+        self._leave(key, users)
+
+    def _leave(self, key: _Receiver, users: list[int]) -> None:
+        users[0] -= 1
+        if not users[0]:
+            del self._receivers[key]
 
 
 class CallbackSender:
@@ -146,11 +164,11 @@ class CallbackSender:
         return self._client
 
     async def _post(
-        self, url: str, body: bytes, headers: dict[str, str]
+        self, url: str, split: SplitResult, body: bytes, headers: dict[str, str]
     ) -> tuple[int, bytes, float | None]:
-        """``(status, body, Retry-After seconds)``: plain ``http`` URLs go straight to the lean
-        transport, anything else through the shared httpx client."""
-        split = urlsplit(url)
+        """``(status, body, Retry-After seconds)``: plain ``http`` URLs (``split`` is ``url``
+        parsed) go straight to the lean transport, anything else through the shared httpx
+        client."""
         if split.scheme == "http" and split.hostname and not split.username:
             if self._plain is None:
                 from osmosis_ai.http_transport import PlainHTTPTransport
@@ -187,14 +205,20 @@ class CallbackSender:
 
         started = time.monotonic()
         attempt = 0
+        slots = self._slots
         while True:
             retry_after: float | None = None
             status: int | None = None
             content = b""
             try:
-                async with self._slots.hold(url):
+                split = urlsplit(url)  # parsed once per attempt: slot key and transport
+                key = _receiver(split)
+                await slots.acquire(key)
+                try:
                     async with asyncio.timeout(self.policy.request_timeout_sec):
-                        status, content, retry_after = await self._post(url, body, headers)
+                        status, content, retry_after = await self._post(url, split, body, headers)
+                finally:
+                    slots.release(key)
             except httpx.HTTPError as exc:
                 problem = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
             except TimeoutError:
