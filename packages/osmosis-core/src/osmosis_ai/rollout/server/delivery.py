@@ -25,6 +25,8 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("osmosis_ai.rollout.server")
 
+_SUCCESS = RolloutStatus.SUCCESS
+
 # Saves in flight at once: the writer batches queued saves into one thread hand-off, so a
 # narrow limit here would defeat the batching and let a backlog (holding samples) build up.
 _TRAJECTORY_CONCURRENCY = 256
@@ -140,7 +142,15 @@ class CallbackDelivery:
             grader = outcome.grader
             if forced or outcome.workflow.status != RolloutStatus.SUCCESS:
                 grader = None
-            body = wire.grader_json(entry.rollout_id, grader)
+            if (
+                grader is not None
+                and grader is outcome.result
+                and grader.status == _SUCCESS
+                and entry.status == _SUCCESS
+            ):
+                body = entry.result  # the same bytes: the result, encoded once in _finalize
+            else:
+                body = wire.grader_json(entry.rollout_id, grader)
             pending.append(("grader", request.grader_callback_url, body))
         entry.callbacks = pending
         self.spawn(entry, outcome)
