@@ -1,6 +1,6 @@
 """Getting a finished result to where it goes: trajectories, and the 0.3.0 callback protocol.
 
-:class:`TrajectorySaver` writes each rollout's ATIF trajectory in the background.
+:class:`TrajectorySaver` queues each rollout's ATIF trajectory for the writer thread.
 :class:`CallbackDelivery` is the whole 0.3.0 protocol: which callbacks a result produces, sending
 them with retries, and parking what could not be delivered in the outbox. A poll-mode (0.3.8)
 result needs no delivery: the controller fetches the stored bytes.
@@ -9,6 +9,7 @@ result needs no delivery: the controller fetches the stored bytes.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any
@@ -27,65 +28,56 @@ logger = logging.getLogger("osmosis_ai.rollout.server")
 
 _SUCCESS = RolloutStatus.SUCCESS
 
-# Saves in flight at once: the writer batches queued saves into one thread hand-off, so a
-# narrow limit here would defeat the batching and let a backlog (holding samples) build up.
-_TRAJECTORY_CONCURRENCY = 256
-
 
 class TrajectorySaver:
-    """Writes trajectories in background tasks (the writer keeps file I/O off the loop)."""
+    """Queues trajectories for the writer thread (file I/O stays off the loop; nothing per
+    rollout waits for it: no task, no future, no wake-up of the loop when a file is written)."""
 
     def __init__(self) -> None:
-        self._save: Callable[..., Coroutine[Any, Any, Any]] | None = None
+        self._queue: Callable[..., None] | None = None
+        self._written: Callable[[], Coroutine[Any, Any, None]] | None = None
         self._report_type: Any = None
-        self._slots: asyncio.Semaphore | None = None
-        self._background: set[asyncio.Task[Any]] = set()
+        self._queued = False
 
     def start(self, enabled: bool) -> None:
-        self._slots = asyncio.Semaphore(_TRAJECTORY_CONCURRENCY)
         if not enabled:
             return
         try:
-            from osmosis_ai.rollout import trajectory
+            from osmosis_ai.rollout.trajectory import TrajectoryReport, writer
         except ImportError as exc:  # the writer ships with core; guard against partial installs
             logger.warning("trajectory saving is disabled: %s", exc)
             return
-        self._save = getattr(trajectory, "save_trajectory", None)
-        self._report_type = getattr(trajectory, "TrajectoryReport", None)
-
-    def spawn(self, coro: Coroutine[Any, Any, Any]) -> None:
-        task = asyncio.get_running_loop().create_task(coro)
-        self._background.add(task)
-        task.add_done_callback(self._background.discard)
+        self._queue = writer.queue_trajectory
+        self._written = writer.trajectories_written
+        self._report_type = TrajectoryReport
 
     def spawn_save(
         self, rollout_id: str, request: RolloutInitRequest, outcome: ExecutionOutcome
     ) -> None:
-        if self._save is not None:
-            self.spawn(self.save(rollout_id, request, outcome, None))
+        self.save(rollout_id, request, outcome, None)
 
-    async def save(
+    def save(
         self,
         rollout_id: str,
         request: RolloutInitRequest,
         outcome: ExecutionOutcome,
         report: Any,
     ) -> None:
-        save = self._save
-        if save is None or self._slots is None:
+        queue = self._queue
+        if queue is None:
             return
         result = outcome.result_to_save
         try:
-            async with self._slots:
-                await save(
-                    rollout_id=rollout_id,
-                    result=result,
-                    request_label=request.label,
-                    request_metadata=request.metadata,
-                    request_extra_fields=request.extra_fields,
-                    report=report,
-                    diagnostics=result.extra_fields,
-                )
+            queue(
+                rollout_id=rollout_id,
+                result=result,
+                request_label=request.label,
+                request_metadata=request.metadata,
+                request_extra_fields=request.extra_fields,
+                report=report,
+                diagnostics=result.extra_fields,
+            )
+            self._queued = True
         except Exception:  # the writer promises not to raise; a bug there must not spread
             logger.exception("saving the trajectory of rollout %s failed", rollout_id)
 
@@ -102,8 +94,10 @@ class TrajectorySaver:
             return None
 
     async def drain(self, timeout: float) -> None:  # noqa: ASYNC109 - a bounded wait is the API
-        if self._background:
-            await asyncio.wait(set(self._background), timeout=timeout)
+        """Wait (at most ``timeout`` seconds) until every queued trajectory is written."""
+        if self._queued and self._written is not None:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._written(), timeout)
 
 
 class CallbackDelivery:
@@ -186,7 +180,7 @@ class CallbackDelivery:
             entry.callbacks = None
         entry.request = None
         if outcome is not None and request is not None:
-            await self._trajectories.save(entry.rollout_id, request, outcome, report)
+            self._trajectories.save(entry.rollout_id, request, outcome, report)
 
     async def flush(self, timeout: float) -> None:  # noqa: ASYNC109 - a bounded wait is the API
         """Give deliveries ``timeout`` seconds, then stop them (what is left goes to the outbox)."""

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import json.encoder as _json_encoder
 import logging
@@ -90,7 +91,7 @@ class _Writer:
     def __init__(self) -> None:
         self.policy: RetentionPolicy | None = None
         self._queue: queue.SimpleQueue[
-            tuple[asyncio.AbstractEventLoop, asyncio.Future[Any], Callable[[], Any]]
+            tuple[asyncio.AbstractEventLoop | None, asyncio.Future[Any] | None, Callable[[], Any]]
         ] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
@@ -101,6 +102,18 @@ class _Writer:
     def submit(self, job: Callable[[], Any]) -> asyncio.Future[Any]:
         loop = asyncio.get_running_loop()
         future: asyncio.Future[Any] = loop.create_future()
+        self._ensure_thread()
+        self._queue.put((loop, future, job))
+        return future
+
+    def post(self, job: Callable[[], Any]) -> None:
+        """Queue ``job`` without waiting for it: no future, no wake-up of the event loop (the
+        job reports its own failures). Jobs run in order, so a later :meth:`submit` completes
+        after every job posted before it."""
+        self._ensure_thread()
+        self._queue.put((None, None, job))
+
+    def _ensure_thread(self) -> None:
         if self._thread is None:
             with self._lock:
                 if self._thread is None:
@@ -108,8 +121,6 @@ class _Writer:
                         target=self._work, name="osmosis-trajectory", daemon=True
                     )
                     self._thread.start()
-        self._queue.put((loop, future, job))
-        return future
 
     def _work(self) -> None:
         while True:
@@ -122,6 +133,9 @@ class _Writer:
                 list[tuple[asyncio.Future[Any], Any, BaseException | None]],
             ] = {}
             for loop, future, job in batch:
+                if future is None or loop is None:
+                    job()  # a posted job: it never raises (see queue_trajectory)
+                    continue
                 try:
                     outcome: tuple[asyncio.Future[Any], Any, BaseException | None] = (
                         future,
@@ -405,29 +419,97 @@ async def save_trajectory(
     to ``diagnostics.json`` even without a sample. Never raises (except on cancellation).
     """
     try:
-        if isinstance(result, ExecutionOutcome):
-            result = result.result_to_save
-        if artifact_root is not None:
-            root, prune = Path(artifact_root), False
-        else:
-            root, prune = osmosis_home(), not os.environ.get(ENV_ARTIFACT_ROOT)
-        if result.sample is None and not diagnostics:
-            return None
-        return await _WRITER.submit(
-            lambda: _save_sync(
-                rollout_id=rollout_id,
-                result=result,
-                request_label=request_label,
-                request_metadata=request_metadata,
-                request_extra_fields=request_extra_fields,
-                report=report,
-                root=root,
-                prune=prune,
-                diagnostics=diagnostics,
-            ),
+        job = _save_job(
+            rollout_id,
+            result,
+            request_label,
+            request_metadata,
+            request_extra_fields,
+            report,
+            artifact_root,
+            diagnostics,
         )
+        return None if job is None else await _WRITER.submit(job)
     except asyncio.CancelledError:
         raise
     except Exception:
         logger.warning("could not save the trajectory of rollout %r", rollout_id, exc_info=True)
         return None
+
+
+def queue_trajectory(
+    *,
+    rollout_id: str,
+    result: ExecutionResult | ExecutionOutcome,
+    request_label: str | None = None,
+    request_metadata: Mapping[str, Any] | None = None,
+    request_extra_fields: Mapping[str, Any] | None = None,
+    report: TrajectoryReport | None = None,
+    diagnostics: Mapping[str, Any] | None = None,
+) -> None:
+    """:func:`save_trajectory` without waiting for it (the rollout server's per-rollout path:
+    no task, no future, no event-loop wake-up when the file is written). Never raises; a
+    failure is logged. :func:`trajectories_written` waits for everything queued so far."""
+
+    try:
+        job = _save_job(
+            rollout_id,
+            result,
+            request_label,
+            request_metadata,
+            request_extra_fields,
+            report,
+            None,
+            diagnostics,
+        )
+    except Exception:
+        logger.warning("could not save the trajectory of rollout %r", rollout_id, exc_info=True)
+        return
+    if job is not None:
+        _WRITER.post(functools.partial(_run_logged, rollout_id, job))
+
+
+def _run_logged(rollout_id: str, job: Callable[[], Any]) -> None:
+    try:
+        job()
+    except Exception:
+        logger.warning("could not save the trajectory of rollout %r", rollout_id, exc_info=True)
+
+
+async def trajectories_written() -> None:
+    """Wait until every trajectory queued by :func:`queue_trajectory` so far is written."""
+    await _WRITER.submit(lambda: None)
+
+
+def _save_job(
+    rollout_id: str,
+    result: ExecutionResult | ExecutionOutcome,
+    request_label: str | None,
+    request_metadata: Mapping[str, Any] | None,
+    request_extra_fields: Mapping[str, Any] | None,
+    report: TrajectoryReport | None,
+    artifact_root: Path | str | None,
+    diagnostics: Mapping[str, Any] | None,
+) -> Callable[[], Path | None] | None:
+    """The writer-thread job that saves one trajectory, or ``None`` when there is nothing to
+    write."""
+    if isinstance(result, ExecutionOutcome):
+        result = result.result_to_save
+    if result.sample is None and not diagnostics:
+        return None
+    if artifact_root is not None:
+        root, prune = Path(artifact_root), False
+    else:
+        root, prune = osmosis_home(), not os.environ.get(ENV_ARTIFACT_ROOT)
+    saved = result
+    return lambda: _save_sync(
+        rollout_id=rollout_id,
+        result=saved,
+        request_label=request_label,
+        request_metadata=request_metadata,
+        request_extra_fields=request_extra_fields,
+        report=report,
+        root=root,
+        prune=prune,
+        diagnostics=diagnostics,
+    )
