@@ -66,17 +66,8 @@ class TrajectorySaver:
         queue = self._queue
         if queue is None:
             return
-        result = outcome.result_to_save
         try:
-            queue(
-                rollout_id=rollout_id,
-                result=result,
-                request_label=request.label,
-                request_metadata=request.metadata,
-                request_extra_fields=request.extra_fields,
-                report=report,
-                diagnostics=result.extra_fields,
-            )
+            queue(rollout_id, outcome.result_to_save, request, report)
             self._queued = True
         except Exception:  # the writer promises not to raise; a bug there must not spread
             logger.exception("saving the trajectory of rollout %s failed", rollout_id)

@@ -36,7 +36,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from osmosis_ai.atomic_file import write_atomic
 from osmosis_ai.rollout.home import ENV_ARTIFACT_ROOT, osmosis_home
@@ -437,30 +437,34 @@ async def save_trajectory(
         return None
 
 
-def queue_trajectory(
-    *,
-    rollout_id: str,
-    result: ExecutionResult | ExecutionOutcome,
-    request_label: str | None = None,
-    request_metadata: Mapping[str, Any] | None = None,
-    request_extra_fields: Mapping[str, Any] | None = None,
-    report: TrajectoryReport | None = None,
-    diagnostics: Mapping[str, Any] | None = None,
-) -> None:
-    """:func:`save_trajectory` without waiting for it (the rollout server's per-rollout path:
-    no task, no future, no event-loop wake-up when the file is written). Never raises; a
-    failure is logged. :func:`trajectories_written` waits for everything queued so far."""
+class _RequestFields(Protocol):
+    """What :func:`queue_trajectory` reads from the admission request."""
 
+    label: str | None
+    metadata: dict[str, Any] | None
+    extra_fields: dict[str, Any] | None
+
+
+def queue_trajectory(
+    rollout_id: str,
+    result: ExecutionResult,
+    request: _RequestFields,
+    report: TrajectoryReport | None = None,
+) -> None:
+    """:func:`save_trajectory` of ``result`` (its ``extra_fields`` as the diagnostics) without
+    waiting for it: the rollout server's per-rollout path (no task, no future, no event-loop
+    wake-up when the file is written). Never raises; a failure is logged.
+    :func:`trajectories_written` waits for everything queued so far."""
     try:
         job = _save_job(
             rollout_id,
             result,
-            request_label,
-            request_metadata,
-            request_extra_fields,
+            request.label,
+            request.metadata,
+            request.extra_fields,
             report,
             None,
-            diagnostics,
+            result.extra_fields,
         )
     except Exception:
         logger.warning("could not save the trajectory of rollout %r", rollout_id, exc_info=True)
