@@ -113,7 +113,7 @@ def test_a_broken_script_is_refused_before_anything_starts(cli: Cli, tmp_path: P
     bad_line = cli.run("--json", "eval", "run", CONFIG, "--mock-script", "replies.jsonl", cwd=ws)
     assert bad_line.code == 1, bad_line.stderr
     assert bad_line.error()["code"] == "VALIDATION"
-    assert bad_line.error()["message"].startswith(f"{ws / 'replies.jsonl'}:2: not JSON")
+    assert bad_line.error()["message"].startswith(f"{ws / 'replies.jsonl'}:2: not valid JSON")
     (ws / "replies.jsonl").write_text('{"row": 999, "replies": ["ok"]}\n')
     out_of_range = cli.run(
         "--json", "eval", "run", CONFIG, "--mock-script", "replies.jsonl", cwd=ws
