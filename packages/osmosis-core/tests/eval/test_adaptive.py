@@ -23,16 +23,45 @@ async def test_congestion_backs_off_once_per_round_and_success_grows_back() -> N
     limit.congested(later)
     limit.release()
     assert limit.limit == pytest.approx(9)
-    for _ in range(40):
+    for _ in range(1040):  # the callers keep every slot busy
+        while limit.in_flight < int(limit.limit):
+            await limit.acquire()
         limit.succeeded()
-    assert 12 < limit.limit <= 16
-    for _ in range(1000):
-        limit.succeeded()
+        if limit.successes == 40:
+            assert 12 < limit.limit <= 16
     assert limit.limit == 16  # never above the ceiling
     summary = limit.summary()
     assert summary["min_limit"] == pytest.approx(9)
-    assert summary["peak_in_flight"] == 4
+    assert summary["peak_in_flight"] == 16
     assert summary["trace"]
+
+
+async def test_a_limit_the_callers_do_not_fill_does_not_grow() -> None:
+    limit = AdaptiveLimit(32)
+    started = await limit.acquire()
+    limit.congested(started)
+    limit.congested(None)
+    limit.release()
+    assert limit.limit == pytest.approx(18)
+    slots = [await limit.acquire() for _ in range(5)]  # 5 of 18 in use: application-limited
+    for _ in range(200):
+        limit.succeeded()
+    assert limit.limit == pytest.approx(18)
+    slots += [await limit.acquire() for _ in range(12)]  # 17 of 18: all but one slot in use
+    limit.succeeded()
+    assert limit.limit == pytest.approx(18 + 1 / 18)
+    for _ in slots:
+        limit.release()
+    waiter_limit = AdaptiveLimit(2)
+    await waiter_limit.acquire()
+    waiter_limit.congested(None)  # 2 -> 1.5: one slot, held
+    waiting = asyncio.create_task(waiter_limit.acquire())
+    await asyncio.sleep(0)
+    assert not waiting.done()
+    waiter_limit.release()  # the waiter takes the slot
+    await asyncio.wait_for(waiting, 1)
+    waiter_limit.succeeded()  # one in flight of one: limited, so it grows
+    assert waiter_limit.limit > 1.5
 
 
 async def test_acquire_waits_for_room_below_the_limit() -> None:

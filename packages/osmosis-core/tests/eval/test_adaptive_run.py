@@ -78,5 +78,8 @@ async def test_a_capped_upstream_settles_near_its_cap_with_no_failed_rows(
     in_flight = [point[1] for point in settled if point[1] > 0]
     assert max(limits) <= 12, limits  # never grew back far past the cap
     assert 6.5 <= sum(limits) / len(limits) <= 10, limits
-    assert 4 <= sum(in_flight) / len(in_flight) <= 9, in_flight
+    # Not a lower bound on calls in flight: on a loaded machine the rows themselves may not keep
+    # 8 calls going, and a limit the callers do not fill stays where it is (it neither grows nor
+    # holds anything back).
+    assert sum(in_flight) / len(in_flight) <= 9, in_flight
     assert max(in_flight) <= 12, in_flight

@@ -9,7 +9,11 @@ policy proxy) and the LLM judge one per endpoint (its calls). The rule:
   congestion and are ignored), never below 1; a ``Retry-After`` also holds *new* acquisitions
   until it has passed (the retried call itself waits for it in its own retry loop);
 * **grow** again on success: ``+1/limit`` per successful call, i.e. about one slot per round of
-  calls, up to the ceiling.
+  calls, up to the ceiling, but only while the limit is what holds the calls back (callers are
+  waiting for a slot, or the slots are all but full). A limit the callers do not use says nothing
+  about what the server can take, so it does not grow (TCP's congestion-window validation, RFC
+  7661): otherwise a slow stretch on the caller's side (a loaded machine, rows in back-off) lets
+  it drift far above a server's cap and the next burst meets a wall of 429s.
 
 A decrease of 0.75 (rather than TCP's 0.5) keeps the mean near a hard server cap: against a
 server that refuses above 8, the limit saw-tooths between about 6.75 and 9 (mean ~8).
@@ -119,10 +123,16 @@ class AdaptiveLimit:
         self._sample(now)
 
     def succeeded(self) -> None:
+        """A call succeeded (its slot held or just released: both count as in use)."""
         self.successes += 1
-        if self.limit < self.ceiling:
+        if self.limit < self.ceiling and self._limited():
             self.limit = min(float(self.ceiling), self.limit + 1.0 / self.limit)
             self._wake()
+
+    def _limited(self) -> bool:
+        """Whether the limit is what holds the calls back: callers wait, or at most one slot
+        is free (the call reporting success may have released its slot already)."""
+        return bool(self._waiters) or self.in_flight + 1 >= int(self.limit)
 
     # ---- figures ---------------------------------------------------------------------------
 
