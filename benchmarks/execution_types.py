@@ -61,13 +61,13 @@ def _best_us(fn: Callable[[], object], rollouts: int) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description="per-rollout CPU of the execution types")
     parser.add_argument("--rollouts", type=int, default=20000, help="rollouts per timing")
     args = parser.parse_args()
-    shared = RolloutSample(id="rollout-1", messages=PROMPT)
+    shared = RolloutSample(messages=PROMPT, reward=1.0)
     types_only = _best_us(lambda: _types_work(shared), args.rollouts)
     with_sample = _best_us(
-        lambda: _types_work(RolloutSample(id="rollout-1", messages=PROMPT)), args.rollouts
+        lambda: _types_work(RolloutSample(messages=PROMPT, reward=1.0)), args.rollouts
     )
     kind = "pydantic" if hasattr(ExecutionRequest, "model_construct") else "dataclass"
     print(f"execution types ({kind}): {types_only:.2f} us per rollout")
