@@ -327,10 +327,14 @@ async def test_errors_are_httpx_transport_errors(
 async def test_direct_post_encodes_the_target_and_reuses_the_connection() -> None:
     transport = PlainHTTPTransport()
     async with serve_app() as url:
-        status, headers, content = await transport.post(
-            urlsplit(f"{url}/echo?id=é 1&ok=%41"), {"authorization": "Bearer k"}, b"abc", 5.0
+        status, headers, content = await transport.request(
+            "POST",
+            urlsplit(f"{url}/echo?id=é 1&ok=%41"),
+            {"authorization": "Bearer k"},
+            b"abc",
+            5.0,
         )
-        chunked = await transport.post(urlsplit(f"{url}/chunked"), {}, b"{}", 5.0)
+        chunked = await transport.request("POST", urlsplit(f"{url}/chunked"), {}, b"{}", 5.0)
         assert sum(len(v) for v in transport._idle.values()) == 1
     await transport.aclose()
     assert status == 200
@@ -362,9 +366,9 @@ async def test_direct_post_errors_are_httpx_errors(
     truncate_url = await raw_server(truncate)
     transport = PlainHTTPTransport()
     with pytest.raises(httpx.ReadTimeout):
-        await transport.post(urlsplit(url), {}, b"{}", 0.2)
+        await transport.request("POST", urlsplit(url), {}, b"{}", 0.2)
     with pytest.raises(httpx.RemoteProtocolError, match="middle of the body"):
-        await transport.post(urlsplit(truncate_url), {}, b"{}", 1.0)
+        await transport.request("POST", urlsplit(truncate_url), {}, b"{}", 1.0)
     with pytest.raises(httpx.ConnectError):
-        await transport.post(urlsplit("http://127.0.0.1:9/"), {}, b"{}", 1.0)
+        await transport.request("POST", urlsplit("http://127.0.0.1:9/"), {}, b"{}", 1.0)
     await transport.aclose()

@@ -12,7 +12,7 @@ a third of that cost: keep-alive connections per host, ``Content-Length``, chunk
 read-to-close bodies, streamed responses (SSE passthrough), httpx's connect and read timeouts
 (the read timeout bounds each wait for bytes, as in httpx).
 
-:meth:`PlainHTTPTransport.request` (and ``post``) is a faster path still for callers that need
+:meth:`PlainHTTPTransport.request` is a faster path still for callers that need
 neither httpx request nor response objects (URL parsing and header models cost more than the
 exchange); ``RolloutClient`` polls through it.
 
@@ -86,20 +86,6 @@ class PlainHTTPTransport(httpx.AsyncBaseTransport):
         )
         return httpx.Response(
             status, headers=headers, stream=stream, extensions={"http_version": b"HTTP/1.1"}
-        )
-
-    async def post(
-        self,
-        url: SplitResult,
-        headers: dict[str, str],
-        body: bytes,
-        timeout_sec: float | None,
-        *,
-        connect_timeout_sec: float | None = None,
-    ) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
-        """``request("POST", ...)``."""
-        return await self.request(
-            "POST", url, headers, body, timeout_sec, connect_timeout_sec=connect_timeout_sec
         )
 
     async def request(

@@ -281,7 +281,8 @@ class PolicyProxy:
         client = self._client()  # creates the lean transport on first use
         if self._lean is not None:
             plain, url = self._lean
-            status, headers, content = await plain.post(
+            status, headers, content = await plain.request(
+                "POST",
                 url,
                 self._client_headers,
                 payload,

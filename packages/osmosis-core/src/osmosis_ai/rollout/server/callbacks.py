@@ -174,8 +174,8 @@ class CallbackSender:
                 from osmosis_ai.http_transport import PlainHTTPTransport
 
                 self._plain = PlainHTTPTransport(max_idle_per_host=self._per_receiver)
-            status, raw_headers, content = await self._plain.post(
-                split, headers, body, self.policy.request_timeout_sec
+            status, raw_headers, content = await self._plain.request(
+                "POST", split, headers, body, self.policy.request_timeout_sec
             )
             retry = next((v for k, v in raw_headers if k == b"retry-after"), None)
             return status, content, parse_retry_after(retry.decode("latin-1") if retry else None)
