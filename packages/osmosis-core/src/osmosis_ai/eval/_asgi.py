@@ -30,6 +30,9 @@ class QuietServer:
             log_level="warning",
             access_log=False,
             lifespan="off",
+            # No X-Forwarded-* rewriting: the app reads neither the client address nor the
+            # scheme, and the middleware would wrap every request.
+            proxy_headers=False,
             timeout_graceful_shutdown=2,
             timeout_keep_alive=120,
         )

@@ -35,7 +35,7 @@ from osmosis_ai.eval._run_layout import RunPaths
 from osmosis_ai.eval._run_log import Redactor
 from osmosis_ai.eval._safety_summary import summarize_training_safety
 from osmosis_ai.eval._scheduler import WorkItem
-from osmosis_ai.eval._trajectories import load_calls, trajectory_for
+from osmosis_ai.eval._trajectories import TrajectoryListing, load_calls, trajectory_for
 
 
 @dataclass(slots=True)
@@ -98,6 +98,7 @@ def collect_rows(
 
     redact = plan_redactor(plan)
     rows: list[RowRecord] = []
+    listing = TrajectoryListing.of(paths)
     for item in items:
         record = latest.get((item.row_index, item.run_index))
         if record is None:
@@ -109,6 +110,7 @@ def collect_rows(
             calls_by_rollout.get(str(record.get("rollout_id")), []),
             rebuild=this_session,
             reproducibility=reproducibility,
+            listing=listing,
         )
         row = row_with_facts(
             paths.root,

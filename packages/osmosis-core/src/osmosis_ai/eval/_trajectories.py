@@ -24,6 +24,9 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from osmosis_ai.eval._repro import rollout_record
@@ -96,11 +99,37 @@ def assemble_trajectory(
     return target.relative_to(paths.root).as_posix()
 
 
-def existing_trajectory(paths: RunPaths, record: dict[str, Any]) -> str | None:
+def existing_trajectory(
+    paths: RunPaths, record: dict[str, Any], listing: TrajectoryListing | None = None
+) -> str | None:
     target = paths.trajectory_file(int(record["row_index"]), int(record["run_index"]))
-    if target.exists():
+    found = target.name in listing.trajectories if listing is not None else target.exists()
+    if found:
         return target.relative_to(paths.root).as_posix()
     return None
+
+
+@dataclass(frozen=True, slots=True)
+class TrajectoryListing:
+    """What ``trajectories/`` and ``rollout_trials/`` hold, listed once per finalisation.
+
+    A run over ``--servers`` elsewhere has no server trajectory on this machine: without the
+    listing each row paid a failed ``open`` and a ``stat``; with it, two set look-ups.
+    """
+
+    trajectories: frozenset[str]
+    rollout_trials: frozenset[str]
+
+    @classmethod
+    def of(cls, paths: RunPaths) -> TrajectoryListing:
+        return cls(_names(paths.trajectories), _names(paths.rollout_trials))
+
+
+def _names(folder: Path) -> frozenset[str]:
+    try:
+        return frozenset(os.listdir(folder))
+    except OSError:
+        return frozenset()
 
 
 def trajectory_for(
@@ -110,13 +139,18 @@ def trajectory_for(
     *,
     rebuild: bool,
     reproducibility: dict[str, Any] | None = None,
+    listing: TrajectoryListing | None = None,
 ) -> str | None:
-    """The item's trajectory file, building it when ``rebuild`` (item finished this session)."""
-    if rebuild:
+    """The item's trajectory file, building it when ``rebuild`` (item finished this session).
+
+    ``listing`` (taken before the first row) skips the file system for rows whose server
+    trajectory folder or trajectory file does not exist.
+    """
+    if rebuild and (listing is None or record.get("rollout_id") in listing.rollout_trials):
         built = assemble_trajectory(paths, record, calls, reproducibility)
         if built is not None:
             return built
-    return existing_trajectory(paths, record)
+    return existing_trajectory(paths, record, listing)
 
 
-__all__ = ["assemble_trajectory", "load_calls", "trajectory_for"]
+__all__ = ["TrajectoryListing", "assemble_trajectory", "load_calls", "trajectory_for"]
