@@ -96,11 +96,16 @@ class RunPaths:
         return self.root / "rollout_trials"
 
     def trajectory_file(self, row_index: int, run_index: int) -> Path:
-        return self.trajectories / f"row_{row_index}_run_{run_index}.json"
+        return self.trajectories / trajectory_name(row_index, run_index)
 
     def create(self) -> None:
         for folder in (self.root, self.trajectories, self.rollout_trials):
             folder.mkdir(parents=True, exist_ok=True)
+
+
+def trajectory_name(row_index: int, run_index: int) -> str:
+    """The file name of a work item's trajectory under ``trajectories/``."""
+    return f"row_{row_index}_run_{run_index}.json"
 
 
 def archive_run(root: Path, now: datetime | None = None) -> Path | None:

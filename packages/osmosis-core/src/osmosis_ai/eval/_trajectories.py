@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from osmosis_ai.eval._repro import rollout_record
-from osmosis_ai.eval._run_layout import RunPaths
+from osmosis_ai.eval._run_layout import RunPaths, trajectory_name
 
 _STEP_KEYS = ("prompt_token_ids", "completion_token_ids", "logprobs", "latency_ms")
 
@@ -102,9 +102,11 @@ def assemble_trajectory(
 def existing_trajectory(
     paths: RunPaths, record: dict[str, Any], listing: TrajectoryListing | None = None
 ) -> str | None:
+    if listing is not None:  # no Path objects per row: names against the listing
+        name = trajectory_name(int(record["row_index"]), int(record["run_index"]))
+        return f"{listing.folder}/{name}" if name in listing.trajectories else None
     target = paths.trajectory_file(int(record["row_index"]), int(record["run_index"]))
-    found = target.name in listing.trajectories if listing is not None else target.exists()
-    if found:
+    if target.exists():
         return target.relative_to(paths.root).as_posix()
     return None
 
@@ -119,10 +121,13 @@ class TrajectoryListing:
 
     trajectories: frozenset[str]
     rollout_trials: frozenset[str]
+    #: ``trajectories/`` relative to the run folder, as the index records it.
+    folder: str = "trajectories"
 
     @classmethod
     def of(cls, paths: RunPaths) -> TrajectoryListing:
-        return cls(_names(paths.trajectories), _names(paths.rollout_trials))
+        folder = paths.trajectories.relative_to(paths.root).as_posix()
+        return cls(_names(paths.trajectories), _names(paths.rollout_trials), folder)
 
 
 def _names(folder: Path) -> frozenset[str]:
