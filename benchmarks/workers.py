@@ -37,7 +37,9 @@ Per run: rollouts/s; CPU ms per rollout of the server process, the workers (sum)
 this 2-core machine is saturated) and the server process's share of one core (near 100%, the
 server is the bottleneck and admission waits in its queue: concurrency / request rate, by
 Little's law, however fast each request is); the server's and each worker's RSS; and, measured inside the
-server process, how late its event loop ran (a probe every 2 ms) and its GC pauses. Late probes
+server process, how late its event loop ran (a probe every 2 ms) and its GC pauses (each
+full collection: the objects it traversed, their commonest types, its CPU time), and what the
+collector tracks after the run. Late probes
 while the server uses little CPU and no GC ran mean the OS did not schedule it (a busy machine).
 The controller's own loop lateness is measured the same way: small, it is not what the admission
 figures measure (with no-op rollouts it stays a few ms at p99 while admission is tens of ms).
@@ -195,6 +197,7 @@ async def bench(
             spent = [a - b for a, b in zip(cpu(), before, strict=True)]
             async with httpx.AsyncClient() as http:
                 stalls = (await http.get(f"{url}/bench/stalls")).json()
+                heap = (await http.get(f"{url}/bench/heap")).json()
             return {
                 "kind": kind,
                 "workers": workers,
@@ -208,6 +211,7 @@ async def bench(
                 "rss": base.memory_kb(process.pid, "VmRSS") / 1024,
                 "worker_rss": [base.memory_kb(pid, "VmRSS") / 1024 for pid in pids],
                 "stalls": stalls,
+                "heap": heap,
                 "controller_lag": controller.summary(),
             }
         finally:
@@ -243,6 +247,17 @@ def show(base: Any, row: dict[str, Any]) -> None:
         f"ms in all, longest {1000 * st['gc_max']:.1f} ms; controller loop lag p99 "
         f"{1000 * row['controller_lag']['lag_p99']:.1f} max "
         f"{1000 * row['controller_lag']['lag_max']:.1f} ms",
+        flush=True,
+    )
+    full = "; ".join(
+        f"{n} objects {1000 * s:.1f} ms, {freed} freed ({', '.join(f'{t} {c}' for t, c in kinds)})"
+        for n, s, freed, kinds in st["gc2"]
+    )
+    heap = row["heap"]
+    print(
+        f"  {'':23} full GCs: {full or 'none'}; after the run the collector tracks "
+        f"{sum(heap['generations'])} objects (generations {heap['generations']}, "
+        f"{heap['frozen']} frozen): " + ", ".join(f"{name} {n}" for name, n in heap["types"]),
         flush=True,
     )
 
