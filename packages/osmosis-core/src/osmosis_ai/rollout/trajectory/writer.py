@@ -360,7 +360,6 @@ def _write_atomic(folder: str, name: str, text: str) -> str:
 
 
 def _save_sync(
-    *,
     rollout_id: str,
     result: ExecutionResult,
     request_label: str | None,
@@ -465,17 +464,19 @@ def queue_trajectory(
             report,
             None,
             result.extra_fields,
+            logged=True,
         )
     except Exception:
         logger.warning("could not save the trajectory of rollout %r", rollout_id, exc_info=True)
         return
     if job is not None:
-        _WRITER.post(functools.partial(_run_logged, rollout_id, job))
+        _WRITER.post(job)
 
 
-def _run_logged(rollout_id: str, job: Callable[[], Any]) -> None:
+def _save_logged(rollout_id: str, *args: Any) -> None:
+    """:func:`_save_sync` for a posted job: a failure is logged, never raised."""
     try:
-        job()
+        _save_sync(rollout_id, *args)
     except Exception:
         logger.warning("could not save the trajectory of rollout %r", rollout_id, exc_info=True)
 
@@ -494,9 +495,15 @@ def _save_job(
     report: TrajectoryReport | None,
     artifact_root: Path | str | None,
     diagnostics: Mapping[str, Any] | None,
+    *,
+    logged: bool = False,
 ) -> Callable[[], Path | None] | None:
     """The writer-thread job that saves one trajectory, or ``None`` when there is nothing to
-    write."""
+    write. ``logged``: the job logs a failure instead of raising it (a posted job).
+
+    A ``functools.partial`` (two objects for the garbage collector while the job waits in the
+    queue) rather than a closure (a function, its closure tuple and a cell per variable): on a
+    busy server hundreds of jobs can be waiting, and every full collection visits them."""
     if isinstance(result, ExecutionOutcome):
         result = result.result_to_save
     if result.sample is None and not diagnostics:
@@ -505,15 +512,15 @@ def _save_job(
         root, prune = Path(artifact_root), False
     else:
         root, prune = osmosis_home(), not os.environ.get(ENV_ARTIFACT_ROOT)
-    saved = result
-    return lambda: _save_sync(
-        rollout_id=rollout_id,
-        result=saved,
-        request_label=request_label,
-        request_metadata=request_metadata,
-        request_extra_fields=request_extra_fields,
-        report=report,
-        root=root,
-        prune=prune,
-        diagnostics=diagnostics,
+    return functools.partial(
+        _save_logged if logged else _save_sync,
+        rollout_id,
+        result,
+        request_label,
+        request_metadata,
+        request_extra_fields,
+        report,
+        root,
+        prune,
+        diagnostics,
     )
