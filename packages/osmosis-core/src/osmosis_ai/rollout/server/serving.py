@@ -101,6 +101,9 @@ def uvicorn_config(
         "http",
         guarded_protocol(max_connections=max_connections, header_timeout_sec=header_timeout_sec),
     )
+    # The server reads neither the client's address nor the scheme, so uvicorn's X-Forwarded-*
+    # middleware (a coroutine and its state per request, alive for a whole long poll) is off.
+    uvicorn_options.setdefault("proxy_headers", False)
     return uvicorn.Config(
         app,
         host=host,
