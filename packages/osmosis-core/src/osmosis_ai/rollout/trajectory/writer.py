@@ -360,6 +360,7 @@ def _write_atomic(folder: str, name: str, text: str) -> str:
 
 
 def _save_sync(
+    *,
     rollout_id: str,
     result: ExecutionResult,
     request_label: str | None,
@@ -473,11 +474,12 @@ def queue_trajectory(
         _WRITER.post(job)
 
 
-def _save_logged(rollout_id: str, *args: Any) -> None:
+def _save_logged(**arguments: Any) -> None:
     """:func:`_save_sync` for a posted job: a failure is logged, never raised."""
     try:
-        _save_sync(rollout_id, *args)
+        _save_sync(**arguments)
     except Exception:
+        rollout_id = arguments.get("rollout_id")
         logger.warning("could not save the trajectory of rollout %r", rollout_id, exc_info=True)
 
 
@@ -501,8 +503,8 @@ def _save_job(
     """The writer-thread job that saves one trajectory, or ``None`` when there is nothing to
     write. ``logged``: the job logs a failure instead of raising it (a posted job).
 
-    A ``functools.partial`` (two objects for the garbage collector while the job waits in the
-    queue) rather than a closure (a function, its closure tuple and a cell per variable): on a
+    A ``functools.partial`` (it and its keyword dict are what the garbage collector visits while
+    the job waits in the queue) rather than a closure (a function, its closure tuple and a cell per variable): on a
     busy server hundreds of jobs can be waiting, and every full collection visits them."""
     if isinstance(result, ExecutionOutcome):
         result = result.result_to_save
@@ -514,13 +516,13 @@ def _save_job(
         root, prune = osmosis_home(), not os.environ.get(ENV_ARTIFACT_ROOT)
     return functools.partial(
         _save_logged if logged else _save_sync,
-        rollout_id,
-        result,
-        request_label,
-        request_metadata,
-        request_extra_fields,
-        report,
-        root,
-        prune,
-        diagnostics,
+        rollout_id=rollout_id,
+        result=result,
+        request_label=request_label,
+        request_metadata=request_metadata,
+        request_extra_fields=request_extra_fields,
+        report=report,
+        root=root,
+        prune=prune,
+        diagnostics=diagnostics,
     )
