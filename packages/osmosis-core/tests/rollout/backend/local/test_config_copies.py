@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import copy
 import threading
 from typing import Any
 
 import pytest
+from pydantic import BaseModel
 
 from osmosis_ai.rollout import (
     AgentWorkflow,
@@ -110,6 +112,50 @@ def test_registered_types_are_shared_when_other_fields_cannot_be_copied(
     assert clone.tools is not config.tools  # pyright: ignore[reportAttributeAccessIssue]
     assert clone.items is not config.items  # pyright: ignore[reportAttributeAccessIssue]
     assert sum("cannot be deep-copied" in r.getMessage() for r in caplog.records) == 1
+
+
+def test_plain_data_configs_are_copied_like_deepcopy() -> None:
+    """Plain data (atoms, containers, nested models) takes a faster path with deepcopy's
+    result: every mutable part is the rollout's own, equal to the original."""
+    shared_list = [1, 2]
+    config = AgentWorkflowConfig.model_validate(
+        {
+            "name": "c",
+            "items": shared_list,
+            "alias": shared_list,
+            "nested": {"k": [RolloutStatus.SUCCESS, 1.5, None], "t": (1, "a")},
+            "tags": {"x"},
+        }
+    )
+    config.concurrency.max_concurrent = 3
+    copier = ConfigCopier(config)
+    clone = copier.copy()
+    assert clone == copy.deepcopy(config)
+    assert clone.model_fields_set == config.model_fields_set
+    assert clone.concurrency is not config.concurrency
+    assert clone.items is not shared_list
+    assert clone.alias is clone.items  # an object met twice is copied once, as deepcopy does
+    assert clone.nested["k"] is not config.nested["k"]  # pyright: ignore[reportAttributeAccessIssue]
+    assert clone.nested["t"] is config.nested["t"]  # pyright: ignore[reportAttributeAccessIssue]  # kept, as deepcopy keeps it
+    assert clone.tags is not config.tags  # pyright: ignore[reportAttributeAccessIssue]
+    clone.concurrency.max_concurrent = 9
+    clone.items.append(3)
+    clone.nested["k"].append("x")
+    assert config.concurrency.max_concurrent == 3
+    assert shared_list == [1, 2]
+    assert config.nested["k"] == [RolloutStatus.SUCCESS, 1.5, None]  # pyright: ignore[reportAttributeAccessIssue]
+
+
+def test_a_model_with_its_own_deepcopy_keeps_it() -> None:
+    class Counted(BaseModel):
+        copies: int = 0
+
+        def __deepcopy__(self, memo: dict[int, Any] | None = None) -> Counted:
+            return Counted(copies=self.copies + 1)
+
+    config = AgentWorkflowConfig.model_validate({"name": "c", "counted": Counted()})
+    clone = ConfigCopier(config).copy()
+    assert clone.counted.copies == 1
 
 
 def test_registration_rejects_non_classes() -> None:

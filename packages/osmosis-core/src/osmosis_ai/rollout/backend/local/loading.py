@@ -5,7 +5,10 @@ from __future__ import annotations
 import copy
 import importlib
 import logging
+from enum import Enum
 from typing import Any
+
+from pydantic import BaseModel
 
 logger = logging.getLogger(__name__)
 
@@ -85,6 +88,7 @@ class ConfigCopier:
         self._shared: frozenset[str] | None = None
         self._seed: dict[int, Any] = {}
         self._seed_types: tuple[type, ...] = ()
+        self._plain = True  # the config held only plain data at the last copy
 
     def _memo(self) -> dict[int, Any] | None:
         if self._seed_types is not _shared_types:  # types registered since the last copy
@@ -95,6 +99,7 @@ class ConfigCopier:
                     for value in fields.values():
                         _find_shared(value, found)
             self._seed = found
+            self._plain = True  # try the plain copy again with the new shared objects
         return dict(self._seed) if self._seed else None
 
     def copy(self) -> Any:
@@ -102,6 +107,11 @@ class ConfigCopier:
         if config is None:
             return None
         memo = self._memo()
+        if self._plain:
+            clone = _plain_copy(config, dict(memo) if memo else {})
+            if clone is not _NOT_PLAIN:
+                return clone
+            self._plain = False  # other objects in it: copy.deepcopy from now on
         if self._shared is None:
             try:
                 return copy.deepcopy(config, memo)
@@ -142,3 +152,73 @@ class ConfigCopier:
                 if name not in shared:
                     fields[name] = copy.deepcopy(value, memo)
         return clone
+
+
+_NOT_PLAIN: Any = object()
+_ATOMS = frozenset({str, int, float, bool, type(None), bytes, complex})
+
+
+def _plain_copy(value: Any, memo: dict[int, Any]) -> Any:
+    """``copy.deepcopy(value, memo)`` for plain data (atoms, lists, dicts, tuples, sets and
+    pydantic models of them), several times faster; :data:`_NOT_PLAIN` for anything else.
+
+    Objects in ``memo`` (the registered shared ones) are kept, as ``deepcopy`` keeps them, and
+    an object met twice is copied once. A model class with its own ``__deepcopy__``, or a
+    model with private attributes, is not plain (``deepcopy`` must run its code).
+    """
+    kind = type(value)
+    if kind in _ATOMS:
+        return value
+    key = id(value)
+    if key in memo:
+        return memo[key]
+    if kind is list:
+        clone: Any = []
+        memo[key] = clone
+        for item in value:
+            item = _plain_copy(item, memo)
+            if item is _NOT_PLAIN:
+                return _NOT_PLAIN
+            clone.append(item)
+    elif kind is dict:
+        clone = {}
+        memo[key] = clone
+        for name, item in value.items():
+            item = _plain_copy(item, memo)
+            if item is _NOT_PLAIN or type(name) not in _ATOMS:
+                return _NOT_PLAIN
+            clone[name] = item
+    elif kind is tuple or kind is frozenset or kind is set:
+        items = [_plain_copy(item, memo) for item in value]
+        if any(item is _NOT_PLAIN for item in items):
+            return _NOT_PLAIN
+        same = kind is not set and all(a is b for a, b in zip(items, value, strict=True))
+        clone = value if same else kind(items)
+    elif isinstance(value, BaseModel) and _plain_model(kind, value):
+        clone = object.__new__(kind)  # as BaseModel.__deepcopy__ builds it
+        memo[key] = clone
+        fields = _plain_copy(value.__dict__, memo)
+        extra = _plain_copy(value.__pydantic_extra__, memo)
+        if fields is _NOT_PLAIN or extra is _NOT_PLAIN:
+            return _NOT_PLAIN
+        _set(clone, "__dict__", fields)
+        _set(clone, "__pydantic_extra__", extra)
+        _set(clone, "__pydantic_fields_set__", set(value.__pydantic_fields_set__))
+        _set(clone, "__pydantic_private__", None)
+    elif isinstance(value, Enum):
+        return value  # as deepcopy: members are singletons
+    else:
+        return _NOT_PLAIN
+    memo[key] = clone
+    return clone
+
+
+def _plain_model(kind: type, value: BaseModel) -> bool:
+    return (
+        kind.__deepcopy__ is BaseModel.__deepcopy__
+        and kind.__new__ is object.__new__
+        and getattr(value, "__pydantic_private__", None) is None
+    )
+
+
+_set = object.__setattr__
