@@ -33,7 +33,7 @@ from osmosis_ai.rollout.server import wire
 from osmosis_ai.rollout.server.delivery import CallbackDelivery, TrajectorySaver
 from osmosis_ai.rollout.server.drain import DrainingMixin
 from osmosis_ai.rollout.server.entry import FINISHED, AdmissionError, RolloutEntry, publish
-from osmosis_ai.rollout.server.lease import derive_lease_token, lease_matches
+from osmosis_ai.rollout.server.lease import LeaseKey, lease_matches
 from osmosis_ai.rollout.server.outbox import Outbox, OutboxLocked, default_outbox_dir
 from osmosis_ai.rollout.server.retention import (
     RetainedResults,
@@ -87,7 +87,7 @@ class RolloutService(DrainingMixin):
             forget=self._acknowledge,
         )
         self._outbox: Outbox | None = None
-        self._lease_key = os.urandom(32)  # replaced by the outbox's persistent key at start
+        self._lease_key = LeaseKey(os.urandom(32))  # the outbox's persistent key at start
         self._restored: set[str] = set()
         self._drain_deadline: float | None = None
         self._settling = asyncio.Event()  # set whenever a result finishes or is received
@@ -117,7 +117,7 @@ class RolloutService(DrainingMixin):
             await start_workers()
         self._trajectories.start(self.settings.save_trajectories)
         self._outbox, records = await asyncio.to_thread(self._open_outbox)
-        self._lease_key = self._outbox.lease_key
+        self._lease_key = LeaseKey(self._outbox.lease_key)
         self._outbox.bind(self._loop)
         for record in records:
             self._restore(record)
@@ -200,8 +200,8 @@ class RolloutService(DrainingMixin):
         if existing is not None:
             # 0.3.8's exact body; the same request again would have been re-admitted above.
             raise AdmissionError(409, "rollout_id is already registered")
-        salt = os.urandom(16)
-        token, digest = derive_lease_token(self._lease_key, salt)
+        salt = self._lease_key.new_salt()
+        token, digest = self._lease_key.derive(salt)
         entry = RolloutEntry(rollout_id, digest)
         entry.salt = salt
         entry.fingerprint = fingerprint
@@ -255,7 +255,7 @@ class RolloutService(DrainingMixin):
 
     def _readmit(self, entry: RolloutEntry) -> bytes:
         """The admission of ``entry`` again (same token), its lease renewed."""
-        token, digest = derive_lease_token(self._lease_key, entry.salt)
+        token, digest = self._lease_key.derive(entry.salt)
         if digest != entry.lease_digest:  # admitted under another key: cannot be re-derived
             raise AdmissionError(409, "rollout_id is already registered")
         if not entry.finished:
