@@ -13,6 +13,7 @@ import sys
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 
 from osmosis_ai.rollout import (
     AgentWorkflow,
@@ -213,3 +214,24 @@ def test_engine_imports_without_server_or_integrations() -> None:
         "assert not bad, bad\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+@pytest.mark.parametrize("reward", [1.0, 0.0, -2.5, 3, True, "0.5", math.nan, math.inf, None])
+def test_set_reward_stores_what_assignment_validation_stores(reward: Any) -> None:
+    """set_reward takes a faster path for finite floats; every value ends as assignment does."""
+    by_assignment = RolloutSample(messages=[{"role": "user", "content": "q"}])
+    by_context = RolloutSample(messages=[{"role": "user", "content": "q"}])
+    errors: list[Any] = []
+    for set_it in (
+        lambda: setattr(by_assignment, "reward", reward),
+        lambda: GraderContext(sample=by_context).set_reward(reward),
+    ):
+        try:
+            set_it()
+        except ValidationError as exc:
+            errors.append(exc.errors())
+    assert len(errors) in (0, 2)  # both rejected (with the same errors) or both accepted
+    assert errors[:1] == errors[1:]
+    assert by_context.model_dump() == by_assignment.model_dump()
+    assert type(by_context.reward) is type(by_assignment.reward)
+    assert by_context.model_fields_set == by_assignment.model_fields_set

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import math
 import os
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable
@@ -72,9 +73,18 @@ class GraderContext:
     artifacts_dir: Path | None = None
 
     def set_reward(self, reward: float) -> None:
-        if self.sample is None:
+        from osmosis_ai.rollout.types.sample import RolloutSample
+
+        sample = self.sample
+        if sample is None:
             raise ValueError("GraderContext has no sample to reward")
-        self.sample.reward = reward
+        if type(reward) is float and math.isfinite(reward) and type(sample) is RolloutSample:
+            # Already what assignment validation would store (a finite float, unchanged; no
+            # model validator of RolloutSample reads the reward): skip pydantic's round trip.
+            object.__setattr__(sample, "reward", reward)
+            sample.__pydantic_fields_set__.add("reward")
+            return
+        sample.reward = reward  # validated: int coerced, NaN/inf/strings rejected
 
 
 class SampleSource(ABC):
