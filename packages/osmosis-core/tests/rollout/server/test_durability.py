@@ -3,6 +3,7 @@ tests-integration/reliability)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 from typing import Any
@@ -135,3 +136,29 @@ async def test_results_fetched_leave_nothing_in_the_journal(tmp_path: Path) -> N
             admitted = await client.post("/rollout", json=body(f"r{i}"))
             await _final(client, f"r{i}", admitted.json()["polling_lease_token"])
     assert replay(tmp_path / "outbox" / JOURNAL_NAME) == []
+
+
+async def test_admissions_of_one_turn_share_one_write_that_precedes_their_answers(
+    tmp_path: Path,
+) -> None:
+    outbox = Outbox(tmp_path / "outbox")
+    outbox.open()
+    outbox.bind(asyncio.get_running_loop())
+    journal = tmp_path / "outbox" / JOURNAL_NAME
+    before = journal.read_bytes()
+    lines = [b'{"op":"admit","id":"a%d"}\n' % i for i in range(3)]
+    waiters = []
+    for i, line in enumerate(lines):
+        outbox.put(f"a{i}", line)
+        waiter = outbox.written()
+        assert waiter is not None
+        waiters.append(waiter)
+    assert journal.read_bytes() == before  # nothing is written in the middle of the turn
+    waiters[0].cancel()  # one client gone: the others still wait for the write
+    await asyncio.gather(*waiters[1:])
+    assert journal.read_bytes() == before + b"".join(lines)  # on file before any answer
+    assert outbox.written() is None  # nothing urgent is pending: nobody waits
+    outbox.put("a0", None)  # an acknowledgement is not urgent either
+    assert outbox.written() is None
+    await asyncio.to_thread(outbox.close)
+    assert [r["id"] for r in replay(journal)] == ["a1", "a2"]

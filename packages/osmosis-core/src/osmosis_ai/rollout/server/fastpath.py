@@ -176,11 +176,13 @@ class FastRoutes:
             await send_json(send, 422, validation_body(exc))
             return
         try:
-            payload = self.service.admit(request, body)
+            payload, written = self.service.admit_batched(request, body)
         except AdmissionError as exc:
             extra = [_RETRY_AFTER] if exc.status_code in (429, 503) else None
             await send_json(send, exc.status_code, wire.encode_json({"detail": exc.detail}), extra)
             return
+        if written is not None:
+            await written  # the admission is on file (this turn's journal write) before the 202
         await send_json(send, 202, payload)
 
     async def get_result(self, scope: Scope, send: Send, rollout_id: str) -> None:

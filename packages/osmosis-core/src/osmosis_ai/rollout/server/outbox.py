@@ -3,7 +3,9 @@
 Every admission, finished result and acknowledgement is appended to ``<outbox>/journal.jsonl``
 as it happens, so it survives the process dying (``kill -9``, an OOM kill) at once:
 
-* an admission is written (one ``write``) before its 202 is sent (:meth:`Outbox.write_now`);
+* an admission is written before its 202 is sent: at the end of the event-loop turn it was
+  admitted in, in one ``write`` with everything else recorded in that turn; the 202 waits for
+  it (:meth:`Outbox.written`; :meth:`Outbox.write_now` writes at once);
 * a finished result is written at the end of the event-loop turn in which it finished, in one
   ``write`` with everything else recorded in that turn (:meth:`Outbox.put`), so before
   anything about it leaves the server: callbacks are sent in later turns, and a long poll
@@ -88,6 +90,8 @@ class Outbox:
         self._pending: dict[str, Line] = {}
         self._urgent = 0  # pending lines that are not acknowledgements
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop_thread = 0
+        self._waiters: list[asyncio.Future[None]] = []  # answers waiting for the next write
         self._scheduled = False
         self._deferred = False
         self._fd = -1
@@ -114,6 +118,7 @@ class Outbox:
     def bind(self, loop: asyncio.AbstractEventLoop) -> None:
         """Write what :meth:`put` records at the end of the turn on ``loop`` (unbound, at once)."""
         self._loop = loop
+        self._loop_thread = threading.get_ident()
 
     def _load_key(self) -> bytes:
         path = self.directory / KEY_NAME
@@ -151,6 +156,18 @@ class Outbox:
             self._scheduled = True
             loop.call_soon(self._end_of_turn)
 
+    def written(self) -> asyncio.Future[None] | None:
+        """A future done once what is urgent now (an admission, a result) has been written, at
+        the end of this turn; ``None`` if nothing urgent is pending (or no loop is bound: then
+        :meth:`put` has written it already). One future per caller, so cancelling one wait
+        (a client gone) never cancels another's."""
+        loop = self._loop
+        if not self._urgent or loop is None:
+            return None
+        waiter = loop.create_future()
+        self._waiters.append(waiter)
+        return waiter
+
     def write_now(self, rollout_id: str, line: bytes | None) -> None:
         """Record ``line`` and write it (with whatever is pending) before returning: an
         admission is on file before its 202 is sent."""
@@ -176,6 +193,8 @@ class Outbox:
     def flush(self) -> None:
         """Write every pending record with one ``write``; it is synced within
         :data:`SYNC_INTERVAL_SEC`."""
+        if self._waiters:
+            self._wake_waiters()
         if not self._pending or self._fd < 0:
             return  # nothing to write, or closed (the server has stopped)
         with self._lock:
@@ -198,6 +217,14 @@ class Outbox:
                 chunks.append(line)
             if chunks:
                 self._write(chunks[0] if len(chunks) == 1 else b"".join(chunks))
+
+    def _wake_waiters(self) -> None:
+        """Release the answers waiting for this write (it happens before they run)."""
+        waiters, self._waiters = self._waiters, []
+        if threading.get_ident() != self._loop_thread and self._loop is not None:
+            self._loop.call_soon_threadsafe(_release, waiters)
+        else:
+            _release(waiters)
 
     def _write(self, data: bytes) -> None:
         view = memoryview(data)
@@ -281,6 +308,12 @@ class Outbox:
         if self._lock_fd >= 0:
             os.close(self._lock_fd)  # releases the flock
             self._lock_fd = -1
+
+
+def _release(waiters: list[asyncio.Future[None]]) -> None:
+    for waiter in waiters:
+        if not waiter.done():
+            waiter.set_result(None)
 
 
 def encode(record: dict[str, Any]) -> bytes:

@@ -188,7 +188,18 @@ class RolloutService(DrainingMixin):
         raw = body if body is not None else request.model_dump_json().encode()
         return self._admit(request, hashlib.sha256(raw).digest())[1]
 
-    def _admit(self, request: RolloutInitRequest, fingerprint: bytes) -> tuple[RolloutEntry, bytes]:
+    def admit_batched(
+        self, request: RolloutInitRequest, body: bytes
+    ) -> tuple[bytes, asyncio.Future[None] | None]:
+        """:meth:`admit`, the admission journaled with everything else recorded in this
+        event-loop turn (one ``write`` for all of them): send the 202 body only once the
+        returned future (if any) is done, so a crash after the 202 still finds the admission."""
+        payload = self._admit(request, hashlib.sha256(body).digest(), journal_now=False)[1]
+        return payload, self._outbox.written() if self._outbox is not None else None
+
+    def _admit(
+        self, request: RolloutInitRequest, fingerprint: bytes, *, journal_now: bool = True
+    ) -> tuple[RolloutEntry, bytes]:
         rollout_id = request.rollout_id or uuid.uuid4().hex
         existing = self.entries.get(rollout_id)
         if existing is not None and existing.fingerprint == fingerprint and existing.uses_lease:
@@ -232,7 +243,7 @@ class RolloutService(DrainingMixin):
                 entry.lease_deadline = loop.time() + settings.polling_lease_timeout_sec
                 entry.timer = loop.call_at(entry.lease_deadline, self._check_lease, entry)
             self.entries[rollout_id] = entry
-            self._journal_admission(entry, request)
+            self._journal_admission(entry, request, journal_now)
             task = loop.create_task(self._run(entry, exec_request))
         except Exception as exc:
             self.entries.pop(rollout_id, None)
@@ -263,12 +274,19 @@ class RolloutService(DrainingMixin):
             entry.lease_deadline = loop.time() + self.settings.polling_lease_timeout_sec
         return self._admission_body(entry.rollout_id, token)
 
-    def _journal_admission(self, entry: RolloutEntry, request: RolloutInitRequest) -> None:
-        if self._outbox is None:
+    def _journal_admission(
+        self, entry: RolloutEntry, request: RolloutInitRequest, now: bool
+    ) -> None:
+        outbox = self._outbox
+        if outbox is None:
             return
         urls = [u for u in (request.completion_callback_url, request.grader_callback_url) if u]
         entry.journaled = True
-        self._outbox.write_now(entry.rollout_id, admission_line(entry, urls))
+        line = admission_line(entry, urls)
+        if now:
+            outbox.write_now(entry.rollout_id, line)
+        else:
+            outbox.put(entry.rollout_id, line)  # written at the end of this turn
 
     def _acknowledge(self, entry: RolloutEntry) -> None:
         """The result was received (or forgotten): the outbox no longer needs it."""
