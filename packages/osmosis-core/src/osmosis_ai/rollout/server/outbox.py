@@ -193,8 +193,16 @@ class Outbox:
     def flush(self) -> None:
         """Write every pending record with one ``write``; it is synced within
         :data:`SYNC_INTERVAL_SEC`."""
-        if self._waiters:
-            self._wake_waiters()
+        if not self._waiters:
+            self._flush()
+            return
+        waiters, self._waiters = self._waiters, []
+        try:
+            self._flush()
+        finally:  # released once the write has returned, whichever thread flushed
+            self._release(waiters)
+
+    def _flush(self) -> None:
         if not self._pending or self._fd < 0:
             return  # nothing to write, or closed (the server has stopped)
         with self._lock:
@@ -218,9 +226,8 @@ class Outbox:
             if chunks:
                 self._write(chunks[0] if len(chunks) == 1 else b"".join(chunks))
 
-    def _wake_waiters(self) -> None:
-        """Release the answers waiting for this write (it happens before they run)."""
-        waiters, self._waiters = self._waiters, []
+    def _release(self, waiters: list[asyncio.Future[None]]) -> None:
+        """Release the answers that waited for a write (on the loop's thread)."""
         if threading.get_ident() != self._loop_thread and self._loop is not None:
             self._loop.call_soon_threadsafe(_release, waiters)
         else:
