@@ -220,7 +220,9 @@ class WorkerPool(ExecutionBackend):
         return worker
 
     async def _acquire(self) -> WorkerProcess:
-        worker = None if self._waiters else self._pick()
+        worker = self._take_free()
+        if worker is not None:
+            return worker
         while worker is None:
             waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
             self._waiters.append(waiter)
