@@ -2,7 +2,7 @@
 
 A lease token authorizes polling for one rollout's result. The token itself is never stored:
 memory and the outbox keep its SHA-256 digest (compared in constant time) and the random salt
-it was derived from (:func:`derive_lease_token`, an HMAC under the outbox's ``lease.key``), so
+it was derived from (:meth:`LeaseKey.derive`, an HMAC under the outbox's ``lease.key``), so
 a retried admission can be answered with the same token. A memory dump or the journal alone
 cannot be replayed as a token; reading both the journal and ``lease.key`` (each 0600, like the
 callback bearer keys the outbox keeps) could.
@@ -36,13 +36,6 @@ def lease_matches(token: str, digest: bytes) -> bool:
     return hmac.compare_digest(hash_lease_token(token), digest)
 
 
-def derive_lease_token(key: bytes, salt: bytes) -> tuple[str, bytes]:
-    """Return ``(token, digest)`` for the admission identified by ``salt``: the token is an
-    HMAC of the salt under the server's outbox key, so a retried admission (same id, same
-    request) gets the same token back without the token itself being stored anywhere."""
-    return LeaseKey(key).derive(salt)
-
-
 class LeaseKey:
     """A server's lease key, ready to derive tokens at admission rate.
 
@@ -67,7 +60,9 @@ class LeaseKey:
         return self._prefix + next(self._counter).to_bytes(8, "big")
 
     def derive(self, salt: bytes) -> tuple[str, bytes]:
-        """:func:`derive_lease_token` under this key."""
+        """Return ``(token, digest)`` for the admission identified by ``salt``: the token is an
+        HMAC of the salt under the key, so a retried admission (same id, same request) gets the
+        same token back without the token itself being stored anywhere."""
         inner = self._inner.copy()
         inner.update(salt)
         outer = self._outer.copy()
