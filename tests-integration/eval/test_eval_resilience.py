@@ -178,7 +178,9 @@ def test_ctrl_c_stops_cleanly_and_leaves_a_resumable_run(cli: Cli, tmp_path: Pat
     import signal
 
     ws = tmp_path / "ws"
-    config = write_tiny_workspace(ws, n_rows=10, mode="slow", env={"TINY_SLEEP": "0.3"})
+    config = write_tiny_workspace(ws, n_rows=30, mode="slow", env={"TINY_SLEEP": "0.3"})
+    # ~28 rows (about 4 s at 2 in flight) still to run when SIGINT is sent: with 10 rows a slow
+    # machine could finish the last 8 before the signal arrived, and the run then ended 0.
     args = ("eval", "run", str(config), "--name", "int", "--max-in-flight", "2", "--json")
     run_dir = ws / ".osmosis" / "evals" / "int"
     proc = cli.popen(*args, cwd=ws)
@@ -204,6 +206,6 @@ def test_ctrl_c_stops_cleanly_and_leaves_a_resumable_run(cli: Cli, tmp_path: Pat
 
     rerun = cli.run(*args, cwd=ws)
     assert rerun.code == 0, rerun.stderr
-    assert rerun.json()["resource"]["succeeded"] == 10
+    assert rerun.json()["resource"]["succeeded"] == 30
     keys = [(r["row_index"], r["run_index"]) for r in read_jsonl(run_dir / "events.jsonl")]
-    assert len(keys) == len(set(keys)) == 10
+    assert len(keys) == len(set(keys)) == 30
