@@ -42,6 +42,7 @@ if TYPE_CHECKING:
 _Conn = tuple[asyncio.StreamReader, asyncio.StreamWriter]
 _Key = tuple[str, int]
 _MAX_HEAD = 64 * 1024
+_MAX_AUTHORITIES = 256  # distinct hosts remembered; more is cleared and parsed again
 # Characters kept as they are when a URL's path and query are put on the wire by ``post``
 # (reserved characters and existing %-escapes stay; anything else is %-encoded).
 _SAFE = "/:@!$&'()*+,;=-._~%?"
@@ -69,6 +70,9 @@ class PlainHTTPTransport(httpx.AsyncBaseTransport):
         self._idle: dict[_Key, list[_Conn]] = {}
         self._max_idle = max_idle_per_host
         self._closed = False
+        #: netloc -> (connection key, Host header): each ``SplitResult`` property parses the
+        #: netloc again, and callers send many requests to a few hosts.
+        self._authorities: dict[str, tuple[_Key, str]] = {}
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         if request.url.scheme != "http":
@@ -104,11 +108,7 @@ class PlainHTTPTransport(httpx.AsyncBaseTransport):
         ``timeout_sec`` is the read timeout, and the connect timeout unless
         ``connect_timeout_sec`` is given. Redirects are never followed. Raises the same httpx
         exceptions as the client path."""
-        host = url.hostname or ""
-        port = url.port  # each property parses the netloc again: read once
-        authority = f"[{host}]" if ":" in host else host
-        if port:
-            authority = f"{authority}:{port}"
+        key, authority = self._authority(url)
         target = quote(url.path or "/", safe=_SAFE) + (
             "?" + quote(url.query, safe=_SAFE) if url.query else ""
         )
@@ -118,13 +118,27 @@ class PlainHTTPTransport(httpx.AsyncBaseTransport):
             lines.append(f"content-length: {len(body)}")
         payload = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body
         status, response_headers, stream = await self._open(
-            (host, port or 80),
+            key,
             payload,
             method,
             timeout_sec if connect_timeout_sec is None else connect_timeout_sec,
             timeout_sec,
         )
         return status, response_headers, await stream.read_all()
+
+    def _authority(self, url: SplitResult) -> tuple[_Key, str]:
+        """``((host, port), Host header)`` of ``url``, parsed once per netloc."""
+        known = self._authorities.get(url.netloc)
+        if known is None:
+            host = url.hostname or ""
+            port = url.port
+            authority = f"[{host}]" if ":" in host else host
+            if port:
+                authority = f"{authority}:{port}"
+            if len(self._authorities) >= _MAX_AUTHORITIES:
+                self._authorities.clear()
+            known = self._authorities[url.netloc] = ((host, port or 80), authority)
+        return known
 
     async def _open(
         self,

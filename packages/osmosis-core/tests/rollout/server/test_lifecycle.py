@@ -167,7 +167,7 @@ async def test_sigterm_with_rollouts_in_flight(tmp_path: Path, osmosis_home: Pat
     url = f"http://127.0.0.1:{port}"
     try:
         async with serve_app(listener.app) as base, httpx.AsyncClient(base_url=url) as client:
-            deadline = time.monotonic() + 10
+            deadline = time.monotonic() + 60  # generous: a loaded machine imports slowly
             while True:  # wait for the child process to listen
                 try:
                     if (await client.get("/health")).status_code == 200:

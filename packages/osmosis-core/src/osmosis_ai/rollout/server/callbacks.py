@@ -42,6 +42,7 @@ _RETRYABLE_STATUS = frozenset({408, 429})
 _BODY_EXCERPT = 500
 _MAX_IN_FLIGHT = 64
 _MAX_IN_FLIGHT_PER_RECEIVER = 16
+_MAX_TARGETS = 256
 # A private generator: jitter must not consume (or depend on) the global random state.
 _JITTER = random.Random()
 
@@ -146,6 +147,9 @@ class CallbackSender:
         self._slots = _Slots(max_in_flight, min(per_receiver, max_in_flight))
         self._max_in_flight = max_in_flight
         self._per_receiver = per_receiver
+        #: url -> (parsed, receiver, plain http?): a controller sends every callback to the same
+        #: one or two URLs, so each is parsed once (bounded: cleared past _MAX_TARGETS).
+        self._targets: dict[str, tuple[SplitResult, _Receiver, bool]] = {}
 
     def _http(self) -> httpx.AsyncClient:
         if self._client is None:
@@ -163,13 +167,25 @@ class CallbackSender:
             )
         return self._client
 
+    def _target(self, url: str) -> tuple[SplitResult, _Receiver, bool]:
+        """``url`` parsed, its receiver, and whether the lean transport can send to it (plain
+        ``http`` with a host and no credentials)."""
+        target = self._targets.get(url)
+        if target is None:
+            split = urlsplit(url)
+            plain = split.scheme == "http" and bool(split.hostname) and not split.username
+            if len(self._targets) >= _MAX_TARGETS:
+                self._targets.clear()
+            target = self._targets[url] = (split, _receiver(split), plain)
+        return target
+
     async def _post(
-        self, url: str, split: SplitResult, body: bytes, headers: dict[str, str]
+        self, url: str, split: SplitResult, plain: bool, body: bytes, headers: dict[str, str]
     ) -> tuple[int, bytes, float | None]:
         """``(status, body, Retry-After seconds)``: plain ``http`` URLs (``split`` is ``url``
         parsed) go straight to the lean transport, anything else through the shared httpx
         client."""
-        if split.scheme == "http" and split.hostname and not split.username:
+        if plain:
             if self._plain is None:
                 from osmosis_ai.http_transport import PlainHTTPTransport
 
@@ -211,12 +227,13 @@ class CallbackSender:
             status: int | None = None
             content = b""
             try:
-                split = urlsplit(url)  # parsed once per attempt: slot key and transport
-                key = _receiver(split)
+                split, key, plain = self._target(url)
                 await slots.acquire(key)
                 try:
                     async with asyncio.timeout(self.policy.request_timeout_sec):
-                        status, content, retry_after = await self._post(url, split, body, headers)
+                        status, content, retry_after = await self._post(
+                            url, split, plain, body, headers
+                        )
                 finally:
                     slots.release(key)
             except httpx.HTTPError as exc:

@@ -11,6 +11,7 @@ One request model accepts both, so one server speaks both.
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Annotated, Any
 from urllib.parse import urlsplit
@@ -212,9 +213,13 @@ class GraderInitResponse(BaseModel):
     """Empty acknowledgement of a :class:`GraderInitRequest`."""
 
 
+@functools.lru_cache(maxsize=256)
 def callback_url_problem(url: str) -> str | None:
     """What is wrong with a callback URL, or ``None`` (the URL itself is never echoed: it may
-    carry credentials)."""
+    carry credentials).
+
+    Cached: a controller sends the same one or two callback URLs with every rollout, and parsing
+    them was most of the cost of validating a callback-mode ``POST /rollout``."""
     if not url.strip():
         return "got an empty string"
     # isprintable() is false for every whitespace character but the ASCII space.
