@@ -8,26 +8,26 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from osmosis_cli.deploy.launch import DeployError, DeployPaths, launch, launch_commands, teardown
-from osmosis_cli.deploy.task import DeploySpec, DeploySpecError, build_task, render_yaml
+from osmosis_cli.deploy.task import (
+    DeploySpec,
+    DeploySpecError,
+    FleetOptions,
+    build_task,
+    render_yaml,
+)
 from osmosis_cli.errors import CLIError, CLIErrorCode
 from osmosis_cli.output import get_output
 
 
-@dataclass(slots=True)
-class DeployRequest:
+@dataclass(slots=True, kw_only=True)
+class DeployRequest(FleetOptions):
+    """The command's flags: the fleet's options, which rollout, and what to do with it."""
+
     target: str
-    name: str | None
-    nodes: int
-    workers: str
-    port: int
-    cpus: str
-    memory: str | None
-    infra: str | None
-    use_spot: bool
-    secrets: list[str]
-    dry_run: bool
-    launch: bool
-    down: bool
+    name: str | None = None
+    dry_run: bool = False
+    launch: bool = False
+    down: bool = False
 
 
 def deploy(request: DeployRequest) -> None:
@@ -49,14 +49,7 @@ def deploy(request: DeployRequest) -> None:
         workspace=workspace,
         rollout_dir=target.rollout_dir,
         entrypoint=target.entrypoint,
-        nodes=request.nodes,
-        workers=request.workers,
-        port=request.port,
-        cpus=request.cpus,
-        memory=request.memory,
-        infra=request.infra,
-        use_spot=request.use_spot,
-        secrets=request.secrets,
+        fleet=request,
     )
     try:
         spec.check()

@@ -99,7 +99,7 @@ def launch(spec: DeploySpec, paths: DeployPaths, runner: Runner = run_sky) -> li
             + "; ".join(f"{c}: {_tail(d)}" for c, d in failed)
             + f". Tear down what started with `osmosis rollout deploy --down --name {spec.name}`."
         )
-    urls = [endpoint(cluster, spec.port, spec.workspace, runner) for cluster in spec.clusters]
+    urls = [endpoint(cluster, spec.fleet.port, spec.workspace, runner) for cluster in spec.clusters]
     write_servers_file(paths.servers, urls, spec.name)
     return urls
 
@@ -139,7 +139,7 @@ def teardown(workspace: Path, name: str, runner: Runner = run_sky) -> list[str]:
 
 
 def _write_record(paths: DeployPaths, spec: DeploySpec, launched: list[str]) -> None:
-    record = {"name": spec.name, "clusters": launched, "port": spec.port}
+    record = {"name": spec.name, "clusters": launched, "port": spec.fleet.port}
     paths.record.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
 
 

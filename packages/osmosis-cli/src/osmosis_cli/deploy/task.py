@@ -40,13 +40,10 @@ class DeploySpecError(ConfigurationError):
 
 
 @dataclass(slots=True)
-class DeploySpec:
-    """What to deploy: a rollout (``rollout_dir`` inside ``workspace``) on ``nodes`` servers."""
+class FleetOptions:
+    """How many rollout servers to run and what each one gets: the ``rollout deploy`` options
+    that are not about which rollout (the command passes them through as they are)."""
 
-    name: str
-    workspace: Path
-    rollout_dir: Path
-    entrypoint: Path
     nodes: int = 1
     workers: str = "auto"
     port: int = DEFAULT_PORT
@@ -55,6 +52,18 @@ class DeploySpec:
     infra: str | None = None
     use_spot: bool = False
     secrets: list[str] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class DeploySpec:
+    """What to deploy: a rollout (``rollout_dir`` inside ``workspace``) on ``fleet.nodes``
+    servers."""
+
+    name: str
+    workspace: Path
+    rollout_dir: Path
+    entrypoint: Path
+    fleet: FleetOptions = field(default_factory=FleetOptions)
     osmosis_requirement: str = "osmosis-ai[server]"
 
     def check(self) -> None:
@@ -63,11 +72,12 @@ class DeploySpec:
                 f"--name {self.name!r} is not a valid cluster name: lower-case letters, digits "
                 "and '-', starting with a letter (e.g. 'osmosis-gsm8k')"
             )
-        if self.nodes < 1:
-            raise DeploySpecError(f"--nodes must be at least 1, got {self.nodes}")
-        if not 1 <= self.port <= 65535:
-            raise DeploySpecError(f"--port must be 1..65535, got {self.port}")
-        for name in self.secrets:
+        fleet = self.fleet
+        if fleet.nodes < 1:
+            raise DeploySpecError(f"--nodes must be at least 1, got {fleet.nodes}")
+        if not 1 <= fleet.port <= 65535:
+            raise DeploySpecError(f"--port must be 1..65535, got {fleet.port}")
+        for name in fleet.secrets:
             if not _SECRET_NAME.match(name):
                 raise DeploySpecError(  # the argument is not echoed: it may hold a value
                     "--secret takes an environment variable NAME, not NAME=VALUE: the value is "
@@ -85,23 +95,24 @@ class DeploySpec:
 
     @property
     def clusters(self) -> list[str]:
-        return [f"{self.name}-{i}" for i in range(self.nodes)]
+        return [f"{self.name}-{i}" for i in range(self.fleet.nodes)]
 
     @property
     def secret_names(self) -> list[str]:
-        return [INBOUND_KEY_ENV, *(s for s in dict.fromkeys(self.secrets) if s != INBOUND_KEY_ENV)]
+        return [INBOUND_KEY_ENV, *(s for s in dict.fromkeys(self.fleet.secrets) if s != INBOUND_KEY_ENV)]
 
 
 def build_task(spec: DeploySpec) -> dict[str, Any]:
     """The task as a mapping in SkyPilot's task-YAML schema."""
     rollout = spec.rollout_dir.relative_to(spec.workspace).as_posix()
     entry = spec.entrypoint.relative_to(spec.rollout_dir).as_posix()
-    resources: dict[str, Any] = {"cpus": spec.cpus, "ports": spec.port}
-    if spec.memory:
-        resources["memory"] = spec.memory
-    if spec.infra:
-        resources["infra"] = spec.infra
-    if spec.use_spot:
+    fleet = spec.fleet
+    resources: dict[str, Any] = {"cpus": fleet.cpus, "ports": fleet.port}
+    if fleet.memory:
+        resources["memory"] = fleet.memory
+    if fleet.infra:
+        resources["infra"] = fleet.infra
+    if fleet.use_spot:
         resources["use_spot"] = True
     return {
         "name": spec.name,
@@ -111,8 +122,8 @@ def build_task(spec: DeploySpec) -> dict[str, Any]:
         "envs": {
             "OSMOSIS_ROLLOUT_DIR": rollout,
             "OSMOSIS_ROLLOUT_ENTRYPOINT": entry,
-            "OSMOSIS_ROLLOUT_WORKERS": spec.workers,
-            "_OSMOSIS_ROLLOUT_PORT": str(spec.port),
+            "OSMOSIS_ROLLOUT_WORKERS": fleet.workers,
+            "_OSMOSIS_ROLLOUT_PORT": str(fleet.port),
         },
         "secrets": {name: None for name in spec.secret_names},
         "setup": _SETUP.format(requirement=shlex.quote(spec.osmosis_requirement)),
