@@ -99,7 +99,10 @@ class DeploySpec:
 
     @property
     def secret_names(self) -> list[str]:
-        return [INBOUND_KEY_ENV, *(s for s in dict.fromkeys(self.fleet.secrets) if s != INBOUND_KEY_ENV)]
+        return [
+            INBOUND_KEY_ENV,
+            *(s for s in dict.fromkeys(self.fleet.secrets) if s != INBOUND_KEY_ENV),
+        ]
 
 
 def build_task(spec: DeploySpec) -> dict[str, Any]:
