@@ -182,26 +182,10 @@ class Output:
                 payload["next_steps_structured"] = [{"command": s} for s in next_steps]
             self._print(dumps(payload))
             return
-        if self.mode is Mode.PLAIN:
-            if message:
-                self._print(message)
-            for line in lines:
-                self._print(f"  {line}")
-            if next_steps:
-                self._print("Next steps:")
-                for step in next_steps:
-                    self._print(f"  {step}")
-            return
-        console = self._console()
-        if message:
-            mark = "[green]✓[/green]" if status == "success" else "[yellow]![/yellow]"
-            console.print(f"{mark} {_escape(message)}")
-        for line in lines:
-            console.print(f"  {_escape(line)}")
-        if next_steps:
-            console.print("\n[bold]Next steps[/bold]")
-            for step in next_steps:
-                console.print(f"  [cyan]{_escape(step)}[/cyan]")
+        rich = self.mode is not Mode.PLAIN
+        emit = self._console().print if rich else self._print
+        for text in _operation_text(status, message, lines, next_steps, rich=rich):
+            emit(text)
 
     def emit_event(self, payload: Mapping[str, Any], text: str) -> None:
         """One record of a streaming command (``logs --follow``): a JSON line in ``--json``
@@ -312,6 +296,22 @@ def _cell(value: Any) -> str:
 
 def _escape(text: str) -> str:
     return text.replace("[", "\\[")
+
+
+def _operation_text(
+    status: str, message: str | None, lines: Sequence[str], next_steps: Sequence[str], *, rich: bool
+) -> list[str]:
+    """The human lines of :meth:`Output.emit_operation`: Rich markup, or plain text."""
+    text = _escape if rich else str
+    out: list[str] = []
+    if message:
+        mark = "[green]✓[/green] " if status == "success" else "[yellow]![/yellow] "
+        out.append(f"{mark if rich else ''}{text(message)}")
+    out.extend(f"  {text(line)}" for line in lines)
+    if next_steps:
+        out.append("\n[bold]Next steps[/bold]" if rich else "Next steps:")
+        out.extend(f"  [cyan]{text(step)}[/cyan]" if rich else f"  {step}" for step in next_steps)
+    return out
 
 
 _current = Output()
