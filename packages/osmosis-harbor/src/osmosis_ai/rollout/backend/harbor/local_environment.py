@@ -67,6 +67,28 @@ class LocalSandboxError(BackendError):
     """The namespace sandbox could not be created or used (see the message for the cause)."""
 
 
+async def _spawn_group(
+    argv: list[str], *, stdin: int | None = None, env: dict[str, str] | None = None
+) -> asyncio.subprocess.Process:
+    """Start ``argv`` in a new session, stdout and stderr piped: its own process group, which
+    :func:`_kill_group` ends together with everything it started."""
+    return await asyncio.create_subprocess_exec(
+        *argv,
+        stdin=stdin,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=env,
+        start_new_session=True,
+    )
+
+
+async def _kill_group(process: asyncio.subprocess.Process) -> None:
+    """SIGKILL ``process``'s group (started by :func:`_spawn_group`) and reap it."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
+    await process.wait()
+
+
 class NamespaceSandbox:
     """A private mount namespace over an overlay of ``/``, kept alive by a holder process.
 
@@ -123,18 +145,8 @@ class NamespaceSandbox:
         targets = [*dirs, *([workdir] if workdir else [])]
         lines.extend(f"mkdir -p {q(str(merged / t.lstrip('/')))}" for t in targets)
         script = "; ".join(lines) + f"; echo {_READY.decode()}; exec sleep infinity"
-        self._holder = await asyncio.create_subprocess_exec(
-            "unshare",
-            "-m",
-            "--propagation",
-            "private",
-            "--",
-            "sh",
-            "-ec",
-            script,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            start_new_session=True,
+        self._holder = await _spawn_group(
+            ["unshare", "-m", "--propagation", "private", "--", "sh", "-ec", script]
         )
         await asyncio.to_thread(label_local, self._scratch, self._holder.pid)
         assert self._holder.stdout is not None
@@ -157,9 +169,7 @@ class NamespaceSandbox:
         holder, self._holder = self._holder, None
         if holder is not None:
             kill_sandbox_processes(holder.pid)
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(holder.pid, signal.SIGKILL)
-            await holder.wait()
+            await _kill_group(holder)
         scratch, self._scratch = self._scratch, None
         if scratch is not None:
             await asyncio.to_thread(shutil.rmtree, scratch, True)
@@ -195,32 +205,17 @@ class NamespaceSandbox:
         process_env = {k: os.environ[k] for k in _PASSTHROUGH_ENV if k in os.environ}
         process_env.update(env or {})
         directory = cwd or self.workdir or "/"
-        process = await asyncio.create_subprocess_exec(
-            "nsenter",
-            "-t",
-            str(self._holder.pid),
-            "-m",
-            "--",
-            "chroot",
-            str(self.merged),
-            "sh",
-            "-c",
-            'cd "$0" && exec "$@"',
-            directory,
-            *argv,
+        enter = ["nsenter", "-t", str(self._holder.pid), "-m", "--", "chroot", str(self.merged)]
+        process = await _spawn_group(
+            [*enter, "sh", "-c", 'cd "$0" && exec "$@"', directory, *argv],
             stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
             env=process_env,
-            start_new_session=True,
         )
         try:
             async with asyncio.timeout(timeout_sec):
                 stdout, stderr = await process.communicate()
         except (TimeoutError, asyncio.CancelledError):
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(process.pid, signal.SIGKILL)
-            await process.wait()
+            await _kill_group(process)
             raise
         return (process.returncode if process.returncode is not None else -1, stdout, stderr)
 
