@@ -58,18 +58,28 @@ class DispatchOutcome:
     stop_code: str | None = None
 
 
+@dataclass(slots=True)
+class DispatchJob:
+    """What a session hands to :func:`dispatch` (or to
+    :func:`~osmosis_ai.eval._fleet_dispatch.dispatch_fleet`): the plan, the run's files, the
+    work items to run, the run's log, and where notices and finished records go."""
+
+    plan: EvalPlan
+    paths: RunPaths
+    pending: list[WorkItem]
+    log: RunLog
+    on_event: EventSink
+    on_record: RecordSink
+
+
 async def dispatch(
-    plan: EvalPlan,
-    paths: RunPaths,
-    pending: list[WorkItem],
-    log: RunLog,
-    on_event: EventSink,
-    on_record: RecordSink,
+    job: DispatchJob,
     budget: Budget | None = None,
     confirm: Callable[[CostEstimate], Awaitable[bool]] | None = None,
     limit: AdaptiveLimit | None = None,
 ) -> DispatchOutcome:
-    """Run ``pending`` through a fresh rollout server; see the module docstring."""
+    """Run the job's work items through a fresh rollout server; see the module docstring."""
+    plan, log = job.plan, job.log
     current = asyncio.current_task()
     restore_sigterm = _install_sigterm(current)
     try:
@@ -77,21 +87,19 @@ async def dispatch(
             # A per-session key: no other local process can admit rollouts to (or cancel) ours.
             server_key = secrets.token_urlsafe(24)
             log.redact.add(server_key)
-            server = _spawn_server(plan, paths, log, server_key, stack)
+            server = _spawn_server(plan, job.paths, log, server_key, stack)
             upstream = await _start_upstream(plan, log, stack)
-            proxy = await _start_proxy(plan, upstream, log, on_event, stack, limit)
+            proxy = await _start_proxy(job, upstream, stack, limit)
             if not upstream.is_mock:
                 await _preflight(proxy, plan.upstream, log)
             stack.push_async_callback(server.stop)  # idempotent: stop it before the proxy
             url = await server.wait_healthy(timeout_sec=plan.server_start_timeout_sec)
             log.info("server", "rollout server healthy", url=url, pid=server.pid)
-            scheduler = _scheduler(plan, paths, url, server, server_key, proxy, log, stack)
-            scheduler.on_result = on_record
-            scheduler.on_event = on_event
+            scheduler = _scheduler(job, url, server, server_key, proxy, stack)
             scheduler.budget, scheduler.confirm = budget, confirm
             if limit is not None:  # policy calls at once: at most one per row in flight
                 limit.set_ceiling(scheduler.max_in_flight)
-            await _run_watched(scheduler, server, pending, current)
+            await _run_watched(scheduler, server, job.pending, current)
             log.info(
                 "run",
                 "dispatch finished; stopping the rollout server",
@@ -163,13 +171,12 @@ async def _start_upstream(plan: EvalPlan, log: RunLog, stack: AsyncExitStack) ->
 
 
 async def _start_proxy(
-    plan: EvalPlan,
+    job: DispatchJob,
     upstream: Upstream,
-    log: RunLog,
-    on_event: EventSink,
     stack: AsyncExitStack,
     limit: AdaptiveLimit | None = None,
 ) -> PolicyProxy:
+    plan, log, on_event = job.plan, job.log, job.on_event
     proxy = PolicyProxy(
         upstream,
         limit=limit,
@@ -228,39 +235,37 @@ async def _preflight(proxy: PolicyProxy, upstream: Upstream, log: RunLog) -> Non
 
 
 def _scheduler(
-    plan: EvalPlan,
-    paths: RunPaths,
+    job: DispatchJob,
     url: str,
     server: RolloutServerProcess,
     server_key: str,
     proxy: PolicyProxy,
-    log: RunLog,
     stack: AsyncExitStack,
 ) -> Scheduler:
-    max_in_flight = _max_in_flight(plan, server.health, log)
+    max_in_flight = _max_in_flight(job.plan, server.health, job.log)
     # Admission waits (429 backoff) are bounded by deadline x concurrency, as upstream.
-    client = _rollout_client(url, server_key, plan.deadline_sec * max_in_flight, stack)
+    client = _rollout_client(url, server_key, job.plan.deadline_sec * max_in_flight, stack)
     return build_scheduler(
-        plan, paths, client, max_in_flight, proxy, log, stack, lambda: server.exited() is None
+        job, client, max_in_flight, proxy, stack, lambda: server.exited() is None
     )
 
 
 def build_scheduler(
-    plan: EvalPlan,
-    paths: RunPaths,
+    job: DispatchJob,
     client: RolloutClient,
     max_in_flight: int,
     proxy: PolicyProxy,
-    log: RunLog,
     stack: AsyncExitStack,
     server_alive: Callable[[], bool],
 ) -> Scheduler:
-    """The scheduler over ``client`` with the run's journal, call log, deadline and pricing."""
-    calls_file = paths.llm_calls.open("a", encoding="utf-8")
+    """The scheduler over ``client`` with the run's journal, call log, deadline and pricing,
+    reporting to the job's sinks."""
+    plan = job.plan
+    calls_file = job.paths.llm_calls.open("a", encoding="utf-8")
     # Best effort like its writes: a full disk at the final flush must not replace the error
     # that stopped the run (the journal's, which names its file).
     stack.callback(_close_quietly, calls_file)
-    journal = Journal(paths.journal)
+    journal = Journal(job.paths.journal)
     stack.push_async_callback(journal.aclose)
     return Scheduler(
         client=client,
@@ -273,10 +278,12 @@ def build_scheduler(
         grader_timeout_sec=plan.grader_timeout_sec,
         deadline_sec=plan.deadline_sec,
         server_alive=server_alive,
-        redact=log.redact,
+        redact=job.log.redact,
         price_row=_row_pricer(plan),
         max_failures=plan.max_failures,
         code_digest=plan.inputs["rollout"]["source_digest"],
+        on_result=job.on_record,
+        on_event=job.on_event,
     )
 
 

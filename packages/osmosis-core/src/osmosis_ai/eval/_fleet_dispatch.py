@@ -17,9 +17,9 @@ from contextlib import AsyncExitStack
 from typing import TYPE_CHECKING, Any, cast
 
 from osmosis_ai.eval._dispatch import (
+    DispatchJob,
     DispatchOutcome,
     EventSink,
-    RecordSink,
     _install_sigterm,
     _preflight,
     _start_proxy,
@@ -35,21 +35,13 @@ from osmosis_ai.eval._server_process import RolloutServerError
 if TYPE_CHECKING:
     from osmosis_ai.eval._plan import EvalPlan
     from osmosis_ai.eval._proxy import PolicyProxy
-    from osmosis_ai.eval._run_layout import RunPaths
     from osmosis_ai.eval._run_log import RunLog
-    from osmosis_ai.eval._scheduler import WorkItem
     from osmosis_ai.rollout.client import RolloutClient
 
 
-async def dispatch_fleet(
-    plan: EvalPlan,
-    paths: RunPaths,
-    pending: list[WorkItem],
-    log: RunLog,
-    on_event: EventSink,
-    on_record: RecordSink,
-) -> DispatchOutcome:
-    """Run ``pending`` on ``plan.servers``; see the module docstring."""
+async def dispatch_fleet(job: DispatchJob) -> DispatchOutcome:
+    """Run the job's work items on ``plan.servers``; see the module docstring."""
+    plan, log, on_event = job.plan, job.log, job.on_event
     restore_sigterm = _install_sigterm(asyncio.current_task())
     if plan.servers_api_key:
         log.redact.add(plan.servers_api_key)
@@ -57,7 +49,7 @@ async def dispatch_fleet(
     try:
         async with AsyncExitStack() as stack:
             upstream = await _start_upstream(plan, log, stack)
-            proxy = await _start_proxy(plan, upstream, log, on_event, stack)
+            proxy = await _start_proxy(job, upstream, stack)
             _warn_unreachable_proxy(plan, proxy, on_event)
             _warn_local_only_settings(plan, on_event)
             if not upstream.is_mock:
@@ -67,14 +59,10 @@ async def dispatch_fleet(
             workers = max(1, min(wanted, fleet.total_capacity))
             log.info("plan", "concurrency chosen", max_in_flight=workers, servers=len(plan.servers))
             client = cast("RolloutClient", FleetClient(fleet, proxy))  # the two calls it makes
-            scheduler = build_scheduler(
-                plan, paths, client, workers, proxy, log, stack, fleet.any_alive
-            )
-            scheduler.on_result = on_record
-            scheduler.on_event = on_event
+            scheduler = build_scheduler(job, client, workers, proxy, stack, fleet.any_alive)
             async with watching(fleet):
                 with contextlib.suppress(DispatchHalted):  # the reason is in halt_reason
-                    await scheduler.run(pending)
+                    await scheduler.run(job.pending)
             log.info("run", "dispatch finished", dispatched=scheduler.dispatched)
             return DispatchOutcome(scheduler.dispatched, scheduler.halt_reason, fleet.summaries())
     finally:

@@ -22,7 +22,7 @@ from osmosis_ai.eval._adaptive import AdaptiveLimit
 from osmosis_ai.eval._budget import Budget, CostEstimate
 from osmosis_ai.eval._code_revisions import adopt_changed_code, record_work_items
 from osmosis_ai.eval._dataset import missing_label_warning
-from osmosis_ai.eval._dispatch import dispatch
+from osmosis_ai.eval._dispatch import DispatchJob, dispatch
 from osmosis_ai.eval._errors import EvalDiskFullError, EvalRunFailed, is_disk_full
 from osmosis_ai.eval._finalize import SessionEnd, finalize, plan_redactor, row_from_journal
 from osmosis_ai.eval._fleet_dispatch import dispatch_fleet
@@ -239,19 +239,13 @@ class _Session:
             end.session_ids.add(record["rollout_id"])
             self._on_record(record)
 
+        job = DispatchJob(self.plan, self.paths, pending, self.log, self._notice, on_record)
         try:
             if self.plan.servers:
-                outcome = await dispatch_fleet(
-                    self.plan, self.paths, pending, self.log, self._notice, on_record
-                )
+                outcome = await dispatch_fleet(job)
             else:
                 outcome = await dispatch(
-                    self.plan,
-                    self.paths,
-                    pending,
-                    self.log,
-                    self._notice,
-                    on_record,
+                    job,
                     self.budget,
                     self._confirm if self.confirm is not None else None,
                     self.limit,
