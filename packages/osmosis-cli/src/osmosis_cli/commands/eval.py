@@ -12,7 +12,7 @@ import typer
 
 from osmosis_cli.cli_app import LazyCommand, new_typer
 from osmosis_cli.commands.eval_results import RunsDirOption
-from osmosis_cli.commands.options import PageLimit, PageOffset
+from osmosis_cli.commands.options import AllPages, PageLimit, PageOffset
 from osmosis_cli.commands.platform_runs import platform_run_commands
 
 app = new_typer("eval", help="Evaluate rollouts locally or on the platform.")
@@ -60,15 +60,14 @@ for _command in _PLATFORM.values():
 def list_command(
     limit: PageLimit = 50,
     offset: PageOffset = 0,
-    all_pages: Annotated[
-        bool, typer.Option("--all", help="With --remote: fetch every page.")
-    ] = False,
+    all_pages: AllPages = False,
     remote: Annotated[
         bool, typer.Option("--remote", help="List runs submitted to the platform instead.")
     ] = False,
     runs_dir: RunsDirOption = None,
 ) -> None:
-    """List local eval runs (newest first), or platform runs with --remote."""
+    """List local eval runs (newest first), or platform runs with --remote (--all: every
+    page of them)."""
     if remote:
         _PLATFORM["list"].callback(limit=limit, offset=offset, all_pages=all_pages)
         return
