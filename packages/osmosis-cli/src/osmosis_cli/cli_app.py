@@ -11,14 +11,14 @@ import importlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from difflib import get_close_matches
-from typing import Annotated, Any
+from typing import Any
 
 import typer
 from typer import _click
 from typer._click.shell_completion import CompletionItem
 from typer.core import TyperGroup
 
-from osmosis_cli.registry import COMMANDS, ROOT_HELP
+from osmosis_cli.registry import COMMANDS, GLOBAL_OPTIONS, ROOT_HELP
 
 CONTEXT_SETTINGS: dict[str, Any] = {"help_option_names": ["-h", "--help"]}
 
@@ -136,44 +136,40 @@ class LazyGroup(TyperGroup):
             raise
 
 
-def _root_callback(
-    json_output: Annotated[
-        bool, typer.Option("--json", help="Print one JSON envelope on stdout (errors on stderr).")
-    ] = False,
-    plain: Annotated[
-        bool, typer.Option("--plain", help="Plain text without colour or tables.")
-    ] = False,
-    platform: Annotated[
-        str | None,
-        typer.Option(
-            "--platform", metavar="URL", help="Platform base URL (overrides $OSMOSIS_PLATFORM_URL)."
-        ),
-    ] = None,
-    env_file: Annotated[
-        str | None,
-        typer.Option(
-            "--env-file",
-            metavar="PATH",
-            help="Load variables from PATH (default: the nearest .env).",
-        ),
-    ] = None,
-    version: Annotated[
-        bool, typer.Option("-V", "--version", help="Show the version and exit.")
-    ] = False,
-) -> None:
-    """osmosis: define, run, evaluate and serve agent rollouts."""
-    # The flags are hoisted out of argv by osmosis_cli.main before parsing (so they work in
-    # any position); they are declared here only so that they appear in the help.
+def _global_options() -> list[_click.Parameter]:
+    """The root's options, from the table ``osmosis --help`` prints without Typer
+    (:data:`~osmosis_cli.registry.GLOBAL_OPTIONS`, labels like ``-V, --version`` or
+    ``--platform URL``). For help and the CLI reference only: :mod:`osmosis_cli.main` takes
+    them out of argv before Click parses it, so that they work in any position. ``-h`` and the
+    completion options are Click's and :mod:`osmosis_cli.completion`'s own."""
+    from typer.core import TyperOption
+
+    from osmosis_cli.completion import COMPLETION_FLAGS
+
+    params: list[_click.Parameter] = []
+    for label, text in GLOBAL_OPTIONS:
+        words = label.replace(",", "").split()
+        decls = [word for word in words if word.startswith("-")]
+        if decls[-1] in ("--help", *COMPLETION_FLAGS):
+            continue
+        metavar = next((word for word in words if not word.startswith("-")), None)
+        params.append(
+            TyperOption(
+                param_decls=decls,
+                is_flag=metavar is None,
+                metavar=metavar,
+                expose_value=False,
+                help=text,
+            )
+        )
+    return params
 
 
 def build_root(commands: Sequence[Any] = COMMANDS) -> LazyGroup:
     """The ``osmosis`` root group."""
-    callback_app = new_typer()
-    callback_app.callback()(_root_callback)
-    params = typer.main.get_group(callback_app).params
     from osmosis_cli.completion import completion_options
 
-    params.extend(completion_options())
+    params = [*_global_options(), *completion_options()]
     return LazyGroup(
         name="osmosis",
         lazy={spec.name: LazyCommand(spec.module, "app", spec.help) for spec in commands},

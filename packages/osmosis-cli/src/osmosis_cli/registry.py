@@ -41,6 +41,9 @@ COMMANDS: tuple[CommandSpec, ...] = (
 
 ROOT_HELP = "osmosis: define, run, evaluate and serve agent rollouts."
 
+#: The root's options (label, help): printed by :mod:`osmosis_cli.fast_help` and declared on the
+#: root group by :mod:`osmosis_cli.cli_app` (``-h`` and completion excepted, which Click and
+#: :mod:`osmosis_cli.completion` declare); :mod:`osmosis_cli.main` takes them out of argv.
 GLOBAL_OPTIONS: tuple[tuple[str, str], ...] = (
     ("--json", "Print one JSON envelope on stdout (errors on stderr)."),
     ("--plain", "Plain text without colour or tables."),
