@@ -57,6 +57,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import collections
 import contextlib
 import functools
 import json
@@ -113,7 +114,15 @@ async def wait_healthy(url: str, process: subprocess.Popen[bytes]) -> dict[str, 
     raise RuntimeError("the server did not become healthy in 120 s")
 
 
-async def drive(base: Any, port: int, prefix: str, n: int, concurrency: int, policy: str) -> Any:
+async def drive(
+    base: Any, port: int, prefix: str, n: int, concurrency: int, policy: str, why: Any = None
+) -> Any:
+    """``n`` rollouts at ``concurrency``; ``why`` (a Counter) counts the reasons rollouts were lost."""
+
+    def lost(reason: str) -> None:
+        if why is not None:
+            why[reason[:160]] += 1
+
     async def one(connection: Any, index: int) -> tuple[float, float] | None:
         rollout_id = f"{prefix}-{index}"
         body = json.dumps(
@@ -129,6 +138,7 @@ async def drive(base: Any, port: int, prefix: str, n: int, concurrency: int, pol
         status, raw = await connection.request("POST", "/rollout", body)
         admitted = time.perf_counter()
         if status != 202:
+            lost(f"POST /rollout {status}")
             return None
         lease = f"x-osmosis-rollout-lease: {json.loads(raw)['polling_lease_token']}\r\n"
         while True:
@@ -136,11 +146,17 @@ async def drive(base: Any, port: int, prefix: str, n: int, concurrency: int, pol
                 "GET", f"/rollout/{rollout_id}/result", headers=lease
             )
             if status != 200:
+                lost(f"GET result {status}")
                 return None
             result = json.loads(raw)
             if result["status"] in ("success", "failure", "cancelled"):
                 break
         if result["status"] != "success" or result["sample"]["reward"] != 1.0:
+            lost(
+                f"{result['status']} {result.get('err_category')}: {result.get('err_message')}"
+                if result["status"] != "success"
+                else f"reward {result['sample']['reward']}"
+            )
             return None
         return admitted - start, time.perf_counter() - start
 
@@ -188,9 +204,10 @@ async def bench(
             controller = _load("worker_apps").StallMonitor()
             controller.start(asyncio.get_running_loop())
             before = cpu()
+            why: collections.Counter[str] = collections.Counter()
             try:
                 elapsed, admissions, _latencies, lost = await drive(
-                    base, port, "run", n, concurrency, policy[1]
+                    base, port, "run", n, concurrency, policy[1], why
                 )
             finally:
                 controller.stop()
@@ -208,6 +225,7 @@ async def bench(
                 "cpu_ms": [1000 * s / n for s in spent],
                 "busy": sum(spent) / elapsed,
                 "lost": lost,
+                "lost_why": why.most_common(3),
                 "rss": base.memory_kb(process.pid, "VmRSS") / 1024,
                 "worker_rss": [base.memory_kb(pid, "VmRSS") / 1024 for pid in pids],
                 "stalls": stalls,
@@ -239,6 +257,8 @@ def show(base: Any, row: dict[str, Any]) -> None:
         + (f", workers {worker_rss}" if worker_rss else ""),
         flush=True,
     )
+    for reason, count in row["lost_why"]:
+        print(f"  {'':23} lost {count}: {reason}", flush=True)
     st = row["stalls"]
     print(
         f"  {'':23} server loop lag p50 {1000 * st['lag_p50']:.1f} p99 "
