@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import os
 from typing import Any
 
 import httpx
@@ -110,3 +111,50 @@ def test_openai_timeouts_and_connection_errors() -> None:
     assert isinstance(unreachable, PolicyHTTPError)
     assert not isinstance(unreachable, PolicyTimeoutError)
     assert "could not reach the policy" in str(unreachable)
+
+
+def _client_ports(server_port: int) -> set[int]:
+    """Local ports of the established TCP connections to ``server_port`` (from /proc/net/tcp)."""
+    ports = set()
+    with open("/proc/net/tcp") as table:
+        for row in list(table)[1:]:
+            local, remote, state = row.split()[1:4]
+            if state == "01" and int(remote.rsplit(":", 1)[1], 16) == server_port:
+                ports.add(int(local.rsplit(":", 1)[1], 16))
+    return ports
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/net/tcp"), reason="counts sockets in /proc/net/tcp")
+async def test_every_connection_of_a_wave_of_calls_is_kept_for_the_next() -> None:
+    """More calls in flight than openai keeps idle connections (100): each connection stays open
+    and the next wave reuses them (a new connection per call beyond 100 cost CPU and could hit
+    the 5 s connect timeout on a busy loop)."""
+    wave = 150
+    arrived = 0
+    everyone: asyncio.Event = asyncio.Event()
+
+    async def held(body: dict[str, Any]) -> str:  # answers once the whole wave is in flight
+        nonlocal arrived
+        arrived += 1
+        if arrived % wave == 0:
+            everyone.set()
+        await everyone.wait()
+        return "ok"
+
+    await policy.aclose_policy_clients()
+    async with ScriptedPolicyServer(held) as server:
+        client = policy.policy_client(server.chat_completions_url("r-pool"), None)
+
+        async def calls() -> set[int]:
+            everyone.clear()
+            messages: Any = [{"role": "user", "content": "hi"}]
+            await asyncio.gather(
+                *(client.chat.completions.create(model="m", messages=messages) for _ in range(wave))
+            )
+            return _client_ports(server.port)
+
+        first = await calls()
+        second = await calls()
+    await policy.aclose_policy_clients()
+    assert len(first) == wave
+    assert second == first

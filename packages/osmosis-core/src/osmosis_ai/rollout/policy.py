@@ -135,8 +135,21 @@ def _hygienic_headers() -> dict[str, str]:
 
 
 def _new_base_client() -> AsyncOpenAI:
-    from openai import AsyncOpenAI, DefaultAsyncHttpxClient
+    from openai import DEFAULT_CONNECTION_LIMITS, AsyncOpenAI, DefaultAsyncHttpxClient
 
+    # openai keeps at most 100 idle connections of its 1000: with more policy calls than that in
+    # flight on one loop (hundreds of rollouts per server or worker), every call beyond them
+    # opened a new connection and closed it after the answer. Each connect is CPU for both
+    # ends, and it has openai's 5 s connect timeout: on a loop busy with agent work the
+    # connection's completion is seen late, and the rollout failed with a policy timeout
+    # although the policy was never slow. Every connection is kept open for reuse instead.
+    # (The limits type of whichever HTTP library this openai is built on: httpx or httpx2.)
+    connections = DEFAULT_CONNECTION_LIMITS.max_connections
+    limits = type(DEFAULT_CONNECTION_LIMITS)(
+        max_connections=connections,
+        max_keepalive_connections=connections,
+        keepalive_expiry=DEFAULT_CONNECTION_LIMITS.keepalive_expiry,
+    )
     return AsyncOpenAI(
         # Explicit values so OPENAI_API_KEY / OPENAI_BASE_URL from the environment are never used.
         api_key=NO_API_KEY,
@@ -145,7 +158,7 @@ def _new_base_client() -> AsyncOpenAI:
         # An explicit HTTP client (openai's defaults): the one AsyncOpenAI would build schedules
         # ``aclose()`` from a finalizer on whatever loop runs at garbage collection, which fails
         # noisily once this client's own loop has closed.
-        http_client=DefaultAsyncHttpxClient(),
+        http_client=DefaultAsyncHttpxClient(limits=limits),
         default_headers=_hygienic_headers(),
     )
 
@@ -272,7 +285,11 @@ def translate_policy_error(exc: BaseException, url: str) -> PolicyHTTPError | No
     module_root = type(exc).__module__.split(".", 1)[0]
     if module_root == "openai":
         if "APITimeoutError" in names:
-            return PolicyTimeoutError(None, "the request timed out before the policy answered", url)
+            cause = exc.__cause__ or exc.__context__
+            which = f" ({type(cause).__name__})" if cause is not None else ""
+            return PolicyTimeoutError(
+                None, f"the request timed out before the policy answered{which}", url
+            )
         status = getattr(exc, "status_code", None)
         if "APIStatusError" in names and isinstance(status, int):
             return PolicyHTTPError(status, _body_excerpt(exc), url)
