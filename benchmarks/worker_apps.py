@@ -4,7 +4,8 @@ Run by the benchmark as ``BENCH_APP=<app> BENCH_PORT=<port> BENCH_WORKERS=<n> py
 benchmarks/worker_apps.py``: builds a module-level ``app`` (so worker processes rebuild it by
 importing this file, as they would a user's ``main.py``) and serves it, in process
 (``BENCH_WORKERS=0``) or with a pool of N workers. ``BENCH_PROFILE=<path>`` writes a cProfile
-of the server process to ``<path>.<app>.<n>``. ``/bench/stalls`` reports the server loop's
+of the server process to ``<path>.<app>.<n>``; ``BENCH_GC_THRESHOLD=a,b,c`` calls
+``gc.set_threshold(a, b, c)`` in the server process (to try collector settings). ``/bench/stalls`` reports the server loop's
 lateness and GC pauses (:class:`StallMonitor`); ``POST`` there starts a new measurement.
 ``/bench/heap`` counts the objects the collector tracks (:func:`heap_census`).
 """
@@ -26,6 +27,13 @@ _HERE = Path(__file__).resolve().parent
 sys.path[:] = [entry for entry in sys.path if Path(entry or ".").resolve() != _HERE]
 PROMPT = [{"role": "user", "content": "What is 6 times 7?"}]
 LABEL = "42"
+# The policy calls' timeout, connecting included. openai's default gives a connect 5 s; with 512
+# Strands or OpenAI Agents rollouts at once on one worker of a loaded 2-core machine, that
+# worker's event loop runs seconds late (each turn steps hundreds of agents), a new connection
+# to the policy is noticed too late, and rollouts failed with `timeout` (ConnectTimeout)
+# although the instant policy had accepted it at once: an overloaded worker, not what these
+# runs measure (admission). A real deployment caps per-worker concurrency instead.
+POLICY_TIMEOUT_SEC = 600.0
 
 # -- the apps (built in the server process and again in each worker) ---------------------------
 
@@ -67,7 +75,9 @@ def _strands_backend(grader: type) -> Any:
         tools: Any
 
     config = MultiplyConfig(
-        model=OsmosisRolloutModel(params={"temperature": 1.0, "max_tokens": 1024}),
+        model=OsmosisRolloutModel(
+            params={"temperature": 1.0, "max_tokens": 1024}, timeout=POLICY_TIMEOUT_SEC
+        ),
         tools=[multiply],
     )
 
@@ -105,7 +115,7 @@ def _openai_agents_backend(grader: type) -> Any:
     agent = OsmosisAgent(
         name="multiplier",
         instructions="You multiply numbers. Use the multiply tool, then answer as '#### <n>'.",
-        model=OsmosisRolloutModel(),
+        model=OsmosisRolloutModel(timeout=POLICY_TIMEOUT_SEC),
         model_settings=ModelSettings(temperature=1.0, max_tokens=1024),
         tools=[function_tool(multiply)],
     )
@@ -343,6 +353,10 @@ def _serve_app() -> None:
     from osmosis_ai.rollout.server._workers.pool import use_workers
 
     workers = int(os.environ.get("BENCH_WORKERS", "0"))
+    if os.environ.get("BENCH_GC_THRESHOLD"):  # e.g. "10000,10,10": gc.set_threshold in the server
+        import gc
+
+        gc.set_threshold(*(int(x) for x in os.environ["BENCH_GC_THRESHOLD"].split(",")))
     if workers:
         use_workers(app, workers)  # a pool even of one (serve(workers=1) runs in process)
     port = int(os.environ["BENCH_PORT"])
