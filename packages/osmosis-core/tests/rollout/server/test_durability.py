@@ -150,13 +150,14 @@ async def test_admissions_of_one_turn_share_one_write_that_precedes_their_answer
     waiters = []
     for i, line in enumerate(lines):
         outbox.put(f"a{i}", line)
-        waiter = outbox.written()
-        assert waiter is not None
-        waiters.append(waiter)
+        written = outbox.written()
+        assert written is not None
+        waiters.append(asyncio.ensure_future(written))
     assert journal.read_bytes() == before  # nothing is written in the middle of the turn
     waiters[0].cancel()  # one client gone: the others still wait for the write
     await asyncio.gather(*waiters[1:])
     assert journal.read_bytes() == before + b"".join(lines)  # on file before any answer
+    assert waiters[0].cancelled()
     assert outbox.written() is None  # nothing urgent is pending: nobody waits
     outbox.put("a0", None)  # an acknowledgement is not urgent either
     assert outbox.written() is None

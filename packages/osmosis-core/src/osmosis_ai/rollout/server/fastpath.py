@@ -182,7 +182,7 @@ class FastRoutes:
             await send_json(send, exc.status_code, wire.encode_json({"detail": exc.detail}), extra)
             return
         if written is not None:
-            await written  # the admission is on file (this turn's journal write) before the 202
+            await written  # the admission is on file (the turn's journal write) before the 202
         await send_json(send, 202, payload)
 
     async def get_result(self, scope: Scope, send: Send, rollout_id: str) -> None:

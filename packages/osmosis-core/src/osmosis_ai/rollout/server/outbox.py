@@ -5,7 +5,8 @@ as it happens, so it survives the process dying (``kill -9``, an OOM kill) at on
 
 * an admission is written before its 202 is sent: at the end of the event-loop turn it was
   admitted in, in one ``write`` with everything else recorded in that turn; the 202 waits for
-  it (:meth:`Outbox.written`; :meth:`Outbox.write_now` writes at once);
+  it (:meth:`Outbox.written`: that write runs first thing in the next turn, so the 202 usually
+  goes out in that same turn; :meth:`Outbox.write_now` writes at once);
 * a finished result is written at the end of the event-loop turn in which it finished, in one
   ``write`` with everything else recorded in that turn (:meth:`Outbox.put`), so before
   anything about it leaves the server: callbacks are sent in later turns, and a long poll
@@ -45,7 +46,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from json.encoder import encode_basestring_ascii
 from pathlib import Path
 from typing import Any
@@ -92,6 +93,8 @@ class Outbox:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread = 0
         self._waiters: list[asyncio.Future[None]] = []  # answers waiting for the next write
+        self._taken = 0  # batches of pending records taken for a write so far
+        self._done = 0  # the last batch whose write has returned
         self._scheduled = False
         self._deferred = False
         self._fd = -1
@@ -156,17 +159,27 @@ class Outbox:
             self._scheduled = True
             loop.call_soon(self._end_of_turn)
 
-    def written(self) -> asyncio.Future[None] | None:
-        """A future done once what is urgent now (an admission, a result) has been written, at
-        the end of this turn; ``None`` if nothing urgent is pending (or no loop is bound: then
-        :meth:`put` has written it already). One future per caller, so cancelling one wait
-        (a client gone) never cancels another's."""
-        loop = self._loop
-        if not self._urgent or loop is None:
+    def written(self) -> Coroutine[Any, Any, None] | None:
+        """Something to await until what is urgent now (an admission, a result) has been
+        written, at the end of this turn; ``None`` if nothing urgent is pending (or no loop is
+        bound: then :meth:`put` has written it already).
+
+        The write was scheduled (``call_soon``) before the caller first yields, so it has
+        usually returned when the caller is resumed after one yield: no future, and the answer
+        goes out in the turn of the write instead of the turn after it. Otherwise (the write
+        was taken by another thread's :meth:`flush`) the caller waits for the next write with a
+        future of its own, so cancelling one wait (a client gone) never cancels another's."""
+        if not self._urgent or self._loop is None:
             return None
-        waiter = loop.create_future()
-        self._waiters.append(waiter)
-        return waiter
+        return self._wait_written(self._taken + 1)
+
+    async def _wait_written(self, batch: int) -> None:
+        await asyncio.sleep(0)
+        while self._done < batch:
+            assert self._loop is not None
+            waiter = self._loop.create_future()
+            self._waiters.append(waiter)
+            await waiter
 
     def write_now(self, rollout_id: str, line: bytes | None) -> None:
         """Record ``line`` and write it (with whatever is pending) before returning: an
@@ -208,6 +221,8 @@ class Outbox:
         with self._lock:
             pending, self._pending = self._pending, {}
             self._urgent = 0
+            self._taken += 1
+            batch = self._taken
             chunks: list[bytes] = []
             live = self._live
             for rollout_id, item in pending.items():
@@ -225,6 +240,7 @@ class Outbox:
                 chunks.append(line)
             if chunks:
                 self._write(chunks[0] if len(chunks) == 1 else b"".join(chunks))
+            self._done = batch  # returned (a failed write is logged, as for the waiters)
 
     def _release(self, waiters: list[asyncio.Future[None]]) -> None:
         """Release the answers that waited for a write (on the loop's thread)."""

@@ -17,6 +17,7 @@ import hashlib
 import logging
 import os
 import uuid
+from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any
 
@@ -190,10 +191,10 @@ class RolloutService(DrainingMixin):
 
     def admit_batched(
         self, request: RolloutInitRequest, body: bytes
-    ) -> tuple[bytes, asyncio.Future[None] | None]:
+    ) -> tuple[bytes, Coroutine[Any, Any, None] | None]:
         """:meth:`admit`, the admission journaled with everything else recorded in this
         event-loop turn (one ``write`` for all of them): send the 202 body only once the
-        returned future (if any) is done, so a crash after the 202 still finds the admission."""
+        returned coroutine (if any) has been awaited, so a crash after the 202 still finds the admission."""
         payload = self._admit(request, hashlib.sha256(body).digest(), journal_now=False)[1]
         return payload, self._outbox.written() if self._outbox is not None else None
 
