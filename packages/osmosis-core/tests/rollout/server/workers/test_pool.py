@@ -17,6 +17,12 @@ from rollout_server_harness import body
 
 from osmosis_ai.rollout.client import RolloutClient
 from osmosis_ai.rollout.entrypoint import load_rollout_app
+from osmosis_ai.rollout.server._workers import (
+    DEFAULT_WORKER_NICE,
+    ENV_WORKER_NICE,
+    WorkerSetupError,
+    worker_nice,
+)
 from osmosis_ai.rollout.server._workers.pool import WorkerPool, use_workers
 from osmosis_ai.rollout.types import RolloutStatus
 from osmosis_ai.testing import ScriptedPolicyServer, serve_app
@@ -59,6 +65,7 @@ async def test_rollouts_run_in_worker_processes_with_context_artifacts_and_traje
         results = [await h for h in handles]
         worker_pids = {w.pid for w in pool.workers}
         calls = policy.requests_for("r0")
+        niceness = {os.getpriority(os.PRIO_PROCESS, pid or 0) for pid in worker_pids}
     assert all(r.status == RolloutStatus.SUCCESS for r in results)
     assert all(r.sample is not None and r.sample.reward == 1.0 for r in results)
     pids = {int(r.sample.metrics["pid"]) for r in results if r.sample is not None}
@@ -68,6 +75,16 @@ async def test_rollouts_run_in_worker_processes_with_context_artifacts_and_traje
     assert all(call.bearer_token == "k" for call in calls)
     assert (osmosis_home / "r0" / "trajectory.json").exists()  # written by the server
     assert (osmosis_home / "r0" / "artifacts" / "pid.txt").read_text() in {str(p) for p in pids}
+    # The protocol process comes first: workers run at a lower CPU priority.
+    assert niceness == {min(19, os.getpriority(os.PRIO_PROCESS, 0) + DEFAULT_WORKER_NICE)}
+
+
+async def test_worker_niceness_is_configurable_and_checked(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(ENV_WORKER_NICE, "0")
+    assert worker_nice() == 0
+    monkeypatch.setenv(ENV_WORKER_NICE, "-5")  # raising priority needs privileges: refused
+    with pytest.raises(WorkerSetupError, match="OSMOSIS_ROLLOUT_WORKER_NICE='-5' is not"):
+        worker_nice()
 
 
 async def test_a_0_3_8_backend_without_progress_runs_in_workers(

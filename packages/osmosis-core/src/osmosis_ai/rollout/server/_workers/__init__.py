@@ -22,6 +22,12 @@ ENV_WORKER = "_OSMOSIS_ROLLOUT_WORKER"
 ENV_WORKERS = "OSMOSIS_ROLLOUT_WORKERS"
 #: ``workers="auto"`` never starts more workers than this.
 AUTO_WORKERS_CAP = 8
+#: How much lower the workers' CPU priority is than the server process's (``nice`` 0-19).
+ENV_WORKER_NICE = "OSMOSIS_ROLLOUT_WORKER_NICE"
+#: Workers run at this niceness over the server's: when agent work keeps every core busy, the
+#: kernel still runs the protocol process first (admission, long polls), and the workers get
+#: whatever it leaves, which is nearly everything (it uses a few percent of a core per worker).
+DEFAULT_WORKER_NICE = 5
 
 
 class WorkerImportDone(BaseException):
@@ -65,3 +71,17 @@ def resolve_workers(value: int | str | None) -> int:
             "the server process"
         )
     return value
+
+
+def worker_nice() -> int:
+    """The niceness workers add to the server's: ``OSMOSIS_ROLLOUT_WORKER_NICE``, else
+    :data:`DEFAULT_WORKER_NICE`; ``0`` runs them at the server's priority."""
+    text = os.environ.get(ENV_WORKER_NICE, "").strip()
+    value = (int(text) if text.isdigit() else -1) if text else DEFAULT_WORKER_NICE
+    if 0 <= value <= 19:
+        return value
+    raise WorkerSetupError(
+        f"{ENV_WORKER_NICE}={text!r} is not a niceness from 0 to 19; set it to how much "
+        "lower the workers' CPU priority should be than the server's (0: the same), or "
+        f"unset it for the default {DEFAULT_WORKER_NICE}"
+    )

@@ -10,6 +10,7 @@ of the socket closes, so a dead server never leaves workers behind.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import os
@@ -138,6 +139,9 @@ async def _loop(worker: _Worker, reader: asyncio.StreamReader) -> None:
 def main(argv: list[str]) -> None:
     fd, spec = int(argv[0]), json.loads(argv[1])
     os.environ[ENV_WORKER] = "1"
+    if spec.get("nice") and hasattr(os, "nice"):
+        with contextlib.suppress(OSError):
+            os.nice(spec["nice"])  # the protocol process comes first (see ENV_WORKER_NICE)
     sys.path[:] = spec["sys_path"]
     logging.basicConfig(level=spec.get("log_level", logging.INFO))
     asyncio.run(_serve(fd, spec))

@@ -77,7 +77,10 @@ class WorkerPool(ExecutionBackend):
     # -- lifecycle ----------------------------------------------------------------------------
 
     def _spec(self) -> dict[str, Any]:
+        from osmosis_ai.rollout.server._workers import worker_nice
+
         return {
+            "nice": worker_nice(),
             "entry": self.entry,
             "sys_path": list(sys.path),
             "log_level": logging.getLogger().getEffectiveLevel(),
