@@ -228,3 +228,21 @@ def test_the_journal_keeps_any_rollout_id_and_skips_a_torn_line(tmp_path: Path) 
     reopened = Outbox(tmp_path / "outbox")
     assert [r["id"] for r in reopened.open()] == ids[1:]
     reopened.close()
+
+
+async def test_a_started_server_spaces_out_full_collections() -> None:
+    """Full collections (which stop the loop and find next to no garbage in the server) run at
+    most once per FULL_COLLECTION_SPACING middle-generation collections; the young
+    generations keep their thresholds."""
+    import gc
+
+    from osmosis_ai.rollout.server._heap import FULL_COLLECTION_SPACING
+
+    before = gc.get_threshold()
+    try:
+        gc.set_threshold(700, 10, 10)
+        async with running(FakeBackend()) as (client, _):
+            assert (await client.get("/health")).status_code == 200
+            assert gc.get_threshold() == (700, 10, FULL_COLLECTION_SPACING)
+    finally:
+        gc.set_threshold(*before)

@@ -8,6 +8,12 @@ hundreds of milliseconds: measured, these pauses, not agent code, were the longe
 into the permanent generation (``gc.freeze()``), so later collections traverse only what
 rollouts allocate. Done once per process: a frozen object that later becomes cyclic garbage is
 not reclaimed, which is harmless for start-up state and would pile up if repeated.
+
+The server process also makes its full collections rarer (:func:`space_full_collections`): what
+is left for them is the state of the rollouts in flight (30-40 objects each, ~40,000 with 512
+in flight), each full collection still stops the loop for 30-50 ms, and they find next to no
+garbage there (measured: 0-800 objects freed per collection; cycles die young, in the young
+generations, which keep their default thresholds).
 """
 
 from __future__ import annotations
@@ -25,3 +31,15 @@ def freeze_long_lived() -> None:
     _frozen = True
     gc.collect()
     gc.freeze()
+
+
+#: A full collection runs at most once per this many collections of the middle generation
+#: (CPython's default is 10): about one per 700,000 net allocations instead of 70,000.
+FULL_COLLECTION_SPACING = 100
+
+
+def space_full_collections() -> None:
+    """Make the server process's full collections :data:`FULL_COLLECTION_SPACING`/10 times rarer
+    (the young generations keep their thresholds)."""
+    young, middle, _ = gc.get_threshold()
+    gc.set_threshold(young, middle, FULL_COLLECTION_SPACING)

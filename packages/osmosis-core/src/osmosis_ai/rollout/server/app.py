@@ -25,7 +25,7 @@ from starlette.types import Message, Receive, Scope, Send
 
 from osmosis_ai.rollout.backend.base import ExecutionBackend
 from osmosis_ai.rollout.server import wire
-from osmosis_ai.rollout.server._heap import freeze_long_lived
+from osmosis_ai.rollout.server._heap import freeze_long_lived, space_full_collections
 from osmosis_ai.rollout.server.auth import (
     expected_authorization,
     is_authorized,
@@ -157,6 +157,7 @@ def create_rollout_server(
             state = await stack.enter_async_context(lifespan(app)) if lifespan else None
             await service.start()
             freeze_long_lived()  # full GCs skip start-up state (see _heap)
+            space_full_collections()  # and run rarely: they find next to nothing (see _heap)
             try:
                 yield state
             finally:
