@@ -13,6 +13,7 @@ is printed as the controller's ceiling. Servers on other machines add no control
 
     uv run python benchmarks/fleet.py                  # 600 rows per run, sleep 0.05 s, 16 slots
     uv run python benchmarks/fleet.py --rows 300 --sleep 0.1
+    uv run python benchmarks/fleet.py --counts 3 --profile fleet.prof   # cProfile the 3-server run
 
 A 20-row warm-up run on one server comes first and is not counted (one-time imports and the
 price table's load would otherwise be charged to the first run's rows).
@@ -23,6 +24,7 @@ Prints figures; never asserts. Runs in well under 3 minutes on the 2-core dev ma
 from __future__ import annotations
 
 import argparse
+import cProfile
 import os
 import resource
 import signal
@@ -101,7 +103,19 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=600)
     parser.add_argument("--sleep", type=float, default=0.05, help="seconds each rollout sleeps")
     parser.add_argument("--slots", type=int, default=16, help="concurrent rollouts per server")
+    parser.add_argument(
+        "--counts", default="1,2,3", help="comma-separated server counts to run (default 1,2,3)"
+    )
+    parser.add_argument(
+        "--profile",
+        type=Path,
+        help="write a cProfile (process CPU time) of the last counted run's controller to this file",
+    )
     args = parser.parse_args()
+    counts = [int(part) for part in args.counts.split(",")]
+    profile_path: Path | None = args.profile
+    if not counts or any(count not in (1, 2, 3) for count in counts):
+        raise SystemExit("--counts takes server counts between 1 and 3, e.g. 1,2,3 or 3")
 
     import osmosis_ai.config
     import osmosis_ai.eval._session  # noqa: F401  (imports are not per-row costs)
@@ -123,24 +137,31 @@ def main() -> None:
                 "TINY_SLEEP": str(args.sleep),
                 "TINY_CONCURRENCY": str(args.slots),
             }
-            procs, urls = _start_servers(root / "ws", 3, env)
+            procs, urls = _start_servers(root / "ws", max(counts), env)
             # A warm-up run (not counted): first imports (pricing table, proxy server, report
             # code) and the price table's load are once per process, not per row.
             warm = tiny.write_workspace(root / "warm", rows=rows[:WARM_UP_ROWS], mode="slow")
             run_eval(
                 warm, name="bench-warm", model="instant", base_url=policy_url, servers=urls[:1]
             )
-            for count in (1, 2, 3):
+            for number, count in enumerate(counts):
                 clock = _Clock()
+                profile_to = profile_path if number == len(counts) - 1 else None
+                profiler = None if profile_to is None else cProfile.Profile(time.process_time)
                 cpu_before, started = _cpu(), time.perf_counter()
+                if profiler is not None:
+                    profiler.enable()
                 result = run_eval(
                     config,
-                    name=f"bench-{count}",
+                    name=f"bench-{number}-{count}",
                     model="instant",
                     base_url=policy_url,
                     servers=urls[:count],
                     progress=clock,
                 )
+                if profiler is not None and profile_to is not None:
+                    profiler.disable()
+                    profiler.dump_stats(profile_to)
                 wall = time.perf_counter() - started
                 cpu = _cpu() - cpu_before
                 steady = max(clock.last - clock.first, 1e-9)
