@@ -149,7 +149,25 @@ def create_rollout_server(
     if configure_logging and not logging.getLogger().handlers:
         logging.basicConfig(level=logging.INFO)
 
-    service = RolloutService(backend, settings)
+    return _build_app(RolloutService(backend, settings), lifespan, key)
+
+
+def _build_app(service: RolloutService, lifespan: Lifespan | None, key: str | None) -> FastAPI:
+    app = RolloutServerApp(
+        title="osmosis rollout server", lifespan=_server_lifespan(service, lifespan)
+    )
+    install_openapi(app)
+    app.state.rollout_service = service
+    app.state.rollout_futures = service  # the public SDK's attribute name
+    max_body_bytes = service.settings.max_body_bytes
+    fast = FastRoutes(service, max_body_bytes)
+    app.configure_fast_path(fast, expected_authorization(key) if key is not None else None)
+    _install_routes(app, service, fast, max_body_bytes)
+    return app
+
+
+def _server_lifespan(service: RolloutService, lifespan: Lifespan | None) -> Lifespan:
+    """The app's lifespan: the caller's ``lifespan`` outermost, then the service's start/stop."""
 
     @asynccontextmanager
     async def _lifespan(app: FastAPI) -> AsyncIterator[Any]:
@@ -163,12 +181,13 @@ def create_rollout_server(
             finally:
                 await service.shutdown()
 
-    app = RolloutServerApp(title="osmosis rollout server", lifespan=_lifespan)
-    install_openapi(app)
-    app.state.rollout_service = service
-    app.state.rollout_futures = service  # the public SDK's attribute name
-    fast = FastRoutes(service, settings.max_body_bytes)
-    app.configure_fast_path(fast, expected_authorization(key) if key is not None else None)
+    return _lifespan
+
+
+def _install_routes(
+    app: FastAPI, service: RolloutService, fast: FastRoutes, max_body_bytes: int
+) -> None:
+    """The documented routes (OpenAPI); the hot ones run through ``fast`` (see FastRoutes)."""
 
     @app.post(
         "/rollout",
@@ -200,11 +219,9 @@ def create_rollout_server(
     )
     async def cancel(request: Request) -> Response:
         try:
-            body = await read_body(request.scope, request.receive, settings.max_body_bytes)
+            body = await read_body(request.scope, request.receive, max_body_bytes)
         except BodyTooLarge:
-            return Response(
-                too_large_body(settings.max_body_bytes), status_code=413, media_type=_JSON
-            )
+            return Response(too_large_body(max_body_bytes), status_code=413, media_type=_JSON)
         try:
             selector = CancelRolloutsRequest.model_validate_json(body)
         except ValidationError as exc:
@@ -231,8 +248,6 @@ def create_rollout_server(
                 "x-osmosis-rollout-sdk-version": _sdk_version(),
             },
         )
-
-    return app
 
 
 class RolloutServerApp(FastAPI):
