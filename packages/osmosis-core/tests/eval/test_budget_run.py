@@ -122,7 +122,7 @@ def test_the_budget_comes_from_the_config_and_must_be_positive(
     workspace: Callable[..., Path],
 ) -> None:
     config = _config(workspace, n_rows=2, evaluation="max_cost_usd = 2.5\n")
-    assert build_plan(EvalOptions(target=config, model="mock")).max_cost == 2.5
-    assert build_plan(EvalOptions(target=config, model="mock", max_cost=1.0)).max_cost == 1.0
+    assert build_plan(EvalOptions(target=config, model="mock")).knobs.max_cost == 2.5
+    assert build_plan(EvalOptions(target=config, model="mock", max_cost=1.0)).knobs.max_cost == 1.0
     with pytest.raises(EvalPlanError, match="--max-cost"):
         build_plan(EvalOptions(target=config, model="mock", max_cost=0.0))

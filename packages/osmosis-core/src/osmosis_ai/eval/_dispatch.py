@@ -274,8 +274,8 @@ def build_scheduler(
         max_in_flight=max_in_flight,
         attempt_tag=datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ"),
         llm_calls_file=calls_file,
-        agent_timeout_sec=plan.agent_timeout_sec,
-        grader_timeout_sec=plan.grader_timeout_sec,
+        agent_timeout_sec=plan.knobs.agent_timeout_sec,
+        grader_timeout_sec=plan.knobs.grader_timeout_sec,
         deadline_sec=plan.deadline_sec,
         server_alive=server_alive,
         redact=job.log.redact,
@@ -363,7 +363,7 @@ def _rollout_client(
 
 def _max_in_flight(plan: EvalPlan, health: dict[str, Any], log: RunLog) -> int:
     capacity = server_capacity(health)
-    wanted = plan.max_in_flight
+    wanted = plan.knobs.max_in_flight
     if wanted is None:
         chosen = capacity or DEFAULT_MAX_IN_FLIGHT
     elif capacity is not None and wanted > capacity:

@@ -174,8 +174,8 @@ def finalize(
             )
             for r in rows
         ),
-        samples_per_row=plan.n,
-        pass_threshold=plan.pass_threshold,
+        samples_per_row=plan.knobs.n,
+        pass_threshold=plan.knobs.pass_threshold,
         total_work_items=len(items),
     )
     summary["training_safety"] = summarize_training_safety(r.training_safety for r in rows)

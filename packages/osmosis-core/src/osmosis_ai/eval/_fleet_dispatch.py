@@ -55,7 +55,7 @@ async def dispatch_fleet(job: DispatchJob) -> DispatchOutcome:
             if not upstream.is_mock:
                 await _preflight(proxy, plan.upstream, log)
             fleet = await _open_fleet(plan, log, on_event, stack)
-            wanted = plan.max_in_flight or fleet.total_capacity
+            wanted = plan.knobs.max_in_flight or fleet.total_capacity
             workers = max(1, min(wanted, fleet.total_capacity))
             log.info("plan", "concurrency chosen", max_in_flight=workers, servers=len(plan.servers))
             client = cast("RolloutClient", FleetClient(fleet, proxy))  # the two calls it makes

@@ -104,6 +104,18 @@ class EvalOptions:
     max_cost: float | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class EvalKnobs:
+    """The run's tunables: the request's value, else the eval config's, validated."""
+
+    n: int
+    pass_threshold: float
+    max_in_flight: int | None
+    agent_timeout_sec: float | None
+    grader_timeout_sec: float | None
+    max_cost: float | None = None
+
+
 @dataclass(slots=True)
 class EvalPlan:
     """Everything a run needs, resolved and validated."""
@@ -113,11 +125,7 @@ class EvalPlan:
     rows: list[DatasetRow]  # the selected rows, in selection order
     total_dataset_rows: int
     upstream: Upstream
-    n: int
-    pass_threshold: float
-    agent_timeout_sec: float | None
-    grader_timeout_sec: float | None
-    max_in_flight: int | None
+    knobs: EvalKnobs
     env: dict[str, str]
     secrets: dict[str, str] = field(repr=False)
     inputs: dict[str, Any]
@@ -133,7 +141,6 @@ class EvalPlan:
     token_ids: bool = False
     max_failures: int | None = None
     allow_changed: bool = False
-    max_cost: float | None = None
     #: The explicit choices of the request that started the run (model, dataset, selection,
     #: n), stored in the manifest so a resume given only the run name reuses them.
     request: dict[str, Any] = field(default_factory=dict)
@@ -160,15 +167,16 @@ class EvalPlan:
 
     @property
     def total_work_items(self) -> int:
-        return len(self.rows) * self.n
+        return len(self.rows) * self.knobs.n
 
     @property
     def deadline_sec(self) -> float:
         """A work item's deadline: ``item_deadline_sec``, else derived from the two timeouts."""
         from osmosis_ai.eval._scheduler import item_deadline
 
+        knobs = self.knobs
         return self.item_deadline_sec or item_deadline(
-            self.agent_timeout_sec, self.grader_timeout_sec
+            knobs.agent_timeout_sec, knobs.grader_timeout_sec
         )
 
     @property
@@ -230,17 +238,7 @@ def _resolve_secrets(names: list[str], environ: Mapping[str, str]) -> dict[str, 
     return {name: environ[name] for name in names}
 
 
-@dataclass(slots=True)
-class _Knobs:
-    n: int
-    pass_threshold: float
-    max_in_flight: int | None
-    agent_timeout_sec: float | None
-    grader_timeout_sec: float | None
-    max_cost: float | None = None
-
-
-def _knobs(options: EvalOptions, source: EvalSource) -> _Knobs:
+def _knobs(options: EvalOptions, source: EvalSource) -> EvalKnobs:
     evaluation = source.evaluation
     n = options.n if options.n is not None else evaluation.n
     if n < 1:
@@ -264,7 +262,7 @@ def _knobs(options: EvalOptions, source: EvalSource) -> _Knobs:
         raise EvalPlanError(
             f"the cost budget (--max-cost) must be a positive USD amount, got {max_cost}"
         )
-    return _Knobs(n, threshold, max_in_flight, agent, grader, max_cost)
+    return EvalKnobs(n, threshold, max_in_flight, agent, grader, max_cost)
 
 
 def _select(
@@ -310,7 +308,7 @@ def _locked_inputs(
     dataset_path: Path,
     selection: list[int],
     upstream: Upstream,
-    knobs: _Knobs,
+    knobs: EvalKnobs,
     env: dict[str, str],
     secrets: dict[str, str],
     output_root: Path,
@@ -453,11 +451,7 @@ def build_plan(options: EvalOptions, *, environ: Mapping[str, str] | None = None
         rows=[all_rows[i] for i in selection],
         total_dataset_rows=len(all_rows),
         upstream=upstream,
-        n=knobs.n,
-        pass_threshold=knobs.pass_threshold,
-        agent_timeout_sec=knobs.agent_timeout_sec,
-        grader_timeout_sec=knobs.grader_timeout_sec,
-        max_in_flight=knobs.max_in_flight,
+        knobs=knobs,
         env=env,
         secrets=secrets,
         inputs=inputs,
@@ -474,7 +468,6 @@ def build_plan(options: EvalOptions, *, environ: Mapping[str, str] | None = None
         token_ids=options.token_ids,
         max_failures=options.max_failures,
         allow_changed=options.allow_changed,
-        max_cost=knobs.max_cost,
         **_fleet_fields(options, env_map),
         request=_request_record(options, dataset_path, upstream),
         mock_policy=mock_policy,

@@ -103,7 +103,7 @@ def _work_items(plan: EvalPlan) -> list[WorkItem]:
     return [
         WorkItem(row_index=row_index, run_index=run_index, row=row)
         for row_index, row in enumerate(plan.rows)
-        for run_index in range(plan.n)
+        for run_index in range(plan.knobs.n)
     ]
 
 
@@ -131,7 +131,7 @@ class _Session:
         self.budget: Budget | None = None
         #: Policy calls in flight (in the proxy), adapted to the upstream's pushback; its ceiling
         #: (max_in_flight) is set by dispatch.
-        self.limit = AdaptiveLimit(plan.max_in_flight or 1, name="policy")
+        self.limit = AdaptiveLimit(plan.knobs.max_in_flight or 1, name="policy")
         self.paths = paths
         self.manifest = manifest
         self.log = log
@@ -145,7 +145,7 @@ class _Session:
             model=plan.upstream.model,
             rollout=plan.rollout_name,
             rows=len(plan.rows),
-            n=plan.n,
+            n=plan.knobs.n,
             total=len(self.items),
         )
         self.progress.policy_limit = None if plan.servers else self.limit
@@ -178,13 +178,13 @@ class _Session:
         pending = [
             i for i in self.items if not _is_done(prior.get((i.row_index, i.run_index), {}), retry)
         ]
-        if self.plan.max_cost is not None or self.confirm is not None:
+        if self.plan.knobs.max_cost is not None or self.confirm is not None:
             # The budget covers the whole run: rows of earlier sessions count.
             keys = {(i.row_index, i.run_index) for i in self.items} - {
                 (i.row_index, i.run_index) for i in pending
             }
             self.budget = Budget.from_prior(
-                self.plan.max_cost, (prior[key].get("cost") for key in keys if key in prior)
+                self.plan.knobs.max_cost, (prior[key].get("cost") for key in keys if key in prior)
             )
         self.progress.already_done = len(self.items) - len(pending)
         self.progress.pending_at_start = len(pending)
