@@ -18,7 +18,9 @@ settings, :func:`osmosis_ai.rollout.server.serving.uvicorn_config`).
   other end only the eval process holds. When that process dies for any reason (also
   ``kill -9``) the pipe reaches EOF, and the server shuts down gracefully, then hard-exits if
   draining takes too long. This works through ``uv run`` too, where the eval process is not
-  the direct parent.
+  the direct parent. The thread starts once the app is loaded and the worker pool has forked
+  its zygote (fork needs a single-threaded process); an eval that dies during the import is
+  noticed then, at once.
 """
 
 from __future__ import annotations
@@ -79,10 +81,10 @@ def main(argv: list[str]) -> None:
     if len(argv) != 3:
         raise SystemExit("usage: _server_bootstrap.py ENTRYPOINT ROLLOUT_DIR PORT_FILE")
     entrypoint, rollout_dir, port_file = Path(argv[0]), Path(argv[1]), Path(argv[2])
-    if os.environ.get("_OSMOSIS_EVAL_WATCH_STDIN") == "1":
-        _watch_parent()
     app = _load_app(entrypoint.resolve(), rollout_dir.resolve())
-    _use_workers(app)
+    _use_workers(app)  # forks the workers' zygote: before any thread starts (see _workers.zygote)
+    if os.environ.get("_OSMOSIS_EVAL_WATCH_STDIN") == "1":
+        _watch_parent()  # the eval died during the import: PR_SET_PDEATHSIG, or EOF at once
 
     import uvicorn
 

@@ -13,11 +13,16 @@ from __future__ import annotations
 
 import asyncio
 import math
+import os
+import signal
 import socket
+import subprocess
+import sys
 import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -267,3 +272,49 @@ class CallbackListener:
                 if len(matching) >= count:
                     return matching
                 await self._arrived.wait()
+
+
+async def _listening_url(proc: asyncio.subprocess.Process) -> str:
+    assert proc.stderr is not None
+    while line := await proc.stderr.readline():
+        text = line.decode()
+        if "rollout server listening on " in text:
+            return text.rsplit(" ", 1)[-1].strip()
+    raise AssertionError("the server exited before listening")
+
+
+@dataclass
+class ScriptServer:
+    """A server started as ``python SCRIPT``: its URL, process, and exit code once stopped."""
+
+    url: str
+    proc: asyncio.subprocess.Process
+    code: int | None = None
+
+
+@asynccontextmanager
+async def script_server(script: Path, cwd: Path, **env: str) -> AsyncIterator[ScriptServer]:
+    """Run ``python script`` (which calls ``serve(app)``) until it logs its URL; SIGTERM it on
+    exit and record its exit code."""
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        str(script),
+        env={**os.environ, "PYTHONUNBUFFERED": "1", **env},
+        stderr=subprocess.PIPE,
+        cwd=str(cwd),
+    )
+    drain: asyncio.Task[bytes] | None = None
+    server = ScriptServer("", proc)
+    try:
+        async with asyncio.timeout(120):
+            server.url = await _listening_url(proc)
+        assert proc.stderr is not None
+        drain = asyncio.create_task(proc.stderr.read())  # keep the pipe from filling up
+        yield server
+    finally:
+        if proc.returncode is None:
+            proc.send_signal(signal.SIGTERM)
+        async with asyncio.timeout(60):
+            server.code = await proc.wait()
+            if drain is not None:
+                await drain

@@ -1,7 +1,9 @@
-"""A worker process: ``python -m osmosis_ai.rollout.server._workers.main FD SPEC_JSON``.
+"""A worker process: ``python -m osmosis_ai.rollout.server._workers.main FD SPEC_JSON``, or
+forked from the zygote (:func:`run_forked`, :mod:`.zygote`).
 
-Rebuilds the backend from the entrypoint once (:func:`.entry.rebuild_backend`), reports
-``ready`` (or ``error`` with what went wrong), then runs every ``run`` message as a task on its
+Started by exec, it rebuilds the backend from the entrypoint once
+(:func:`.entry.rebuild_backend`); forked, it already holds it. It reports ``ready`` with how it
+was started (``exec`` or ``fork``), or ``error`` with what went wrong, then runs every ``run`` message as a task on its
 own event loop: ``backend.execute(request, progress)``, where ``progress`` forwards ``running`` /
 ``grading`` to the server. ``cancel`` cancels that task. The worker exits when the server's end
 of the socket closes, so a dead server never leaves workers behind.
@@ -86,13 +88,15 @@ def _failure(message: str) -> Any:
     return ExecutionOutcome(workflow=failure(RolloutErrorCategory.INTERNAL_ERROR, message))
 
 
-async def _serve(fd: int, spec: dict[str, Any]) -> None:
+async def _serve(fd: int, spec: dict[str, Any], backend: Any = None) -> None:
     sock = socket.socket(fileno=fd)
     reader, writer = await asyncio.open_unix_connection(sock=sock)
+    start = "exec" if backend is None else "fork"
     try:
-        from osmosis_ai.rollout.server._workers.entry import rebuild_backend
+        if backend is None:
+            from osmosis_ai.rollout.server._workers.entry import rebuild_backend
 
-        backend = rebuild_backend(spec["entry"])
+            backend = rebuild_backend(spec["entry"])
     except BaseException as exc:
         writer.write(encode([("error", f"{type(exc).__name__}: {exc}")]))
         await writer.drain()
@@ -100,7 +104,7 @@ async def _serve(fd: int, spec: dict[str, Any]) -> None:
         return
     worker = _Worker(backend, writer)
     freeze_long_lived()  # the framework and backend stay: keep full GCs off them
-    worker.send(("ready", os.getpid()))
+    worker.send(("ready", os.getpid(), start))
     try:
         await _loop(worker, reader)
     finally:
@@ -136,15 +140,25 @@ async def _loop(worker: _Worker, reader: asyncio.StreamReader) -> None:
                 return
 
 
-def main(argv: list[str]) -> None:
-    fd, spec = int(argv[0]), json.loads(argv[1])
+def _prepare(spec: dict[str, Any]) -> None:
     os.environ[ENV_WORKER] = "1"
     if spec.get("nice") and hasattr(os, "nice"):
         with contextlib.suppress(OSError):
             os.nice(spec["nice"])  # the protocol process comes first (see ENV_WORKER_NICE)
-    sys.path[:] = spec["sys_path"]
     logging.basicConfig(level=spec.get("log_level", logging.INFO))
+
+
+def main(argv: list[str]) -> None:
+    fd, spec = int(argv[0]), json.loads(argv[1])
+    sys.path[:] = spec["sys_path"]
+    _prepare(spec)
     asyncio.run(_serve(fd, spec))
+
+
+def run_forked(fd: int, spec: dict[str, Any], backend: Any) -> None:
+    """A worker forked from the zygote: ``backend`` is the one the server imported."""
+    _prepare(spec)
+    asyncio.run(_serve(fd, spec, backend))
 
 
 if __name__ == "__main__":

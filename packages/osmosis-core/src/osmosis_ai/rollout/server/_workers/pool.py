@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 from osmosis_ai.rollout._execution import failure, seconds
 from osmosis_ai.rollout.backend.base import ExecutionBackend
 from osmosis_ai.rollout.server._workers.process import ResultIntake, WorkerDied, WorkerProcess
+from osmosis_ai.rollout.server._workers.spawn import Launcher, Zygote
 from osmosis_ai.rollout.types.enums import RolloutErrorCategory
 from osmosis_ai.rollout.types.execution import ExecutionOutcome, ExecutionRequest
 
@@ -73,6 +74,17 @@ class WorkerPool(ExecutionBackend):
         self._pings = 0
         self._restarted: asyncio.Future[None] | None = None
         self._intake = ResultIntake()
+        self.launcher = Launcher()
+
+    def fork_zygote(self) -> None:
+        """Fork the zygote that will fork the workers (:mod:`.zygote`), if this process can
+        fork safely now: before its event loop and any thread start. Else workers start by exec."""
+        from osmosis_ai.rollout.server._workers.zygote import start_zygote
+
+        if self.launcher.zygote is None:
+            started = start_zygote(self.template)
+            if started is not None:
+                self.launcher = Launcher(Zygote(*started))
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -105,7 +117,7 @@ class WorkerPool(ExecutionBackend):
         self._spawn(self._heartbeat())
 
     def _new_worker(self, index: int, spec: dict[str, Any]) -> WorkerProcess:
-        worker = WorkerProcess(index, spec, self._on_exit)
+        worker = WorkerProcess(index, spec, self._on_exit, self.launcher)
         worker.released = self._wake
         worker.intake = self._intake  # one pace for all workers' results
         return worker
@@ -191,6 +203,7 @@ class WorkerPool(ExecutionBackend):
         for task in list(self._tasks):
             task.cancel()
         await asyncio.gather(*(w.stop(5.0) for w in self.workers), return_exceptions=True)
+        await self.launcher.close()
         with contextlib.suppress(Exception):
             await self.template.shutdown()
 
@@ -321,9 +334,16 @@ class WorkerPool(ExecutionBackend):
             "backend": "workers",
             "inner_backend": type(self.template).__name__,
             "workers": [
-                {"index": w.index, "pid": w.pid, "ready": w.ready, "in_flight": w.load}
+                {
+                    "index": w.index,
+                    "pid": w.pid,
+                    "ready": w.ready,
+                    "in_flight": w.load,
+                    "start": w.start_mode,
+                }
                 for w in self.workers
             ],
+            **self.launcher.describe(),
             "queued": len(self._waiters),
             "per_worker_concurrency": self.per_worker,
             "max_queue_depth": self.max_queue_depth,
@@ -346,4 +366,5 @@ def use_workers(app: Any, workers: int) -> WorkerPool:
         return backend
     pool = WorkerPool(backend, workers, locate(app))
     service.use_backend(pool)
+    pool.fork_zygote()
     return pool

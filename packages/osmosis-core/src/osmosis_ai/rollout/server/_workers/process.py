@@ -3,18 +3,16 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import signal
 import socket
-import subprocess
-import sys
 from collections.abc import Callable
 from typing import Any
 
 from osmosis_ai.errors import BackendError
 from osmosis_ai.rollout._execution import failure
 from osmosis_ai.rollout.server._workers.channel import Sender, decode_outcome, receive
+from osmosis_ai.rollout.server._workers.spawn import ExecProcess, ForkedProcess, Launcher
 from osmosis_ai.rollout.server.entry import publish
 from osmosis_ai.rollout.types.enums import RolloutErrorCategory, RolloutStatus
 from osmosis_ai.rollout.types.execution import ExecutionOutcome, ExecutionRequest
@@ -86,12 +84,20 @@ class ResultIntake:
 class WorkerProcess:
     """A live worker: its rollouts in flight (``pending``) and their progress objects."""
 
-    def __init__(self, index: int, spec: dict[str, Any], on_exit: Callable[[WorkerProcess], None]):
+    def __init__(
+        self,
+        index: int,
+        spec: dict[str, Any],
+        on_exit: Callable[[WorkerProcess], None],
+        launcher: Launcher | None = None,
+    ):
         self.index = index
         self.spec = spec
         self.on_exit = on_exit
-        self.proc: subprocess.Popen[bytes] | None = None
+        self.launcher = launcher or Launcher()
+        self.proc: ExecProcess | ForkedProcess | None = None
         self.pid: int | None = None
+        self.start_mode: str | None = None  # "fork" or "exec", as the worker reported it
         self.ready = False
         self.load = 0  # rollouts dispatched (or reserved) and not yet done
         self.pending: dict[str, tuple[asyncio.Future[ExecutionOutcome | None], Any]] = {}
@@ -110,19 +116,10 @@ class WorkerProcess:
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
         ours, theirs = socket.socketpair()
-        spec = json.dumps(self.spec)
-        self.proc = subprocess.Popen(  # noqa: ASYNC220 - fork+exec returns at once
-            [
-                sys.executable,
-                "-m",
-                "osmosis_ai.rollout.server._workers.main",
-                str(theirs.fileno()),
-                spec,
-            ],
-            pass_fds=(theirs.fileno(),),
-            stdin=subprocess.DEVNULL,
-        )
-        theirs.close()
+        try:
+            self.proc = await self.launcher.start(theirs, self.spec)
+        finally:
+            theirs.close()
         self.pid = self.proc.pid
         reader, self._writer = await asyncio.open_unix_connection(sock=ours)
         self._sender = Sender(self._writer)
@@ -131,7 +128,7 @@ class WorkerProcess:
                 first = (await receive(reader))[0]
         except (TimeoutError, asyncio.IncompleteReadError, ConnectionError) as exc:
             self.kill()
-            code = await asyncio.to_thread(self.proc.wait)
+            code = await self.proc.wait()
             raise WorkerStartError(
                 f"rollout worker {self.index} (pid {self.pid}) {describe_exit(code)} before it "
                 "was ready; see its output above"
@@ -141,6 +138,7 @@ class WorkerProcess:
             raise WorkerStartError(
                 f"rollout worker {self.index} could not rebuild the backend: {first[1]}"
             )
+        self.start_mode = first[2] if len(first) > 2 else None
         self.ready = True
         self.last_pong = loop.time()
         self._reader_task = loop.create_task(
@@ -179,7 +177,7 @@ class WorkerProcess:
         if self.proc is None:
             return
         try:
-            await asyncio.wait_for(asyncio.to_thread(self.proc.wait), timeout)
+            await asyncio.wait_for(self.proc.wait(), timeout)
         except TimeoutError:
             self.kill()
         if self._reader_task is not None:
@@ -236,7 +234,7 @@ class WorkerProcess:
         code = None
         if self.proc is not None:
             self.kill()  # the channel is gone: make sure the process is too
-            code = await asyncio.to_thread(self.proc.wait)
+            code = await self.proc.wait()
         reason = self._death_reason or describe_exit(code)
         self._death = (
             f"the rollout worker process running this rollout (worker {self.index}, pid "
