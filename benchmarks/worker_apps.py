@@ -7,7 +7,8 @@ importing this file, as they would a user's ``main.py``) and serves it, in proce
 of the server process to ``<path>.<app>.<n>``; ``BENCH_GC_THRESHOLD=a,b,c`` calls
 ``gc.set_threshold(a, b, c)`` in the server process (to try collector settings). ``/bench/stalls`` reports the server loop's
 lateness and GC pauses (:class:`StallMonitor`); ``POST`` there starts a new measurement.
-``/bench/heap`` counts the objects the collector tracks (:func:`heap_census`).
+``/bench/heap`` counts the objects the collector tracks (:func:`heap_census`); ``/bench/pool``
+reports how long the worker pool took to start and to restart each worker.
 """
 
 from __future__ import annotations
@@ -330,6 +331,15 @@ def _monitored(asgi: Any, monitor: StallMonitor) -> Any:
             monitor.start(asyncio.get_running_loop())
         if scope["type"] == "http" and scope["path"] == "/bench/heap":
             body = json.dumps(heap_census()).encode()
+            headers = [(b"content-type", b"application/json")]
+            await send({"type": "http.response.start", "status": 200, "headers": headers})
+            await send({"type": "http.response.body", "body": body})
+            return
+        if scope["type"] == "http" and scope["path"] == "/bench/pool":
+            pool = asgi.state.rollout_service.backend
+            body = json.dumps(
+                {"start_sec": pool.start_sec, "restart_secs": pool.restart_secs}
+            ).encode()
             headers = [(b"content-type", b"application/json")]
             await send({"type": "http.response.start", "status": 200, "headers": headers})
             await send({"type": "http.response.body", "body": body})

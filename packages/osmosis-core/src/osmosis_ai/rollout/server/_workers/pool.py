@@ -68,6 +68,8 @@ class WorkerPool(ExecutionBackend):
         self.max_queue_depth: int | None = depth if isinstance(depth, int) else None
         self.workers: list[WorkerProcess] = []
         self.restarts = 0
+        self.start_sec = 0.0  # how long start_workers took (all workers ready)
+        self.restart_secs: list[float] = []  # each restart: from the death to the new one ready
         self._waiters: deque[asyncio.Future[None]] = deque()
         self._tasks: set[asyncio.Task[Any]] = set()
         self._closing = False
@@ -101,8 +103,10 @@ class WorkerPool(ExecutionBackend):
     async def start_workers(self) -> None:
         """Start every worker (the service calls this at startup); raise ``WorkerStartError`` if one cannot rebuild the backend."""
         spec = self._spec()
+        began = asyncio.get_running_loop().time()
         self.workers = [self._new_worker(i, spec) for i in range(self.size)]
         results = await asyncio.gather(*(w.start() for w in self.workers), return_exceptions=True)
+        self.start_sec = asyncio.get_running_loop().time() - began
         errors = [r for r in results if isinstance(r, BaseException)]
         if errors:
             self._closing = True
@@ -110,8 +114,10 @@ class WorkerPool(ExecutionBackend):
                 worker.kill()
             raise errors[0]
         logger.info(
-            "rollout workers ready: %d process(es), pids %s",
+            "rollout workers ready in %.2fs: %d process(es), started by %s, pids %s",
+            self.start_sec,
             self.size,
+            "/".join(sorted({str(w.start_mode) for w in self.workers})),
             ", ".join(str(w.pid) for w in self.workers),
         )
         self._spawn(self._heartbeat())
@@ -134,6 +140,7 @@ class WorkerPool(ExecutionBackend):
 
     async def _restart(self, dead: WorkerProcess) -> None:
         delay = 0.0
+        began = asyncio.get_running_loop().time()
         while not self._closing:
             worker = self._new_worker(dead.index, dead.spec)
             try:
@@ -153,7 +160,14 @@ class WorkerPool(ExecutionBackend):
                 return
             self.workers[dead.index] = worker
             self.restarts += 1
-            logger.info("rollout worker %d restarted (pid %s)", dead.index, worker.pid)
+            self.restart_secs.append(asyncio.get_running_loop().time() - began)
+            logger.info(
+                "rollout worker %d restarted by %s in %.2fs (pid %s)",
+                dead.index,
+                worker.start_mode,
+                self.restart_secs[-1],
+                worker.pid,
+            )
             self._wake()
             if self._restarted is not None and not self._restarted.done():
                 self._restarted.set_result(None)
