@@ -99,7 +99,9 @@ def _row(app: str, mode: str, runs: list[dict[str, float]]) -> str:
 
 
 async def main() -> None:
-    parser = argparse.ArgumentParser(description="How long rollout workers take to start: fork vs exec.")
+    parser = argparse.ArgumentParser(
+        description="How long rollout workers take to start: fork vs exec."
+    )
     parser.add_argument("--apps", default="noop,strands")
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
