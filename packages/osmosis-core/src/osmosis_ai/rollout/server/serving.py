@@ -64,8 +64,11 @@ def serve(app: Any, *, workers: int | str | None = None, **options: Any) -> None
 
     ``workers``: run rollouts in this many worker processes (``"auto"``: the usable cores, at
     most 8); ``None`` reads ``OSMOSIS_ROLLOUT_WORKERS`` and defaults to 1, rollouts in this
-    process. Each worker imports the script that defines ``app`` (as ``__mp_main__``, so its
-    ``if __name__ == "__main__":`` block does not run) and rebuilds the backend from it.
+    process. On Linux the workers are forked from a zygote this call forks first, so they
+    start with everything already imported (:mod:`._workers.zygote`); otherwise, or with
+    ``OSMOSIS_ROLLOUT_WORKER_START=exec``, each imports the script that defines ``app`` (as
+    ``__mp_main__``, so its ``if __name__ == "__main__":`` block does not run) and rebuilds
+    the backend from it.
     ``options`` are :func:`uvicorn_config`'s: ``host`` (default 127.0.0.1), ``port``,
     ``timeout_keep_alive`` (2160 s), ``header_timeout_sec`` (how long a connection may take to
     send a request head), ``max_connections`` (``None``: the descriptor limit less an eighth,

@@ -1,8 +1,9 @@
 """Worker processes for the rollout server (``serve(app, workers=N)``).
 
 The server process keeps the protocol (admission, leases, long polls, results, trajectories,
-the outbox); rollouts run in N worker processes, each with its own event loop, the rollout's
-entrypoint imported once and the backend rebuilt from it. :class:`.pool.WorkerPool` implements
+the outbox); rollouts run in N worker processes, each with its own event loop and the backend:
+forked from a zygote that holds the server's imports (:mod:`.zygote`), or started by exec,
+importing the rollout's entrypoint once and rebuilding the backend from it (:mod:`.entry`). :class:`.pool.WorkerPool` implements
 the :class:`~osmosis_ai.rollout.backend.base.ExecutionBackend` contract by dispatching
 ``execute`` to the workers, so the service cannot tell it from an in-process backend.
 
