@@ -173,3 +173,22 @@ def test_when_workers_cannot_fork(monkeypatch: pytest.MonkeyPatch) -> None:
         thread.join()
     assert reason is not None
     assert "busy-thread" in reason
+
+
+async def test_the_zygote_and_its_workers_exit_when_the_server_is_killed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv(ENV_WORKER_START, raising=False)
+    async with (
+        script_server(
+            SCRIPT, tmp_path, OSMOSIS_HOME=str(tmp_path), WORKER_TEST_LOGGING="1"
+        ) as server,
+        httpx.AsyncClient(base_url=server.url) as http,
+    ):
+        health = (await http.get("/health")).json()
+        server.proc.kill()  # no drain, no shutdown: only the closed sockets tell them
+        await server.proc.wait()
+        left = {health["zygote_pid"], *(w["pid"] for w in health["workers"])}
+        assert await _all_gone(left)
+    assert {w["start"] for w in health["workers"]} == {"fork"}
+    assert server.code == -signal.SIGKILL
