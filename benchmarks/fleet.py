@@ -4,12 +4,16 @@ Starts three `osmosis rollout serve` processes of the tiny rollout (each its own
 port; ``slow`` mode: a fixed sleep per rollout, so a server's capacity, not the controller,
 bounds its throughput) and an instant scripted policy in its own process, then runs the same
 evaluation over the first 1, 2 and 3 servers. Prints rows/s of the dispatch phase for each, and
-the controller's CPU per row (this process only: servers and policy are other processes).
+the CPU per row of the two controller-side processes: the controller (this process; servers and
+policy are other processes) and the policy proxy process ``eval run --servers`` starts (its
+whole CPU, start-up included, from ``RUSAGE_CHILDREN``; and its CPU from the first to the last
+row, sampled from /proc), and their total.
 
-The argument for "the controller is not the bottleneck before ~1,000 rows/s": all of a
-controller's per-row work (admission, long poll, proxy hop, fsync'd journal, finalisation) runs
-on one event loop, so it saturates one core at ``1000 / (CPU ms per row)`` rows/s; that figure
-is printed as the controller's ceiling. Servers on other machines add no controller CPU.
+The argument for "the controller is not the bottleneck before ~1,000 rows/s": the controller's
+per-row work (admission, long poll, fsync'd journal, finalisation) runs on one event loop and
+the proxy's (every model call in and out) on another, so the busier of the two saturates one
+core at ``1000 / (its CPU ms per row)`` rows/s; that figure is printed. Servers on other
+machines add no controller CPU.
 
     uv run python benchmarks/fleet.py                  # 600 rows per run, sleep 0.05 s, 16 slots
     uv run python benchmarks/fleet.py --rows 300 --sleep 0.1
@@ -81,9 +85,14 @@ def _start_servers(ws: Path, count: int, env: dict[str, str]) -> tuple[list[Any]
 
 
 class _Clock:
-    def __init__(self) -> None:
+    """Times the rows, and samples the policy proxy process's CPU at the first and last row
+    (its start-up is before the first row; reading /proc twice per run costs nothing per row)."""
+
+    def __init__(self, rows: int) -> None:
+        self.rows = rows
         self.first = self.last = 0.0
         self.results = 0
+        self.proxy_cpu: list[float] = []
 
     def __call__(self, update: Any) -> None:
         if update.kind == "row":
@@ -91,10 +100,38 @@ class _Clock:
             self.first = self.first or now
             self.last = now
             self.results += 1
+            if self.results in (1, self.rows):
+                self.proxy_cpu.append(_proxy_process_cpu())
+
+    @property
+    def proxy_steady_ms(self) -> float | None:
+        """The proxy process's CPU per row between the first and the last row (ms)."""
+        if len(self.proxy_cpu) != 2 or self.results < 2:
+            return None
+        return (self.proxy_cpu[1] - self.proxy_cpu[0]) / (self.results - 1) * 1000
 
 
-def _cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_SELF)
+def _proxy_process_cpu() -> float:
+    """CPU seconds of this process's policy proxy child (``eval run --servers`` runs the proxy
+    in its own process), 0.0 when there is none."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            if b"_proxy_child" not in (entry / "cmdline").read_bytes():
+                continue
+        except OSError:
+            continue
+        fields = stat.rsplit(")", 1)[1].split()
+        if int(fields[1]) == os.getpid():  # fields: state, ppid, ..., utime (12), stime (13)
+            return (int(fields[11]) + int(fields[12])) / ticks
+    return 0.0
+
+
+def _cpu(who: int = resource.RUSAGE_SELF) -> float:
+    usage = resource.getrusage(who)
     return usage.ru_utime + usage.ru_stime
 
 
@@ -145,9 +182,10 @@ def main() -> None:
                 warm, name="bench-warm", model="instant", base_url=policy_url, servers=urls[:1]
             )
             for number, count in enumerate(counts):
-                clock = _Clock()
+                clock = _Clock(args.rows)
                 profile_to = profile_path if number == len(counts) - 1 else None
                 profiler = None if profile_to is None else cProfile.Profile(time.process_time)
+                children_before = _cpu(resource.RUSAGE_CHILDREN)
                 cpu_before, started = _cpu(), time.perf_counter()
                 if profiler is not None:
                     profiler.enable()
@@ -164,8 +202,21 @@ def main() -> None:
                     profiler.dump_stats(profile_to)
                 wall = time.perf_counter() - started
                 cpu = _cpu() - cpu_before
+                # The proxy process has been waited for when run_eval returns: its whole CPU,
+                # start-up included (the servers and the policy are waited for only at the end).
+                proxy_cpu = _cpu(resource.RUSAGE_CHILDREN) - children_before
                 steady = max(clock.last - clock.first, 1e-9)
-                figures.append((count, result.succeeded, (clock.results - 1) / steady, wall, cpu))
+                figures.append(
+                    (
+                        count,
+                        result.succeeded,
+                        (clock.results - 1) / steady,
+                        wall,
+                        cpu,
+                        proxy_cpu,
+                        clock,
+                    )
+                )
     finally:
         for proc in procs:
             proc.send_signal(signal.SIGTERM)
@@ -179,12 +230,18 @@ def main() -> None:
         f"rows per run: {args.rows}  rollout sleep: {args.sleep}s  slots per server: "
         f"{args.slots} (a server's ceiling: {ceiling:.0f} rows/s)"
     )
-    for count, succeeded, rate, wall, cpu in figures:
+    for count, succeeded, rate, wall, cpu, proxy_cpu, clock in figures:
+        steady_proxy = clock.proxy_steady_ms
+        busiest = max(cpu, proxy_cpu if steady_proxy is None else steady_proxy * args.rows / 1000)
         print(
             f"{count} server(s): {succeeded}/{args.rows} succeeded  {rate:.0f} rows/s steady, "
-            f"{args.rows / wall:.0f} rows/s end to end ({wall:.2f} s)  controller CPU "
-            f"{cpu / args.rows * 1000:.2f} ms/row -> one core saturates at "
-            f"{args.rows / cpu:.0f} rows/s"
+            f"{args.rows / wall:.0f} rows/s end to end ({wall:.2f} s)\n"
+            f"    controller process CPU {cpu / args.rows * 1000:.2f} ms/row; policy proxy "
+            f"process {proxy_cpu / args.rows * 1000:.2f} ms/row with its start-up, "
+            + ("n/a" if steady_proxy is None else f"{steady_proxy:.2f}")
+            + " ms/row first to last row; total "
+            f"{(cpu + proxy_cpu) / args.rows * 1000:.2f} ms/row\n"
+            f"    busiest process saturates one core at {args.rows / busiest:.0f} rows/s"
         )
     print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}")
 

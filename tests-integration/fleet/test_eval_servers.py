@@ -6,6 +6,9 @@ when one server is SIGKILLed mid-run; the summary names the server that failed.
 
 from __future__ import annotations
 
+import json
+import os
+import signal
 import threading
 import time
 from collections import Counter
@@ -171,3 +174,53 @@ def test_wrong_inbound_key_fails_every_server_and_says_which_variable(
     assert "OSMOSIS_ROLLOUT_API_KEY" in result.stderr
     assert KEY not in result.stderr
     assert "not-the-key" not in result.stderr
+
+
+def _proxy_pid(logs: Path) -> int | None:
+    """The policy proxy process's pid, from the run's ``logs.txt``."""
+    if not logs.exists():
+        return None
+    for line in logs.read_text().splitlines():
+        if "policy proxy listening" in line:
+            return int(json.loads(line.split("policy proxy listening ", 1)[1])["pid"])
+    return None
+
+
+def test_a_dead_policy_proxy_halts_the_run_and_a_rerun_finishes_it(
+    cli: Cli, fleet: ServerFleet, tmp_path: Path
+) -> None:
+    ws = tmp_path / "ws"
+    config = write_tiny_workspace(ws, n_rows=120, mode="slow")
+    urls = fleet.start(ws, 2, {**SERVER_ENV, "TINY_SLEEP": "0.1"})
+    run_dir = ws / ".osmosis" / "evals" / "x"
+    events = run_dir / "events.jsonl"
+
+    def kill_proxy_after_some_results() -> None:
+        deadline = time.monotonic() + 60
+        while len(read_jsonl(events)) < 20 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        pid = _proxy_pid(run_dir / "logs.txt")
+        assert pid is not None
+        os.kill(pid, signal.SIGKILL)
+
+    killer = threading.Thread(target=kill_proxy_after_some_results)
+    killer.start()
+    args = ("eval", "run", str(config), "--name", "x", "--json", "--servers", ",".join(urls))
+    result = cli.run(*args, cwd=ws, env={"OSMOSIS_ROLLOUT_API_KEY": KEY})
+    killer.join()
+
+    resource = result.json()["resource"]
+    assert "policy proxy process exited" in resource["halt_reason"]
+    assert "--name" in resource["halt_reason"]
+    assert resource["pending"] > 0
+    # No row was failed because its model calls met the dead proxy: those stay pending.
+    assert resource["failed"] == 0
+    assert resource["succeeded"] + resource["pending"] == 120
+
+    again = cli.run(*args, cwd=ws, env={"OSMOSIS_ROLLOUT_API_KEY": KEY})
+
+    assert again.code == 0, again.stderr
+    assert again.json()["resource"]["succeeded"] == 120
+    keys = _keys(events)
+    assert len(keys) == 120
+    assert set(keys.values()) == {1}

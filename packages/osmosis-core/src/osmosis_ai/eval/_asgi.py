@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import base64
 import contextlib
+import hashlib
 import hmac
 import json
 from collections.abc import Awaitable, Callable, Generator, MutableMapping
@@ -39,14 +41,27 @@ class QuietServer:
         self.server = _Server(config)
 
 
-def authorized(scope: Scope, token: str) -> bool:
+def bearer(scope: Scope) -> str | None:
+    """The request's bearer token, or ``None`` when it sends none."""
     for name, value in scope["headers"]:
         if name == b"authorization":
             scheme, _, given = value.decode("latin-1").partition(" ")
-            return scheme.lower() == "bearer" and hmac.compare_digest(
-                given.strip().encode(), token.encode()
-            )
-    return False
+            return given.strip() if scheme.lower() == "bearer" else None
+    return None
+
+
+def authorized(scope: Scope, token: str) -> bool:
+    given = bearer(scope)
+    return given is not None and hmac.compare_digest(given.encode(), token.encode())
+
+
+def route_token(key: bytes, rollout_id: str, generation: int) -> str:
+    """A rollout's bearer token when the proxy runs in its own process: ``<generation>.<mac>``,
+    an HMAC-SHA256 of the rollout id and generation under the session's key. The proxy checks it
+    without being told about the route first; a re-dispatch takes the next generation, and the
+    proxy refuses the older ones from then on."""
+    mac = hmac.new(key, f"{rollout_id}/{generation}".encode(), hashlib.sha256).digest()
+    return f"{generation}.{base64.urlsafe_b64encode(mac).rstrip(b'=').decode()}"
 
 
 async def read_body(receive: Receive) -> bytes:

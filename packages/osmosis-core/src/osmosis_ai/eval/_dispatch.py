@@ -30,6 +30,7 @@ from osmosis_ai.eval._journal import Journal
 from osmosis_ai.eval._plan import EvalPlan
 from osmosis_ai.eval._pricing import Pricer, RowPricer, parse_overrides
 from osmosis_ai.eval._proxy import PolicyProxy
+from osmosis_ai.eval._proxy_calls import PolicyRoutes
 from osmosis_ai.eval._run_layout import RunPaths
 from osmosis_ai.eval._run_log import RunLog
 from osmosis_ai.eval._scheduler import DispatchHalted, Scheduler, WorkItem
@@ -37,6 +38,7 @@ from osmosis_ai.eval._server_process import RolloutServerProcess
 from osmosis_ai.eval._upstream import Upstream
 
 if TYPE_CHECKING:
+    from osmosis_ai.eval._proxy_process import ProxyProcess
     from osmosis_ai.rollout.client import RolloutClient
 
 #: Default concurrency when neither the arguments, the config nor the server say otherwise.
@@ -187,19 +189,30 @@ async def _start_proxy(
     # Beyond loopback only when asked (--proxy-host); every rollout has its own bearer token.
     await proxy.start(plan.proxy_host, plan.proxy_port)
     stack.push_async_callback(proxy.aclose)
+    proxy.calls_file = job.paths.llm_calls.open("a", encoding="utf-8")
+    # Best effort like its writes: a full disk at the final flush must not replace the error
+    # that stopped the run (the journal's, which names its file).
+    stack.callback(_close_quietly, proxy.calls_file)
+    announce_proxy(plan, log, proxy)
+    return proxy
+
+
+def announce_proxy(plan: EvalPlan, log: RunLog, proxy: PolicyProxy | ProxyProcess) -> None:
+    """Point the routes at ``--proxy-url`` (when given) and log where the proxy listens."""
     if plan.proxy_url:  # the address the rollout servers reach the proxy at
         proxy.base_url = plan.proxy_url
+    pid = getattr(proxy, "pid", None)  # its own process (--servers)
     log.info(
         "proxy",
         "policy proxy listening",
         url=proxy.base_url,
-        upstream=upstream.display_url,
-        model=upstream.model,
+        upstream=proxy.upstream.display_url,
+        model=proxy.upstream.model,
+        **({} if pid is None else {"pid": pid}),
     )
-    return proxy
 
 
-async def _preflight(proxy: PolicyProxy, upstream: Upstream, log: RunLog) -> None:
+async def _preflight(proxy: PolicyProxy | ProxyProcess, upstream: Upstream, log: RunLog) -> None:
     """One request before any work item: a model that cannot answer stops the run here."""
     status, excerpt = await proxy.preflight()
     excerpt = log.redact(excerpt)
@@ -254,17 +267,13 @@ def build_scheduler(
     job: DispatchJob,
     client: RolloutClient,
     max_in_flight: int,
-    proxy: PolicyProxy,
+    proxy: PolicyRoutes,
     stack: AsyncExitStack,
     server_alive: Callable[[], bool],
 ) -> Scheduler:
     """The scheduler over ``client`` with the run's journal, call log, deadline and pricing,
     reporting to the job's sinks."""
     plan = job.plan
-    calls_file = job.paths.llm_calls.open("a", encoding="utf-8")
-    # Best effort like its writes: a full disk at the final flush must not replace the error
-    # that stopped the run (the journal's, which names its file).
-    stack.callback(_close_quietly, calls_file)
     journal = Journal(job.paths.journal)
     stack.push_async_callback(journal.aclose)
     return Scheduler(
@@ -273,7 +282,6 @@ def build_scheduler(
         journal=journal,
         max_in_flight=max_in_flight,
         attempt_tag=datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ"),
-        llm_calls_file=calls_file,
         agent_timeout_sec=plan.knobs.agent_timeout_sec,
         grader_timeout_sec=plan.knobs.grader_timeout_sec,
         deadline_sec=plan.deadline_sec,

@@ -25,7 +25,7 @@ import httpx
 from osmosis_ai.eval._fleet_pool import Fleet, FleetExhausted, Member
 
 if TYPE_CHECKING:
-    from osmosis_ai.eval._proxy import PolicyProxy
+    from osmosis_ai.eval._proxy_calls import PolicyRoutes
     from osmosis_ai.rollout.types import RolloutResultResponse
 
 #: Answers that mean "this server will not run our rollouts": fail it, go elsewhere.
@@ -73,7 +73,7 @@ class FleetClient:
     """Runs rollouts on the fleet; see the module docstring."""
 
     def __init__(
-        self, fleet: Fleet, proxy: PolicyProxy, *, max_attempts: int | None = None
+        self, fleet: Fleet, proxy: PolicyRoutes, *, max_attempts: int | None = None
     ) -> None:
         self.fleet = fleet
         self.proxy = proxy

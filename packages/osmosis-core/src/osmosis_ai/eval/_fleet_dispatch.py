@@ -22,8 +22,8 @@ from osmosis_ai.eval._dispatch import (
     EventSink,
     _install_sigterm,
     _preflight,
-    _start_proxy,
     _start_upstream,
+    announce_proxy,
     build_scheduler,
 )
 from osmosis_ai.eval._fleet import is_loopback_url
@@ -34,8 +34,9 @@ from osmosis_ai.eval._server_process import RolloutServerError
 
 if TYPE_CHECKING:
     from osmosis_ai.eval._plan import EvalPlan
-    from osmosis_ai.eval._proxy import PolicyProxy
+    from osmosis_ai.eval._proxy_process import ProxyProcess
     from osmosis_ai.eval._run_log import RunLog
+    from osmosis_ai.eval._upstream import Upstream
     from osmosis_ai.rollout.client import RolloutClient
 
 
@@ -49,12 +50,20 @@ async def dispatch_fleet(job: DispatchJob) -> DispatchOutcome:
     try:
         async with AsyncExitStack() as stack:
             upstream = await _start_upstream(plan, log, stack)
-            proxy = await _start_proxy(job, upstream, stack)
-            _warn_unreachable_proxy(plan, proxy, on_event)
-            _warn_local_only_settings(plan, on_event)
-            if not upstream.is_mock:
-                await _preflight(proxy, plan.upstream, log)
-            fleet = await _open_fleet(plan, log, on_event, stack)
+            # The servers' /health probes run while the proxy process starts (imports take a
+            # second); the model's preflight still decides first.
+            opening = asyncio.create_task(_open_fleet(plan, log, on_event, stack))
+            try:
+                proxy = await _start_proxy_process(job, upstream, stack)
+                _warn_unreachable_proxy(plan, proxy, on_event)
+                _warn_local_only_settings(plan, on_event)
+                if not upstream.is_mock:
+                    await _preflight(proxy, plan.upstream, log)
+                fleet = await opening
+            except BaseException:
+                opening.cancel()
+                await asyncio.gather(opening, return_exceptions=True)
+                raise
             wanted = plan.knobs.max_in_flight or fleet.total_capacity
             workers = max(1, min(wanted, fleet.total_capacity))
             log.info("plan", "concurrency chosen", max_in_flight=workers, servers=len(plan.servers))
@@ -70,6 +79,28 @@ async def dispatch_fleet(job: DispatchJob) -> DispatchOutcome:
         if fleet is not None:
             for summary in fleet.summaries():
                 log.info("server", "rollout server summary", **summary)
+
+
+async def _start_proxy_process(
+    job: DispatchJob, upstream: Upstream, stack: AsyncExitStack
+) -> ProxyProcess:
+    """The policy proxy in its own process (see :mod:`._proxy_process`)."""
+    from osmosis_ai.eval._proxy_process import ProxyProcess
+
+    plan, log, on_event = job.plan, job.log, job.on_event
+    proxy = ProxyProcess(
+        upstream,
+        calls_path=job.paths.llm_calls,
+        retry=plan.retry_policy,
+        token_ids=plan.token_ids,
+        on_event=lambda kind, details: on_event("warning", kind, details),
+        redact=log.redact,
+    )
+    stack.push_async_callback(proxy.aclose)
+    # Beyond loopback only when asked (--proxy-host); every rollout has its own bearer token.
+    await proxy.start(plan.proxy_host, plan.proxy_port)
+    announce_proxy(plan, log, proxy)
+    return proxy
 
 
 async def _open_fleet(
@@ -110,7 +141,7 @@ def _warn_local_only_settings(plan: EvalPlan, on_event: EventSink) -> None:
         )
 
 
-def _warn_unreachable_proxy(plan: EvalPlan, proxy: PolicyProxy, on_event: EventSink) -> None:
+def _warn_unreachable_proxy(plan: EvalPlan, proxy: ProxyProcess, on_event: EventSink) -> None:
     """Remote servers cannot call a proxy that only listens on this machine's loopback."""
     remote = [url for url in plan.servers if not is_loopback_url(url)]
     if remote and plan.proxy_url is None:

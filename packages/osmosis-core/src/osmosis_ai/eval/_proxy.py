@@ -32,7 +32,7 @@ import socket
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO
 from urllib.parse import SplitResult, quote, urlsplit
 
 import httpx
@@ -48,7 +48,14 @@ from osmosis_ai.eval._asgi import (
     send_error,
     send_json,
 )
-from osmosis_ai.eval._proxy_calls import CallRecord, RetryPolicy, SSEWatcher
+from osmosis_ai.eval._proxy_calls import (
+    CallRecord,
+    CallSummary,
+    RetryPolicy,
+    SSEWatcher,
+    save_calls,
+    summarize_calls,
+)
 from osmosis_ai.eval._repro import sampling_of
 from osmosis_ai.eval._upstream import Upstream
 from osmosis_ai.retry_after import parse_retry_after
@@ -73,9 +80,18 @@ class _Answer:
 
 
 @dataclass(slots=True)
-class _Route:
+class ProxyRoute:
     token: str
     calls: list[CallRecord] = field(default_factory=list)
+    #: The attempt the route belongs to (the proxy process's signed tokens; see ``route_token``).
+    generation: int = 0
+
+
+def public_text(text: str, base_url: str, rollout_id: str, display_url: str) -> str:
+    """``text`` with the proxy route of ``rollout_id`` under ``base_url`` replaced by the model
+    endpoint the user gave (``display_url``)."""
+    route = f"{base_url}/v1/rollouts/{quote(rollout_id, safe='')}"
+    return text.replace(route, display_url) if route in text else text
 
 
 class PolicyProxy:
@@ -102,7 +118,7 @@ class PolicyProxy:
         self._next_shard = 0
         self.retry = retry or RetryPolicy()
         self._timeout = request_timeout_sec
-        self._routes: dict[str, _Route] = {}
+        self._routes: dict[str, ProxyRoute] = {}
         self._on_event = on_event
         self._clients: list[httpx.AsyncClient | None] = []
         self._client_headers: dict[str, str] = {}
@@ -115,6 +131,8 @@ class PolicyProxy:
         self._sock: socket.socket | None = None
         self.base_url = ""
         self.retries = 0
+        #: Where :meth:`finish` appends a finished rollout's calls (``llm_calls.jsonl``).
+        self.calls_file: TextIO | None = None
 
     # ---- lifecycle ---------------------------------------------------------------------------
 
@@ -205,13 +223,33 @@ class PolicyProxy:
     def register(self, rollout_id: str) -> tuple[str, str]:
         """Open the endpoint for one rollout; returns ``(chat_completions_url, token)``."""
         token = secrets.token_urlsafe(24)
-        self._routes[rollout_id] = _Route(token=token)
+        self._routes[rollout_id] = ProxyRoute(token=token)
         return f"{self.base_url}/v1/rollouts/{quote(rollout_id, safe='')}", token
 
     def unregister(self, rollout_id: str) -> list[CallRecord]:
         """Close the endpoint (later calls get 404) and hand back its call records."""
         route = self._routes.pop(rollout_id, None)
         return route.calls if route is not None else []
+
+    def discard(self, rollout_id: str) -> None:
+        """Close the endpoint of a rollout that has no result (its calls are dropped)."""
+        self.unregister(rollout_id)
+
+    async def finish(self, rollout_id: str) -> CallSummary:
+        """Close the endpoint of a rollout with a result: its calls go to ``calls_file``, the
+        row's record gets their summary."""
+        calls = self.unregister(rollout_id)
+        save_calls(self.calls_file, rollout_id, calls)
+        return summarize_calls(calls)
+
+    def _route(self, rollout_id: str, scope: Scope) -> ProxyRoute | tuple[int, str, str]:
+        """The route a request may use, or the error answer ``(status, message, kind)``."""
+        route = self._routes.get(rollout_id)
+        if route is None:
+            return 404, f"unknown or finished rollout {rollout_id!r}", "not_found"
+        if not authorized(scope, route.token):
+            return 401, "invalid or missing bearer token for this rollout", "auth"
+        return route
 
     # ---- ASGI ------------------------------------------------------------------------------
 
@@ -228,12 +266,9 @@ class PolicyProxy:
             await send_error(send, 404, "not found", "not_found")
             return
         rollout_id, rest = parts[2], tuple(parts[3:])
-        route = self._routes.get(rollout_id)
-        if route is None:
-            await send_error(send, 404, f"unknown or finished rollout {rollout_id!r}", "not_found")
-            return
-        if not authorized(scope, route.token):
-            await send_error(send, 401, "invalid or missing bearer token for this rollout", "auth")
+        route = self._route(rollout_id, scope)
+        if not isinstance(route, ProxyRoute):
+            await send_error(send, *route)
             return
         if rest == ("models",) and method == "GET":
             await send_json(
@@ -407,8 +442,7 @@ class PolicyProxy:
         Why: a rollout's error often quotes the URL it called (``httpx`` does), which is the
         proxy's loopback route; the user knows the model endpoint, not our port.
         """
-        route = f"{self.base_url}/v1/rollouts/{quote(rollout_id, safe='')}"
-        return text.replace(route, self.upstream.display_url) if route in text else text
+        return public_text(text, self.base_url, rollout_id, self.upstream.display_url)
 
     async def _pass_through(
         self, response: httpx.Response, record: CallRecord, send: Send, start: float

@@ -8,12 +8,17 @@ scheduler writes them to ``llm_calls.jsonl`` and :mod:`._trajectories` adds them
 
 from __future__ import annotations
 
+import contextlib
 import json
 import random
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol, TextIO
 
+from osmosis_ai.errors import EvalError
 from osmosis_ai.retry_after import parse_retry_after
+
+if TYPE_CHECKING:
+    from osmosis_ai.eval._upstream import Upstream
 
 
 @dataclass(slots=True)
@@ -152,6 +157,101 @@ def _merge_delta(message: dict[str, Any] | None, delta: dict[str, Any]) -> dict[
         if isinstance(function.get("arguments"), str):
             target["function"]["arguments"] += function["arguments"]
     return message
+
+
+class ProxyGone(EvalError):
+    """The policy proxy's process exited: the calls of rows still running are unknown."""
+
+
+class PolicyRoutes(Protocol):
+    """What the scheduler asks of a policy proxy, in this process
+    (:class:`~osmosis_ai.eval._proxy.PolicyProxy`) or its own
+    (:class:`~osmosis_ai.eval._proxy_process.ProxyProcess`)."""
+
+    @property
+    def upstream(self) -> Upstream: ...
+
+    def register(self, rollout_id: str) -> tuple[str, str]:
+        """Open (or re-open, for a new attempt) a rollout's route: ``(url, token)``."""
+        ...
+
+    def discard(self, rollout_id: str) -> None:
+        """Close the route of a rollout without a result; its calls are dropped."""
+        ...
+
+    async def finish(self, rollout_id: str) -> CallSummary:
+        """Close the route of a rollout with a result; its calls are saved and summarised.
+        Raises :class:`ProxyGone` when the proxy's process has exited."""
+        ...
+
+    def public_text(self, text: str, rollout_id: str) -> str:
+        """``text`` with the rollout's proxy route replaced by the model endpoint."""
+        ...
+
+
+#: Statuses that mean the model endpoint failed a call (after retries): a broken run.
+_INFRA_STATUSES = frozenset({401, 403, 408, 409, 429, 500, 502, 503, 504})
+
+
+@dataclass(slots=True)
+class CallSummary:
+    """What a row's record needs of its policy calls (the calls themselves go to
+    ``llm_calls.jsonl``): computed where the calls were recorded, so a proxy in its own process
+    sends the controller this and not the calls."""
+
+    count: int = 0
+    tokens: int = 0
+    #: The append-only verdict's JSON form (``None`` without calls).
+    training_safety: dict[str, Any] | None = None
+    #: Each call's ``usage`` (pricing input), in order.
+    usages: list[dict[str, Any] | None] = field(default_factory=list)
+    #: The error of the last call the model endpoint failed (unreachable, 401/403/408/429/5xx).
+    endpoint_error: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in _SUMMARY_FIELDS}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> CallSummary:
+        return cls(**{name: data[name] for name in _SUMMARY_FIELDS})
+
+
+_SUMMARY_FIELDS = ("count", "tokens", "training_safety", "usages", "endpoint_error")
+
+
+def summarize_calls(calls: list[CallRecord]) -> CallSummary:
+    """A row's :class:`CallSummary` of ``calls`` (in the order they were made)."""
+    if not calls:
+        return CallSummary()
+    from osmosis_ai.eval._training_safety import check_append_only
+
+    failed = [
+        call.error
+        for call in calls
+        if call.error is not None and (call.status_code == 0 or call.status_code in _INFRA_STATUSES)
+    ]
+    return CallSummary(
+        count=len(calls),
+        tokens=sum(call.total_tokens for call in calls),
+        training_safety=check_append_only(calls).to_json(),
+        usages=[call.usage for call in calls],
+        endpoint_error=failed[-1] if failed else None,
+    )
+
+
+def save_calls(file: TextIO | None, rollout_id: str, calls: list[CallRecord]) -> None:
+    """Append a rollout's calls to ``llm_calls.jsonl`` (one open file: a file per rollout costs
+    an open/close per row). Not fsync'd: call records enrich trajectories, they are not
+    results."""
+    if file is None or not calls:
+        return
+    with contextlib.suppress(OSError, TypeError, ValueError):
+        file.write(
+            "".join(
+                json.dumps({"rollout_id": rollout_id, **call}) + "\n"
+                for call in compact_calls(calls)
+            )
+        )
 
 
 def compact_calls(calls: list[CallRecord]) -> list[dict[str, Any]]:

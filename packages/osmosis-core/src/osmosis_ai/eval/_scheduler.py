@@ -27,12 +27,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
@@ -40,10 +39,8 @@ from osmosis_ai.errors import EvalError
 from osmosis_ai.eval._budget import MAX_PROBE_ROWS, Budget, CostEstimate
 from osmosis_ai.eval._dataset import DatasetRow
 from osmosis_ai.eval._journal import Journal
-from osmosis_ai.eval._proxy import PolicyProxy
-from osmosis_ai.eval._proxy_calls import CallRecord, compact_calls
+from osmosis_ai.eval._proxy_calls import CallSummary, PolicyRoutes, ProxyGone
 from osmosis_ai.eval._repro import HARBOR_SAMPLE_KEY, harbor_task_of
-from osmosis_ai.eval._training_safety import check_append_only
 from osmosis_ai.judge_usage import judge_usage_from_metrics
 
 if TYPE_CHECKING:
@@ -80,11 +77,10 @@ class Scheduler:
     ``client`` (its lean transport's cost per request does not grow with the polls open)."""
 
     client: RolloutClient
-    proxy: PolicyProxy
+    proxy: PolicyRoutes
     journal: Journal
     max_in_flight: int
     attempt_tag: str
-    llm_calls_file: TextIO | None = None
     agent_timeout_sec: float | None = None
     grader_timeout_sec: float | None = None
     deadline_sec: float = DEFAULT_ITEM_DEADLINE_SEC
@@ -264,52 +260,56 @@ class Scheduler:
             self._halt(f"{type(exc).__name__}: {exc}")
         finally:
             self._in_flight.pop(rollout_id, None)
-            calls = self.proxy.unregister(rollout_id)
+            if record is None:
+                self.proxy.discard(rollout_id)
         if record is None:
             return  # left pending (halted)
-        await self._finish(record, rollout_id, judge, calls)
+        await self._finish(record, rollout_id, judge)
 
     async def _finish(
-        self,
-        record: dict[str, Any],
-        rollout_id: str,
-        judge: dict[str, float] | None,
-        calls: list[CallRecord],
+        self, record: dict[str, Any], rollout_id: str, judge: dict[str, float] | None
     ) -> None:
-        """Add the judge usage, the policy calls' tokens, safety check and cost; journal it."""
+        """Close the proxy route; add the judge usage, the policy calls' tokens, safety check
+        and cost; journal it. A proxy process that died leaves the row pending (its calls are
+        unknown) and halts."""
+        try:
+            calls = await self.proxy.finish(rollout_id)
+        except ProxyGone as exc:
+            self._halt(str(exc))
+            return
+        except asyncio.CancelledError:
+            self.proxy.discard(rollout_id)
+            raise
         if judge:
             record["judge"] = judge
-        if calls:
-            record["tokens"] = sum(call.total_tokens for call in calls)
-            record["policy_calls"] = len(calls)
-            record["training_safety"] = check_append_only(calls).to_json()
-            self._save_calls(rollout_id, calls)
-        if self.price_row is not None and (calls or judge):
-            record["cost"] = self.price_row([call.usage for call in calls or ()], judge)
+        if calls.count:
+            record["tokens"] = calls.tokens
+            record["policy_calls"] = calls.count
+            record["training_safety"] = calls.training_safety
+        if self.price_row is not None and (calls.count or judge):
+            record["cost"] = self.price_row(calls.usages, judge)
         if self.budget is not None:
             self.budget.settle(record.get("cost"))
         await self.journal.append(record)
         self.on_result(record)
         self._count_failure(record, calls)
 
-    def _count_failure(self, record: dict[str, Any], calls: list[CallRecord]) -> None:
+    def _count_failure(self, record: dict[str, Any], calls: CallSummary) -> None:
         """Halt a clearly broken run (see the module docstring)."""
         if record["status"] != "failed":
             self.consecutive_infra = 0
             return
         self.failures += 1
-        endpoint_failures = [call for call in calls if _endpoint_failed(call)]
-        self.consecutive_infra = self.consecutive_infra + 1 if endpoint_failures else 0
+        self.consecutive_infra = self.consecutive_infra + 1 if calls.endpoint_error else 0
         if self.max_failures is not None and self.failures >= self.max_failures:
             self._halt(
                 f"{self.failures} work item(s) failed in this session (--max-failures "
                 f"{self.max_failures}); the last: {_excerpt(record)}"
             )
         elif self.consecutive_infra >= self.max_consecutive_infra:
-            last = endpoint_failures[-1]
             self._halt(
                 f"{self.consecutive_infra} work items in a row failed because the model endpoint "
-                f"{self.proxy.upstream.display_url} failed ({last.error}); fix the model "
+                f"{self.proxy.upstream.display_url} failed ({calls.endpoint_error}); fix the model "
                 "endpoint, then rerun to resume"
             )
 
@@ -399,19 +399,6 @@ class Scheduler:
         with contextlib.suppress(Exception):
             await asyncio.shield(client.cancel_rollout(rollout_id))
 
-    def _save_calls(self, rollout_id: str, calls: list[CallRecord]) -> None:
-        """Append to ``llm_calls.jsonl`` (one open file: a file per rollout costs an open/close
-        per row). Not fsync'd: call records enrich trajectories, they are not results."""
-        if self.llm_calls_file is None:
-            return
-        with contextlib.suppress(OSError, TypeError, ValueError):
-            self.llm_calls_file.write(
-                "".join(
-                    json.dumps({"rollout_id": rollout_id, **call}) + "\n"
-                    for call in compact_calls(calls)
-                )
-            )
-
     @property
     def in_flight(self) -> int:
         return len(self._in_flight)
@@ -420,11 +407,3 @@ class Scheduler:
 def _excerpt(record: dict[str, Any]) -> str:
     text = str(record.get("error_message") or record.get("error_type"))
     return text if len(text) <= 200 else text[:199] + "…"
-
-
-def _endpoint_failed(call: CallRecord) -> bool:
-    """The model endpoint failed this call: unreachable, overloaded or refusing the key."""
-    return call.error is not None and (call.status_code == 0 or call.status_code in _INFRA_STATUSES)
-
-
-_INFRA_STATUSES = frozenset({401, 403, 408, 409, 429, 500, 502, 503, 504})
