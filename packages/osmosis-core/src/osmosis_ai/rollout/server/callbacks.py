@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import SplitResult, urlsplit
 
 from osmosis_ai.retry_after import parse_retry_after
+from osmosis_ai.rollout.types.protocol import url_origin
 
 if TYPE_CHECKING:
     import httpx
@@ -147,9 +148,9 @@ class CallbackSender:
         self._slots = _Slots(max_in_flight, min(per_receiver, max_in_flight))
         self._max_in_flight = max_in_flight
         self._per_receiver = per_receiver
-        #: url -> (parsed, receiver, plain http?): a controller sends every callback to the same
-        #: one or two URLs, so each is parsed once (bounded: cleared past _MAX_TARGETS).
-        self._targets: dict[str, tuple[SplitResult, _Receiver, bool]] = {}
+        #: origin -> (receiver, plain http?): a controller sends every callback to one or two
+        #: origins, so each is parsed once (bounded: cleared past _MAX_TARGETS).
+        self._targets: dict[str, tuple[_Receiver, bool]] = {}
 
     def _http(self) -> httpx.AsyncClient:
         if self._client is None:
@@ -167,31 +168,34 @@ class CallbackSender:
             )
         return self._client
 
-    def _target(self, url: str) -> tuple[SplitResult, _Receiver, bool]:
-        """``url`` parsed, its receiver, and whether the lean transport can send to it (plain
-        ``http`` with a host and no credentials)."""
-        target = self._targets.get(url)
+    def _target(self, url: str) -> tuple[_Receiver, bool]:
+        """``url``'s receiver, and whether the lean transport can send to it (plain ``http``
+        with a host and no credentials): both depend on the origin only, parsed once per
+        origin (a controller's callback URLs differ by the rollout id in the path)."""
+        origin = url_origin(url)
+        target = self._targets.get(origin)
         if target is None:
-            split = urlsplit(url)
+            split = urlsplit(origin)
             plain = split.scheme == "http" and bool(split.hostname) and not split.username
             if len(self._targets) >= _MAX_TARGETS:
                 self._targets.clear()
-            target = self._targets[url] = (split, _receiver(split), plain)
+            target = self._targets[origin] = (_receiver(split), plain)
         return target
 
     async def _post(
-        self, url: str, split: SplitResult, plain: bool, body: bytes, headers: dict[str, str]
+        self, url: str, plain: bool, body: bytes, headers: dict[str, str]
     ) -> tuple[int, bytes, float | None]:
-        """``(status, body, Retry-After seconds)``: plain ``http`` URLs (``split`` is ``url``
-        parsed) go straight to the lean transport, anything else through the shared httpx
-        client."""
+        """``(status, body, Retry-After seconds)``: plain ``http`` URLs go straight to the lean
+        transport, anything else through the shared httpx client. The caller's deadline bounds
+        the whole exchange, so the lean transport gets no timeouts of its own (each would arm
+        and cancel a timer per request)."""
         if plain:
             if self._plain is None:
                 from osmosis_ai.http_transport import PlainHTTPTransport
 
                 self._plain = PlainHTTPTransport(max_idle_per_host=self._per_receiver)
             status, raw_headers, content = await self._plain.request(
-                "POST", split, headers, body, self.policy.request_timeout_sec
+                "POST", split_http_url(url), headers, body, None
             )
             retry = next((v for k, v in raw_headers if k == b"retry-after"), None)
             return status, content, parse_retry_after(retry.decode("latin-1") if retry else None)
@@ -227,13 +231,11 @@ class CallbackSender:
             status: int | None = None
             content = b""
             try:
-                split, key, plain = self._target(url)
+                key, plain = self._target(url)
                 await slots.acquire(key)
                 try:
                     async with asyncio.timeout(self.policy.request_timeout_sec):
-                        status, content, retry_after = await self._post(
-                            url, split, plain, body, headers
-                        )
+                        status, content, retry_after = await self._post(url, plain, body, headers)
                 finally:
                     slots.release(key)
             except httpx.HTTPError as exc:
@@ -280,6 +282,21 @@ class CallbackSender:
                     attempt,
                 )
             await asyncio.sleep(delay)
+
+
+def split_http_url(url: str) -> SplitResult:
+    """``urlsplit(url)``, with the origin's part parsed once per origin: a callback URL's path
+    usually differs per rollout, so caching whole URLs (as ``urlsplit`` does) would miss."""
+    origin = url_origin(url)
+    if len(origin) == len(url) or " " in url or not url.isprintable():
+        return urlsplit(url)  # not http(s), nothing after the origin, or needs cleaning
+    base = urlsplit(origin)
+    rest, query, fragment = url[len(origin) :], "", ""
+    if "#" in rest:
+        rest, fragment = rest.split("#", 1)
+    if "?" in rest:
+        rest, query = rest.split("?", 1)
+    return SplitResult(base.scheme, base.netloc, rest, query, fragment)
 
 
 def _ack_json(content: bytes) -> Any:

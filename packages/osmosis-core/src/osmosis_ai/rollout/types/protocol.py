@@ -213,18 +213,45 @@ class GraderInitResponse(BaseModel):
     """Empty acknowledgement of a :class:`GraderInitRequest`."""
 
 
-@functools.lru_cache(maxsize=256)
 def callback_url_problem(url: str) -> str | None:
     """What is wrong with a callback URL, or ``None`` (the URL itself is never echoed: it may
     carry credentials).
 
-    Cached: a controller sends the same one or two callback URLs with every rollout, and parsing
-    them was most of the cost of validating a callback-mode ``POST /rollout``."""
-    if not url.strip():
-        return "got an empty string"
-    # isprintable() is false for every whitespace character but the ASCII space.
+    Only the scheme and the authority decide (besides whitespace and control characters), and a
+    controller sends every callback to one or two authorities, usually with the rollout id in
+    the path: so an ``http://`` or ``https://`` URL is judged by its origin
+    (:func:`url_origin`), parsed once per origin (cached), not once per rollout."""
     if " " in url or not url.isprintable():
-        return "it contains whitespace or control characters"
+        # isprintable() is false for every whitespace character but the ASCII space.
+        return "it contains whitespace or control characters" if url.strip() else _EMPTY
+    return _origin_problem(url_origin(url))
+
+
+_EMPTY = "got an empty string"
+
+
+def url_origin(url: str) -> str:
+    """``scheme://authority`` of a lower-case ``http://`` or ``https://`` URL: the prefix
+    ``urlsplit`` reads the scheme, host and port from (the authority ends at the first ``/``,
+    ``?`` or ``#``); any other URL is returned whole."""
+    if url.startswith("http://"):
+        start = 7
+    elif url.startswith("https://"):
+        start = 8
+    else:
+        return url
+    end = len(url)
+    for delimiter in "/?#":
+        index = url.find(delimiter, start, end)
+        if index >= 0:
+            end = index
+    return url[:end]
+
+
+@functools.lru_cache(maxsize=256)
+def _origin_problem(url: str) -> str | None:
+    if not url.strip():
+        return _EMPTY
     try:
         parts = urlsplit(url)
         port = parts.port
