@@ -61,14 +61,23 @@ async def test_admissions_and_results_are_journaled_without_request_bodies(
     tmp_path: Path,
 ) -> None:
     outbox = tmp_path / "outbox"
-    async with running(FakeBackend(), outbox_dir=outbox) as (client, _):
-        token = (await client.post("/rollout", json=body("r1"))).json()["polling_lease_token"]
+    backend = FakeBackend()
+    async with running(backend, outbox_dir=outbox) as (client, _):
+        blocked = body("r1", metadata={"mode": "block"})
+        token = (await client.post("/rollout", json=blocked)).json()["polling_lease_token"]
         raw = (outbox / JOURNAL_NAME).read_text()
         [admission] = [json.loads(line) for line in raw.splitlines()][:1]
         assert admission["op"] == "admit"
         assert "initial_messages" not in raw
         assert token not in raw
+        backend.gate("r1").set()
         await _final(client, "r1", token)
+        # A rollout that finished in its task's first step, before the admission's write, is
+        # written once: as its result, never as an admission.
+        fast = (await client.post("/rollout", json=body("r2"))).json()["polling_lease_token"]
+        records = [json.loads(line) for line in (outbox / JOURNAL_NAME).read_text().splitlines()]
+        assert [r["op"] for r in records if r["id"] == "r2"] == ["done"]
+        await _final(client, "r2", fast)
     assert replay(outbox / JOURNAL_NAME) == []
 
 

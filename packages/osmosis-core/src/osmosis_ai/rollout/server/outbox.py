@@ -6,7 +6,8 @@ as it happens, so it survives the process dying (``kill -9``, an OOM kill) at on
 * an admission is written before its 202 is sent: at the end of the event-loop turn it was
   admitted in, in one ``write`` with everything else recorded in that turn; the 202 waits for
   it (:meth:`Outbox.written`: that write runs first thing in the next turn, so the 202 usually
-  goes out in that same turn; :meth:`Outbox.write_now` writes at once);
+  goes out in that same turn; :meth:`Outbox.write_now` writes at once); a rollout whose task
+  finished before that write (its first step runs first) is written once, as its result;
 * a finished result is written at the end of the event-loop turn in which it finished, in one
   ``write`` with everything else recorded in that turn (:meth:`Outbox.put`), so before
   anything about it leaves the server: callbacks are sent in later turns, and a long poll

@@ -221,6 +221,7 @@ class RolloutService(DrainingMixin):
         settings = self.settings
         loop = self._loop or asyncio.get_running_loop()
         callbacks = request.completion_callback_url is not None
+        task: asyncio.Task[None] | None = None
         api_key = request.llm_api_key
         if api_key is None and callbacks:
             api_key = request.controller_api_key  # the 0.3.0 fallback
@@ -244,9 +245,14 @@ class RolloutService(DrainingMixin):
                 entry.lease_deadline = loop.time() + settings.polling_lease_timeout_sec
                 entry.timer = loop.call_at(entry.lease_deadline, self._check_lease, entry)
             self.entries[rollout_id] = entry
-            self._journal_admission(entry, request, journal_now)
+            # The task first: its first step then runs before this turn's journal write (when
+            # that is not scheduled yet), so a rollout that finishes in that step (a no-op) is
+            # written once, as its result, and never as an admission.
             task = loop.create_task(self._run(entry, exec_request))
+            self._journal_admission(entry, request, journal_now)
         except Exception as exc:
+            if task is not None:
+                task.cancel()
             self.entries.pop(rollout_id, None)
             logger.exception("could not schedule rollout %s", rollout_id)
             raise AdmissionError(500, "could not schedule the rollout; see the server log") from exc
