@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from typing import Any
 
 import httpx
 import pytest
@@ -107,3 +108,23 @@ async def test_secrets_never_reach_logs_or_error_bodies(caplog: pytest.LogCaptur
 
 def test_free_port_helper_gives_a_bindable_port() -> None:
     assert 0 < free_port() < 65536
+
+
+@pytest.mark.parametrize(
+    ("options", "access_log"),
+    [
+        ({}, True),
+        ({"log_level": "info"}, True),
+        ({"log_level": "warning"}, False),
+        ({"log_level": 40}, False),
+        ({"log_level": "warning", "access_log": True}, True),
+    ],
+)
+def test_uvicorn_config_drops_what_nobody_reads(options: dict[str, Any], access_log: bool) -> None:
+    from osmosis_ai.rollout.server.serving import uvicorn_config
+
+    app = create_rollout_server(backend=FakeBackend(), configure_logging=False)
+    config = uvicorn_config(app, port=0, **options)
+    assert config.server_header is False
+    assert config.access_log is access_log
+    assert uvicorn_config(app, port=0, server_header=True).server_header is True

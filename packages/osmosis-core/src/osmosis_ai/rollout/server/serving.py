@@ -107,6 +107,13 @@ def uvicorn_config(
     # The server reads neither the client's address nor the scheme, so uvicorn's X-Forwarded-*
     # middleware (a coroutine and its state per request, alive for a whole long poll) is off.
     uvicorn_options.setdefault("proxy_headers", False)
+    # Per response, uvicorn checks every header with two regular expressions and builds the
+    # access-log arguments (the path %-quoted again) even when that logger is silenced: no
+    # "server: uvicorn" header (it only names the software), and no access log when the log
+    # level would drop it anyway.
+    uvicorn_options.setdefault("server_header", False)
+    if _silences_access_log(uvicorn_options.get("log_level")):
+        uvicorn_options.setdefault("access_log", False)
     return uvicorn.Config(
         app,
         host=host,
@@ -114,6 +121,15 @@ def uvicorn_config(
         timeout_keep_alive=timeout_keep_alive,
         **uvicorn_options,
     )
+
+
+def _silences_access_log(level: str | int | None) -> bool:
+    """Whether uvicorn's ``log_level`` drops its access log (INFO) anyway."""
+    import logging
+
+    if isinstance(level, str):
+        level = logging.getLevelName(level.upper())
+    return isinstance(level, int) and level > logging.INFO
 
 
 class _DrainingServer:
