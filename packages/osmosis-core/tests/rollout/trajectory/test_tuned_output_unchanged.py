@@ -629,9 +629,9 @@ def test_identical_output_for_generated_histories(
 
 
 def test_identical_text_without_the_c_accelerator(monkeypatch: Any) -> None:
-    from osmosis_ai.rollout.trajectory import writer
+    from osmosis_ai.rollout.trajectory import encoding
 
-    monkeypatch.setattr(writer, "_c_make_encoder", None)
+    monkeypatch.setattr(encoding, "_c_make_encoder", None)
     for index, (sample, kwargs) in enumerate(_samples()):
         document = convert_sample_to_trajectory(sample, rollout_id=f"r{index}", **kwargs)
         assert document is not None
