@@ -15,7 +15,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from osmosis_ai._url_masking import mask_url
 from osmosis_ai.errors import ConfigurationError
 from osmosis_ai.eval._dataset import (
     SUPPORTED_SUFFIXES,
@@ -24,14 +23,9 @@ from osmosis_ai.eval._dataset import (
     file_sha256,
     load_dataset,
 )
-from osmosis_ai.eval._manifest import (
-    LOCK_VERSIONS,
-    ManifestError,
-    inputs_digest,
-    read_manifest,
-    source_digest,
-)
+from osmosis_ai.eval._manifest import LOCK_VERSIONS, inputs_digest, source_digest
 from osmosis_ai.eval._mock_script import attach_mock_script, mock_script_model
+from osmosis_ai.eval._request import EvalOptions, request_record, stored_request
 from osmosis_ai.eval._run_layout import (
     DEFAULT_OUTPUT_ROOT,
     RunLayoutError,
@@ -47,61 +41,6 @@ if TYPE_CHECKING:
     from osmosis_ai.eval._proxy_calls import RetryPolicy
 
 __all__ = ["EvalOptions", "EvalPlan", "EvalPlanError", "build_plan"]
-
-
-@dataclass(slots=True)
-class EvalOptions:
-    """One evaluation request (``None`` = take it from the config, else the default).
-
-    ``target`` is an eval config (``.toml``), a rollout folder or an entrypoint file.
-    """
-
-    target: Path
-    dataset: Path | None = None
-    model: str | None = None
-    base_url: str | None = None
-    api_key: str | None = field(default=None, repr=False)
-    api_key_env: str | None = None
-    #: Sampling parameters set on every model call (``temperature``, ``top_p``, ``max_tokens``,
-    #: ``seed`` or any other request field); ``None``: the rollout's own values.
-    sampling: Mapping[str, Any] | None = None
-    n: int | None = None
-    limit: int | None = None
-    rows: str | list[int] | None = None
-    max_in_flight: int | None = None
-    pass_threshold: float | None = None
-    name: str | None = None
-    fresh: bool = False
-    retry_failed: bool = False
-    #: With ``retry_failed``: accept changed rollout code (see :mod:`._code_revisions`).
-    allow_changed: bool = False
-    #: Halt after this many failed work items in one session (``None``: never).
-    max_failures: int | None = None
-    output: Path | None = None
-    isolated: bool = False
-    workers: int | str = "auto"
-    workspace: Path | None = None
-    env: Mapping[str, str] | None = None
-    agent_timeout_sec: float | None = None
-    grader_timeout_sec: float | None = None
-    server_start_timeout_sec: float | None = None
-    retry_policy: RetryPolicy | None = None
-    #: Overrides the per-item deadline (agent + grader timeout + 60 s, else one hour).
-    item_deadline_sec: float | None = None
-    #: Ask the upstream for token ids (vLLM ``return_token_ids``): the token-level check.
-    token_ids: bool = False
-    #: Already-running rollout servers to drive instead of starting one (``--servers``);
-    #: items may hold comma-separated URLs. ``servers_file``: one URL per line.
-    servers: list[str] | None = None
-    servers_file: Path | None = None
-    #: Where the policy proxy listens (default 127.0.0.1) and the URL servers reach it at.
-    proxy_host: str | None = None
-    proxy_url: str | None = None
-    #: ``--mock-script``: a reply script (``.jsonl``, or ``.py`` with ``respond(body)``) the mock
-    #: policy answers from (:mod:`osmosis_ai.testing.script`); implies ``model="mock"``.
-    mock_script: str | Path | None = None
-    #: The run's cost budget in USD (``--max-cost``; :mod:`._budget`); ``None``: the config's.
-    max_cost: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -354,60 +293,6 @@ def _workers(requested: int | str, max_in_flight: int | None, work_items: int) -
     return max(1, count)
 
 
-def _stored_request(options: EvalOptions, output_root: Path) -> EvalOptions:
-    """Fill what the user left out from the run's stored request, when resuming by name.
-
-    ``--model`` brings its own ``--base-url``/``--api-key-env``; ``--rows``/``--limit`` are one
-    choice. Anything passed explicitly wins (and is then checked against the manifest as usual).
-    """
-    if options.name is None or options.fresh:
-        return options
-    try:
-        manifest = read_manifest(output_root / validate_run_name(options.name) / "manifest.json")
-    except (RunLayoutError, ManifestError):
-        return options  # reported where the run is opened
-    stored = (manifest or {}).get("provenance", {}).get("request")
-    if not isinstance(stored, dict):
-        return options
-    changes: dict[str, Any] = {}
-    if options.model is None and stored.get("model"):
-        changes.update(
-            model=stored["model"],
-            base_url=options.base_url or stored.get("base_url"),
-            api_key_env=options.api_key_env or stored.get("api_key_env"),
-        )
-    if options.dataset is None and stored.get("dataset"):
-        changes["dataset"] = Path(stored["dataset"])
-    if options.rows is None and options.limit is None:
-        changes.update(rows=stored.get("rows"), limit=stored.get("limit"))
-    if options.n is None and stored.get("n") is not None:
-        changes["n"] = stored["n"]
-    if options.sampling is None and stored.get("sampling"):
-        changes["sampling"] = stored["sampling"]
-    if options.model is None and options.mock_script is None and stored.get("mock_script"):
-        changes["mock_script"] = stored["mock_script"]
-    return replace(options, **changes)
-
-
-def _request_record(options: EvalOptions, dataset_path: Path, upstream: Upstream) -> dict[str, Any]:
-    rows = options.rows
-    base_url = options.base_url
-    # A base URL carrying credentials is never written to a file: such a run resumes with
-    # --model/--base-url passed again.
-    with_secret = base_url is not None and mask_url(base_url) != base_url
-    return {
-        "model": None if with_secret else options.model,
-        "base_url": None if with_secret else base_url,
-        "api_key_env": options.api_key_env,
-        "dataset": str(dataset_path) if options.dataset is not None else None,
-        "rows": ",".join(str(int(i)) for i in rows) if isinstance(rows, list) else rows,
-        "limit": options.limit,
-        "n": options.n,
-        "sampling": dict(options.sampling) if options.sampling else None,
-        "mock_script": upstream.mock_script,
-    }
-
-
 def build_plan(options: EvalOptions, *, environ: Mapping[str, str] | None = None) -> EvalPlan:
     """Validate the request; raises :class:`EvalPlanError` or ``ConfigError``."""
     env_map: Mapping[str, str] = os.environ if environ is None else environ
@@ -423,7 +308,7 @@ def build_plan(options: EvalOptions, *, environ: Mapping[str, str] | None = None
         )
     source = resolve_source(Path(options.target), options.workspace)
     output_root = Path(options.output or source.workspace / DEFAULT_OUTPUT_ROOT).resolve()
-    options = _stored_request(options, output_root)
+    options = stored_request(options, output_root)
     knobs = _knobs(options, source)
     dataset_path, all_rows, selection, upstream = _select(options, source, env_map)
     mock_policy = None
@@ -469,7 +354,7 @@ def build_plan(options: EvalOptions, *, environ: Mapping[str, str] | None = None
         max_failures=options.max_failures,
         allow_changed=options.allow_changed,
         **_fleet_fields(options, env_map),
-        request=_request_record(options, dataset_path, upstream),
+        request=request_record(options, dataset_path, upstream),
         mock_policy=mock_policy,
     )
 
