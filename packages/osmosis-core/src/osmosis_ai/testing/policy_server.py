@@ -55,23 +55,19 @@ import asyncio
 import contextlib
 import inspect
 import json
-import re
 import signal
-import socket
 import sys
-import threading
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterator, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Self
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from typing import Any
 
-import uvicorn
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 
-from osmosis_ai.listening_socket import bind_tcp_listener
+from osmosis_ai.testing._served_app import ServedApp
 from osmosis_ai.testing.completions import completion_object, new_completion_id, stream_events
 from osmosis_ai.testing.judge import reference_judge
+from osmosis_ai.testing.recording import RecordedRequest, rollout_scope
 from osmosis_ai.testing.replies import ErrorReply, Reply, ScriptedTurn, as_reply
 from osmosis_ai.testing.responders import BUILTIN_POLICIES as _RESPONDERS
 
@@ -80,63 +76,22 @@ type Policy = Sequence[ScriptedTurn] | Responder | str
 
 #: Built-in policies by name: the responders plus ``"judge"`` (:func:`reference_judge`).
 BUILTIN_POLICIES: dict[str, Responder] = {**_RESPONDERS, "judge": reference_judge}
-_SCOPE = re.compile(r"/rollouts/([^/]+)/chat/completions/?$")
 DEFAULT_MODEL = "scripted-policy"
-
-
-@dataclass(frozen=True, slots=True)
-class RecordedRequest:
-    """One request the server received."""
-
-    path: str
-    headers: dict[str, str] = field(repr=False)  # may hold a bearer token
-    body: dict[str, Any]
-    rollout_id: str | None
-
-    @property
-    def messages(self) -> list[dict[str, Any]]:
-        messages = self.body.get("messages")
-        return messages if isinstance(messages, list) else []
-
-    @property
-    def stream(self) -> bool:
-        return bool(self.body.get("stream"))
-
-    @property
-    def bearer_token(self) -> str | None:
-        value = self.headers.get("authorization", "")
-        scheme, _, token = value.partition(" ")
-        return token if scheme.lower() == "bearer" and token else None
-
-
-def rollout_scope(path: str) -> str | None:
-    """The rollout id in ``.../rollouts/<id>/chat/completions``, else ``None``."""
-    match = _SCOPE.search(path)
-    return match.group(1) if match else None
 
 
 def _error(status: int, message: str, kind: str = "invalid_request_error") -> JSONResponse:
     return JSONResponse({"error": {"message": message, "type": kind, "code": status}}, status)
 
 
-class _Uvicorn(uvicorn.Server):
-    """uvicorn that signals readiness and leaves the process's signal handlers alone."""
+class ScriptedPolicyServer(ServedApp):
+    """A scripted OpenAI-compatible policy endpoint; see the module docstring for the manual.
 
-    def __init__(self, config: uvicorn.Config) -> None:
-        super().__init__(config)
-        self.ready = asyncio.Event()
+    The lifecycle (``async with``, ``with``, :meth:`start`, :meth:`start_in_thread`) and the
+    port and root URL come from :class:`~osmosis_ai.testing._served_app.ServedApp`.
+    """
 
-    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
-        await super().startup(sockets)
-        self.ready.set()
-
-    @contextlib.contextmanager
-    def capture_signals(self) -> Generator[None]:
-        yield
-
-
-class ScriptedPolicyServer:
-    """A scripted OpenAI-compatible policy endpoint; see the module docstring for the manual."""
+    _name = "ScriptedPolicyServer"
+    _thread_name = "scripted-policy-server"
 
     def __init__(
         self,
@@ -147,10 +102,8 @@ class ScriptedPolicyServer:
         model: str = DEFAULT_MODEL,
         max_recorded: int = 10_000,
     ) -> None:
-        self.host = host
+        super().__init__(host=host, port=port)
         self.model = model
-        self._requested_port = port
-        self._port: int | None = None
         self._responder, self._script = self._resolve_policy(policy)
         self._cursors: dict[str | None, int] = {}
         self._recorded: deque[RecordedRequest] | None = (
@@ -158,11 +111,6 @@ class ScriptedPolicyServer:
         )
         self.in_flight = 0
         self.max_in_flight = 0
-        self._server: _Uvicorn | None = None
-        self._task: asyncio.Task[None] | None = None
-        self._thread: threading.Thread | None = None
-        self._thread_loop: asyncio.AbstractEventLoop | None = None
-        self._thread_stop: asyncio.Event | None = None
         self.app = self._build_app()
 
     # -- policy ---------------------------------------------------------------------------
@@ -224,6 +172,17 @@ class ScriptedPolicyServer:
     def clear_requests(self) -> None:
         if self._recorded is not None:
             self._recorded.clear()
+
+    # -- addresses (the port and root URL: ServedApp) --------------------------------------
+
+    @property
+    def url(self) -> str:
+        """The OpenAI base URL (``.../v1``); clients POST ``{url}/chat/completions``."""
+        return f"{self.root_url}/v1"
+
+    def chat_completions_url(self, rollout_id: str) -> str:
+        """The rollout-scoped base URL handed to a rollout as ``chat_completions_url``."""
+        return f"{self.root_url}/v1/rollouts/{rollout_id}"
 
     # -- HTTP -----------------------------------------------------------------------------
 
@@ -302,124 +261,6 @@ class ScriptedPolicyServer:
         return JSONResponse(
             completion_object(body, turn, model=self.model, completion_id=completion_id)
         )
-
-    # -- addresses ------------------------------------------------------------------------
-
-    @property
-    def port(self) -> int:
-        if self._port is None:
-            raise RuntimeError("ScriptedPolicyServer is not running; use 'async with' or 'with'")
-        return self._port
-
-    @property
-    def root_url(self) -> str:
-        return f"http://{self.host}:{self.port}"
-
-    @property
-    def url(self) -> str:
-        """The OpenAI base URL (``.../v1``); clients POST ``{url}/chat/completions``."""
-        return f"{self.root_url}/v1"
-
-    def chat_completions_url(self, rollout_id: str) -> str:
-        """The rollout-scoped base URL handed to a rollout as ``chat_completions_url``."""
-        return f"{self.root_url}/v1/rollouts/{rollout_id}"
-
-    # -- lifecycle in the caller's event loop -------------------------------------------
-
-    async def start(self) -> Self:
-        if self._server is not None:
-            raise RuntimeError("ScriptedPolicyServer is already running")
-        sock = bind_tcp_listener(self.host, self._requested_port)
-        self._port = sock.getsockname()[1]
-        config = uvicorn.Config(
-            self.app,
-            log_level="warning",
-            access_log=False,
-            lifespan="off",
-            timeout_graceful_shutdown=1,
-            timeout_keep_alive=30,
-        )
-        server = _Uvicorn(config)
-        self._server = server
-        self._task = asyncio.create_task(server.serve(sockets=[sock]))
-        ready = asyncio.create_task(server.ready.wait())
-        await asyncio.wait({ready, self._task}, return_when=asyncio.FIRST_COMPLETED)
-        if not server.ready.is_set():
-            ready.cancel()
-            self._server = None
-            sock.close()
-            await self._task  # re-raises the start-up failure
-            raise RuntimeError("ScriptedPolicyServer failed to start")
-        return self
-
-    async def stop(self) -> None:
-        server, task = self._server, self._task
-        if server is None or task is None:
-            return
-        server.should_exit = True
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
-        self._server = None
-        self._task = None
-
-    async def __aenter__(self) -> Self:
-        return await self.start()
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.stop()
-
-    # -- lifecycle in a background thread (sync code) ----------------------------------
-
-    def start_in_thread(self) -> Self:
-        """Serve from a daemon thread with its own event loop; returns once it is listening."""
-        if self._thread is not None:
-            raise RuntimeError("ScriptedPolicyServer is already running")
-        started = threading.Event()
-        failure: list[BaseException] = []
-
-        async def main() -> None:
-            self._thread_loop = asyncio.get_running_loop()
-            self._thread_stop = asyncio.Event()
-            try:
-                await self.start()
-            except BaseException as exc:
-                failure.append(exc)
-                started.set()
-                return
-            started.set()
-            try:
-                await self._thread_stop.wait()
-            finally:
-                await self.stop()
-
-        self._thread = threading.Thread(
-            target=asyncio.run, args=(main(),), name="scripted-policy-server", daemon=True
-        )
-        self._thread.start()
-        started.wait()
-        if failure:
-            self._thread.join()
-            self._thread = None
-            raise failure[0]
-        return self
-
-    def stop_thread(self) -> None:
-        thread, loop, stop = self._thread, self._thread_loop, self._thread_stop
-        if thread is None:
-            return
-        if loop is not None and stop is not None and not loop.is_closed():
-            with contextlib.suppress(RuntimeError):
-                loop.call_soon_threadsafe(stop.set)
-        thread.join(timeout=10)
-        self._thread = None
-        self._thread_loop = None
-        self._thread_stop = None
-
-    def __enter__(self) -> Self:
-        return self.start_in_thread()
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.stop_thread()
 
 
 async def _iterate(frames: Iterator[bytes]) -> AsyncIterator[bytes]:
