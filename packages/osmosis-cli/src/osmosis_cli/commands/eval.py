@@ -1,7 +1,8 @@
 """``osmosis eval``: local runs (``eval run``, owned by the local-eval module; reading them:
 ``list``, ``show``, ``compare``, ``report``, ``status``, see
-:mod:`osmosis_cli.commands.eval_results`) and platform runs (``submit``, ``list --remote``,
-``info``, ``logs``, ``stop``, ``download``: see :mod:`osmosis_cli.commands.platform_runs`)."""
+:mod:`osmosis_cli.commands.eval_results` and :mod:`osmosis_cli.commands.eval_report`) and
+platform runs (``submit``, ``list --remote``, ``info``, ``logs``, ``stop``, ``download``: see
+:mod:`osmosis_cli.commands.platform_runs`)."""
 
 from __future__ import annotations
 
@@ -37,16 +38,20 @@ try:
         )
 except ImportError:  # pragma: no cover - find_spec on a broken package
     pass
-# Reading local runs (osmosis_cli.commands.eval_results).
+# Reading local runs (osmosis_cli.commands.eval_results and eval_report).
 LAZY_SUBCOMMANDS.update(
     {
         name: LazyCommand("osmosis_cli.commands.eval_results", name, help)
         for name, help in (
             ("show", "Summary and rows of a local run, or one row's transcript (--row)."),
             ("compare", "Compare two local runs row by row (flips, deltas, paired CI)."),
-            ("report", "Write a local run's self-contained HTML report (opens from file://)."),
         )
     }
+)
+LAZY_SUBCOMMANDS["report"] = LazyCommand(
+    "osmosis_cli.commands.eval_report",
+    "report",
+    "Write a local run's self-contained HTML report (opens from file://).",
 )
 
 # The platform run commands; `list` and `status` also cover local runs (below).

@@ -1,7 +1,8 @@
-"""``osmosis eval list/show/compare/report`` and ``eval status`` of a local run.
+"""``osmosis eval list/show/compare`` and ``eval status`` of a local run.
 
 Thin shells over :mod:`osmosis_ai.eval.report`: every figure comes from the run's files
 through :func:`~osmosis_ai.eval.report.load_run`; this module only resolves the run and renders.
+``eval report`` and the end of ``eval run`` are in :mod:`osmosis_cli.commands.eval_report`.
 """
 
 from __future__ import annotations
@@ -325,108 +326,3 @@ def compare(
         ),
         empty="No row flipped or changed status.",
     )
-
-
-# ---- eval report -----------------------------------------------------------------------------
-
-
-def secret_redactor(run_dir: Path) -> Any:
-    """Redacts the current values of the secrets the run declared (by name) and its API key."""
-    import json
-    import os
-
-    try:
-        inputs = json.loads((run_dir / "manifest.json").read_text(encoding="utf-8"))["inputs"]
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-    names = list(inputs.get("secret_names") or [])
-    values = sorted(
-        {os.environ[n] for n in names if len(os.environ.get(n, "")) >= 6}, key=len, reverse=True
-    )
-    if not values:
-        return None
-
-    def redact(text: str) -> str:
-        for value in values:
-            text = text.replace(value, "[REDACTED]")
-        return text
-
-    return redact
-
-
-def report(
-    run: Annotated[str, typer.Argument(help="Run name (see `osmosis eval list`) or run folder.")],
-    compare_with: Annotated[
-        str | None,
-        typer.Option("--compare", help="A baseline run to compare with (name or folder)."),
-    ] = None,
-    file: Annotated[
-        Path | None,
-        typer.Option("--output", "-o", help="Where to write (default: <run folder>/report.html)."),
-    ] = None,
-    runs_dir: RunsDirOption = None,
-) -> None:
-    """Write one self-contained HTML report of a local run (opens from file://, no network)."""
-    from osmosis_ai.eval.report import REPORT_FILE, load_run, write_report
-    from osmosis_cli.output import get_output
-
-    out = get_output()
-    run_dir = resolve_run(run, runs_dir)
-    data = load_run(run_dir)
-    baseline = load_run(resolve_run(compare_with, runs_dir)) if compare_with else None
-    target = file or run_dir / REPORT_FILE
-    write_report(data, target, compare_with=baseline, redact=secret_redactor(run_dir))
-    out.emit_operation(
-        "eval.report",
-        message=f"Report written: {target}",
-        resource={
-            "path": str(target),
-            "bytes": target.stat().st_size,
-            "run": data.header.name,
-            "compare_with": baseline.header.name if baseline else None,
-        },
-        lines=[f"open it in a browser: file://{target.resolve()}"],
-    )
-
-
-# ---- the end of `eval run` -------------------------------------------------------------------
-
-_GROUPS_SHOWN = 10
-
-
-def failure_lines(data: RunData) -> list[str]:
-    """Failures grouped by type, message and code location; the first one's traceback in full."""
-    from osmosis_ai.eval.report import group_failures
-
-    groups = group_failures(data.rows)
-    if not groups:
-        return []
-    lines = ["failures:", *(f"  {g.describe()}" for g in groups[:_GROUPS_SHOWN])]
-    if len(groups) > _GROUPS_SHOWN:
-        lines.append(
-            f"  ... and {len(groups) - _GROUPS_SHOWN} more kinds (osmosis eval show --failed)"
-        )
-    first = groups[0].first
-    lines.append(
-        f"first failure: row {first.row_index} sample {first.run_index} "
-        f"(source row {first.source_row_index}), {first.error_type}: {first.error_message or '-'}"
-    )
-    if first.traceback:
-        lines.extend(f"  {line}" for line in first.traceback.rstrip().splitlines())
-    return lines
-
-
-def finish_run(run_dir: Path, *, write: bool) -> tuple[Path | None, list[str]]:
-    """After ``eval run``: write ``report.html`` (unless ``write`` is false) and return its path
-    with the failure lines for the console. Never fails the run: a problem becomes a line."""
-    from osmosis_ai.errors import EvalError
-    from osmosis_ai.eval.report import REPORT_FILE, load_run, write_report
-
-    try:
-        data = load_run(run_dir, transcripts=write)
-        report = None
-        if write:
-            report = write_report(data, run_dir / REPORT_FILE, redact=secret_redactor(run_dir))
-    except (OSError, ValueError, EvalError) as exc:
-        return None, [f"could not write the report: {type(exc).__name__}: {exc}"]
-    return report, failure_lines(data)

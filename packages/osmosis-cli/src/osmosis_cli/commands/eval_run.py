@@ -91,7 +91,7 @@ def run(
     arguments["output_dir"] = arguments.pop("output")
     sampling = _sampling(temperature, top_p, max_tokens, seed, model_arg or [])
     result = _execute(out, config, sampling=sampling or None, **arguments)
-    from osmosis_cli.commands.eval_results import finish_run
+    from osmosis_cli.commands.eval_report import finish_run
 
     report, failures = finish_run(result.run_dir, write=not no_report)
     _emit(result, out, config, report, failures, output)
