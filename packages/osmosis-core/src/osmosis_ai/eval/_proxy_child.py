@@ -51,19 +51,19 @@ class SignedRoutesProxy(PolicyProxy):
         if rollout_id in self._closed:
             return 404, f"unknown or finished rollout {rollout_id!r}", "not_found"
         given = bearer(scope) or ""
-        generation = given.partition(".")[0]
+        prefix = given.partition(".")[0]
+        well_formed = prefix.isdigit() and len(prefix) <= _MAX_GENERATION_DIGITS
+        generation = int(prefix) if well_formed else -1
         if not (
-            generation.isdigit()
-            and len(generation) <= _MAX_GENERATION_DIGITS
+            well_formed
             and hmac.compare_digest(
-                given.encode(), route_token(self._key, rollout_id, int(generation)).encode()
+                given.encode(), route_token(self._key, rollout_id, generation).encode()
             )
         ):
             return 401, "invalid or missing bearer token for this rollout", "auth"
-        route = self._routes.get(rollout_id)
-        if route is None or route.generation < int(generation):
-            route = self._routes[rollout_id] = ProxyRoute("", generation=int(generation))
-        elif route.generation > int(generation):
+        self.reset(rollout_id, generation)  # the first call of this attempt opens its route
+        route = self._routes[rollout_id]
+        if route.generation > generation:
             return 401, "this attempt of the rollout was re-dispatched elsewhere", "auth"
         return route
 
