@@ -7,6 +7,7 @@ import json
 import os
 import signal
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,18 @@ KEY = "sk-upstream-secret-0123456789"
 async def http() -> AsyncIterator[httpx.AsyncClient]:
     async with httpx.AsyncClient(timeout=30) as client:
         yield client
+
+
+@asynccontextmanager
+async def _started_proxy(script: list[Reply], calls: Path) -> AsyncIterator[ProxyProcess]:
+    """A proxy process in front of a scripted policy, closed (then the policy) at the end."""
+    async with ScriptedPolicyServer(script) as policy:
+        proxy = ProxyProcess(Upstream(model="m", base_url=policy.url), calls_path=calls)
+        await proxy.start()
+        try:
+            yield proxy
+        finally:
+            await proxy.aclose()
 
 
 async def _ask(
@@ -104,69 +117,54 @@ async def test_records_and_summary_are_exactly_those_of_the_in_process_proxy(
 async def test_tokens_are_per_rollout_and_finished_rollouts_are_closed(
     http: httpx.AsyncClient, tmp_path: Path
 ) -> None:
-    async with ScriptedPolicyServer(ANSWERS) as policy:
-        proxy = ProxyProcess(Upstream(model="m", base_url=policy.url), calls_path=tmp_path / "c")
-        await proxy.start()
-        try:
-            url_a, token_a = proxy.register("a")
-            url_b, token_b = proxy.register("b")
-            assert (await _ask(http, url_a, token_b, [USER])).status_code == 401
-            assert (await _ask(http, url_a, "x", [USER])).status_code == 401
-            assert (await _ask(http, url_a, "1.forged", [USER])).status_code == 401
-            assert (await _ask(http, url_a, token_a, [USER])).status_code == 200
-            assert (await proxy.finish("a")).count == 1
-            gone = await _ask(http, url_a, token_a, [USER])
-            assert gone.status_code == 404
-            assert "finished" in gone.text
-            proxy.discard("b")  # no result: its calls are dropped, its route closed
-            assert (await _ask(http, url_b, token_b, [USER])).status_code == 404
-        finally:
-            await proxy.aclose()
+    async with _started_proxy(ANSWERS, tmp_path / "c") as proxy:
+        url_a, token_a = proxy.register("a")
+        url_b, token_b = proxy.register("b")
+        assert (await _ask(http, url_a, token_b, [USER])).status_code == 401
+        assert (await _ask(http, url_a, "x", [USER])).status_code == 401
+        assert (await _ask(http, url_a, "1.forged", [USER])).status_code == 401
+        assert (await _ask(http, url_a, token_a, [USER])).status_code == 200
+        assert (await proxy.finish("a")).count == 1
+        gone = await _ask(http, url_a, token_a, [USER])
+        assert gone.status_code == 404
+        assert "finished" in gone.text
+        proxy.discard("b")  # no result: its calls are dropped, its route closed
+        assert (await _ask(http, url_b, token_b, [USER])).status_code == 404
     assert [c["rollout_id"] for c in _calls(tmp_path / "c")] == ["a"]
 
 
 async def test_a_redispatched_rollout_keeps_only_its_last_attempts_calls(
     http: httpx.AsyncClient, tmp_path: Path
 ) -> None:
-    async with ScriptedPolicyServer(ANSWERS) as policy:
-        proxy = ProxyProcess(Upstream(model="m", base_url=policy.url), calls_path=tmp_path / "c")
-        await proxy.start()
-        try:
-            url, first = proxy.register("r")
-            assert (await _ask(http, url, first, [USER])).status_code == 200
-            # Re-dispatched: a fresh token; the new attempt made no call yet.
-            url, second = proxy.register("r")
-            assert second != first
-            assert (await proxy.finish("r")) == CallSummary()  # the stale call does not count
+    async with _started_proxy(ANSWERS, tmp_path / "c") as proxy:
+        url, first = proxy.register("r")
+        assert (await _ask(http, url, first, [USER])).status_code == 200
+        # Re-dispatched: a fresh token; the new attempt made no call yet.
+        url, second = proxy.register("r")
+        assert second != first
+        assert (await proxy.finish("r")) == CallSummary()  # the stale call does not count
 
-            url, first = proxy.register("s")
-            assert (await _ask(http, url, first, [USER])).status_code == 200
-            url, second = proxy.register("s")
-            assert (await _ask(http, url, second, [USER])).status_code == 200
-            stale = await _ask(http, url, first, [USER])  # the abandoned attempt, still running
-            assert stale.status_code == 401
-            assert (await proxy.finish("s")).count == 1
-        finally:
-            await proxy.aclose()
+        url, first = proxy.register("s")
+        assert (await _ask(http, url, first, [USER])).status_code == 200
+        url, second = proxy.register("s")
+        assert (await _ask(http, url, second, [USER])).status_code == 200
+        stale = await _ask(http, url, first, [USER])  # the abandoned attempt, still running
+        assert stale.status_code == 401
+        assert (await proxy.finish("s")).count == 1
 
 
 async def test_a_dead_proxy_process_fails_the_rows_still_running_clearly(
     http: httpx.AsyncClient, tmp_path: Path
 ) -> None:
-    async with ScriptedPolicyServer(TURNS) as policy:
-        proxy = ProxyProcess(Upstream(model="m", base_url=policy.url), calls_path=tmp_path / "c")
-        await proxy.start()
-        try:
-            url, token = proxy.register("r")
-            assert (await _ask(http, url, token, [USER])).status_code == 200
-            assert proxy.pid is not None
-            os.kill(proxy.pid, signal.SIGKILL)
-            with pytest.raises(ProxyGone, match=r"exited during the run.*--name"):
-                await proxy.finish("r")
-            with pytest.raises(ProxyGone):
-                await proxy.finish("other")
-        finally:
-            await proxy.aclose()
+    async with _started_proxy(TURNS, tmp_path / "c") as proxy:
+        url, token = proxy.register("r")
+        assert (await _ask(http, url, token, [USER])).status_code == 200
+        assert proxy.pid is not None
+        os.kill(proxy.pid, signal.SIGKILL)
+        with pytest.raises(ProxyGone, match=r"exited during the run.*--name"):
+            await proxy.finish("r")
+        with pytest.raises(ProxyGone):
+            await proxy.finish("other")
 
 
 async def test_a_taken_port_is_a_clear_start_error(tmp_path: Path) -> None:
