@@ -9,13 +9,14 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-from rollout_server_harness import script_server
+from rollout_server_harness import ScriptServer, script_server
 
 from osmosis_ai.rollout.client import RolloutClient
 from osmosis_ai.rollout.server._workers import WorkerSetupError
@@ -63,6 +64,22 @@ async def _all_gone(pids: set[int]) -> bool:
     return True
 
 
+@asynccontextmanager
+async def _served(
+    tmp_path: Path,
+) -> AsyncIterator[tuple[ScriptServer, ScriptedPolicyServer, RolloutClient, httpx.AsyncClient]]:
+    """The 2-worker ``python main.py`` server, a policy, and a rollout and an HTTP client to it."""
+    async with (
+        script_server(
+            SCRIPT, tmp_path, OSMOSIS_HOME=str(tmp_path), WORKER_TEST_LOGGING="1"
+        ) as server,
+        ScriptedPolicyServer("multiply") as policy,
+        RolloutClient(url=server.url) as client,
+        httpx.AsyncClient(base_url=server.url) as http,
+    ):
+        yield server, policy, client, http
+
+
 async def _run(client: RolloutClient, policy: ScriptedPolicyServer, ids: list[str]) -> list[Any]:
     handles = [
         await client.run_rollout_async(PROMPT, policy.chat_completions_url(i), i, label="42")
@@ -75,14 +92,7 @@ async def test_workers_fork_from_the_zygote_and_a_killed_one_is_replaced_through
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv(ENV_WORKER_START, raising=False)
-    async with (
-        script_server(
-            SCRIPT, tmp_path, OSMOSIS_HOME=str(tmp_path), WORKER_TEST_LOGGING="1"
-        ) as server,
-        ScriptedPolicyServer("multiply") as policy,
-        RolloutClient(url=server.url) as client,
-        httpx.AsyncClient(base_url=server.url) as http,
-    ):
+    async with _served(tmp_path) as (server, policy, client, http):
         first = (await http.get("/health")).json()
         zygote = first["zygote_pid"]
         parents = {_parent(w["pid"]) for w in first["workers"]}
@@ -129,14 +139,7 @@ async def test_a_dead_zygote_falls_back_to_exec_and_the_server_keeps_serving(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv(ENV_WORKER_START, raising=False)
-    async with (
-        script_server(
-            SCRIPT, tmp_path, OSMOSIS_HOME=str(tmp_path), WORKER_TEST_LOGGING="1"
-        ) as server,
-        ScriptedPolicyServer("multiply") as policy,
-        RolloutClient(url=server.url) as client,
-        httpx.AsyncClient(base_url=server.url) as http,
-    ):
+    async with _served(tmp_path) as (server, policy, client, http):
         first = (await http.get("/health")).json()
         os.kill(first["zygote_pid"], signal.SIGKILL)
         await _health_until(http, lambda h: h["zygote_alive"] is False)
