@@ -11,11 +11,10 @@ is still alive. It needs only ``httpx``.
 from __future__ import annotations
 
 import asyncio
-import inspect
 import json
 import math
-from collections.abc import Awaitable, Callable, Coroutine
-from typing import Any, Concatenate
+from collections.abc import Callable
+from typing import Any
 
 import httpx
 from pydantic import ValidationError
@@ -41,30 +40,6 @@ _IDLE_TOLERATED = frozenset({408, 429, 500, 502, 503, 504})
 _CALLBACK_FIELDS = frozenset(
     {"controller_api_key", "completion_callback_url", "grader_callback_url"}
 )
-
-
-def _awaiting_result[**P](
-    admit: Callable[Concatenate[RolloutClient, P], Awaitable[RolloutHandle]],
-) -> Callable[Concatenate[RolloutClient, P], Coroutine[Any, Any, RolloutResultResponse]]:
-    """``run_rollout`` from ``run_rollout_async``: the same parameters, then the handle's result.
-
-    One parameter list (0.3.8's) serves both methods; the signature ``inspect`` and ``help`` show
-    is ``admit``'s with the result type.
-    """
-
-    async def run_rollout(
-        self: RolloutClient, /, *args: P.args, **kwargs: P.kwargs
-    ) -> RolloutResultResponse:
-        """Admit one rollout and wait for its final result."""
-        # Through the instance, so that a subclass's run_rollout_async is the one called.
-        bound: Callable[P, Awaitable[RolloutHandle]] = getattr(self, admit.__name__)
-        return await (await bound(*args, **kwargs))
-
-    run_rollout.__qualname__ = admit.__qualname__.removesuffix("_async")
-    run_rollout.__signature__ = inspect.signature(admit).replace(  # type: ignore[attr-defined]
-        return_annotation="RolloutResultResponse"
-    )
-    return run_rollout
 
 
 class RolloutClient:
@@ -130,6 +105,34 @@ class RolloutClient:
 
     # ---- rollouts -------------------------------------------------------------------------
 
+    async def run_rollout(
+        self,
+        initial_messages: list[dict[str, Any]],
+        chat_completions_url: str,
+        rollout_id: str,
+        llm_api_key: str | None = None,
+        label: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        grade: bool = True,
+        agent_timeout_sec: float | None = None,
+        grader_timeout_sec: float | None = None,
+        extra_fields: dict[str, Any] | None = None,
+    ) -> RolloutResultResponse:
+        """Admit one rollout and wait for its final result."""
+        handle = await self.run_rollout_async(
+            initial_messages,
+            chat_completions_url,
+            rollout_id,
+            llm_api_key=llm_api_key,
+            label=label,
+            metadata=metadata,
+            grade=grade,
+            agent_timeout_sec=agent_timeout_sec,
+            grader_timeout_sec=grader_timeout_sec,
+            extra_fields=extra_fields,
+        )
+        return await handle
+
     async def run_rollout_async(
         self,
         initial_messages: list[dict[str, Any]],
@@ -159,9 +162,6 @@ class RolloutClient:
         body = request.model_dump_json(exclude=set(_CALLBACK_FIELDS)).encode()
         admission, posted_at = await self._admit(rollout_id, body)
         return RolloutHandle(self, admission, posted_at)
-
-    #: Admit one rollout and wait for its final result (``run_rollout_async``'s arguments).
-    run_rollout = _awaiting_result(run_rollout_async)
 
     async def _admit(self, rollout_id: str, body: bytes) -> tuple[RolloutInitResponse, float]:
         """POST until 202 (sleeping ``Retry-After`` on 429) within ``admission_timeout_sec``.
