@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
 import math
 from typing import Any
 
@@ -222,3 +223,39 @@ def test_constructor_validation() -> None:
     with pytest.raises(ValueError, match="api_key must be non-empty"):
         RolloutClient(url="http://x", api_key=" ")
     assert RolloutClient(url="http://x/").url == "http://x"
+
+
+def test_run_rollout_has_run_rollout_async_parameters() -> None:
+    """The two parameter lists are written twice (0.3.8's public methods): they must not drift."""
+    waits = inspect.signature(RolloutClient.run_rollout)
+    admits = inspect.signature(RolloutClient.run_rollout_async)
+    assert list(waits.parameters.values()) == list(admits.parameters.values())
+    assert waits.return_annotation == "RolloutResultResponse"
+    assert RolloutClient.run_rollout.__qualname__ == "RolloutClient.run_rollout"
+    assert inspect.iscoroutinefunction(RolloutClient.run_rollout)
+
+
+async def test_run_rollout_admits_through_the_instances_run_rollout_async() -> None:
+    admitted: list[tuple[tuple[Any, ...], dict[str, Any]]] = []
+
+    class Recording(RolloutClient):
+        async def run_rollout_async(self, *args: Any, **kwargs: Any) -> Any:
+            admitted.append((args, kwargs))
+            return await super().run_rollout_async(*args, **kwargs)
+
+    backend = FakeBackend()
+    async with running(backend) as (http, _):
+        backend.gate("r1").set()
+        backend.gate("r1:grading").set()
+        async with Recording(url=str(http.base_url)) as client:
+            result = await client.run_rollout(
+                PROMPT, CHAT, "r1", label="42", metadata={"k": 1}, grade=False
+            )
+    assert result.status == RolloutStatus.SUCCESS
+    [(args, kwargs)] = admitted
+    assert args == (PROMPT, CHAT, "r1")
+    assert {k: kwargs[k] for k in ("label", "metadata", "grade")} == {
+        "label": "42",
+        "metadata": {"k": 1},
+        "grade": False,
+    }
