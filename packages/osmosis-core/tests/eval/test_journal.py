@@ -38,6 +38,20 @@ async def test_concurrent_appends_are_group_committed(
     assert len(calls) < 200  # batched: far fewer fsyncs than records
 
 
+async def test_a_cancelled_append_still_commits_its_batch(tmp_path: Path) -> None:
+    journal = Journal(tmp_path / "events.jsonl")
+    first = asyncio.create_task(journal.append(_record(0)))
+    second = asyncio.create_task(journal.append(_record(1)))
+    await asyncio.sleep(0)  # both queued; the flusher has taken the batch
+    first.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await first
+    await second
+    await journal.append(_record(2))
+    await journal.aclose()
+    assert [r["row_index"] for r in iter_records(journal.path)] == [0, 1, 2]
+
+
 async def test_torn_tail_is_ignored_and_cut_before_appending(tmp_path: Path) -> None:
     path = tmp_path / "events.jsonl"
     path.write_text(json.dumps(_record(0)) + "\n" + '{"row_index": 1, "run_ind')

@@ -159,15 +159,23 @@ def loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
 
 
 def _run_blocking(make: Callable[[], Coroutine[Any, Any, EvalRun]]) -> EvalRun:
+    outcome: dict[str, Any] = {}
+
+    async def main() -> None:
+        # The run comes back through ``outcome``, not as the main task's result: asyncio.run
+        # formats its main task (result included) twice when it restores the SIGINT handler,
+        # and the repr of an EvalRun holds every row (some 20 us of controller CPU per row).
+        outcome["run"] = await make()
+
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        return asyncio.run(make(), loop_factory=loop_factory())
-    outcome: dict[str, Any] = {}
+        asyncio.run(main(), loop_factory=loop_factory())
+        return outcome["run"]
 
     def target() -> None:
         try:
-            outcome["run"] = asyncio.run(make(), loop_factory=loop_factory())
+            asyncio.run(main(), loop_factory=loop_factory())
         except BaseException as exc:
             outcome["error"] = exc
 

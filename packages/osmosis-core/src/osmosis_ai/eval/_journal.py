@@ -105,8 +105,9 @@ class Journal:
         self._pending.append((line, future))
         if self._flusher is None or self._flusher.done():
             self._flusher = asyncio.create_task(self._flush_loop())
-        # Shielded: a cancelled caller must not leave a half-committed batch behind.
-        await asyncio.shield(future)
+        # The batch is written by the flusher task whatever happens to this caller: a cancelled
+        # caller only cancels its own future (skipped by the flusher), never the batch.
+        await future
 
     def append_sync(self, record: dict[str, Any]) -> None:
         """Blocking variant for code outside an event loop."""
