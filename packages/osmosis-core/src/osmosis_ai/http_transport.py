@@ -200,12 +200,22 @@ class PlainHTTPTransport(httpx.AsyncBaseTransport):
         self._idle.clear()
 
 
+_UNBOUNDED = contextlib.nullcontext()
+
+
+def _deadline(timeout: float | None) -> asyncio.Timeout | contextlib.nullcontext[None]:
+    """``asyncio.timeout(timeout)``, or a shared no-op scope for ``None`` (the callback
+    sender's case: its own deadline bounds the whole exchange), which spares a ``Timeout`` and
+    a task lookup per request."""
+    return _UNBOUNDED if timeout is None else asyncio.timeout(timeout)
+
+
 async def _send(conn: _Conn, payload: bytes, read_timeout: float | None, reused: bool) -> bytes:
     """Write the request and read the response head (status line and headers)."""
     reader, writer = conn
     try:
         writer.write(payload)
-        async with asyncio.timeout(read_timeout):
+        async with _deadline(read_timeout):
             await writer.drain()
             return await reader.readuntil(b"\r\n\r\n")
     except asyncio.IncompleteReadError as exc:
@@ -269,7 +279,7 @@ class _BodyStream(httpx.AsyncByteStream):
         if self._chunked or self._length is None:
             return b"".join([piece async for piece in self])
         try:
-            async with asyncio.timeout(self._timeout):
+            async with _deadline(self._timeout):
                 data = await conn[0].readexactly(self._length)
         except BaseException as exc:  # the connection is in an unknown state
             self._abandon(exc)

@@ -54,6 +54,7 @@ What the controller finally sees as the reward is ``ExecutionOutcome.wire_reward
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import math
 import traceback
@@ -90,6 +91,9 @@ _SUCCESS = RolloutStatus.SUCCESS
 _FAILURE = RolloutStatus.FAILURE
 _TIMEOUT = RolloutErrorCategory.TIMEOUT
 _VALIDATION = RolloutErrorCategory.VALIDATION_ERROR
+# The scope of a phase without a deadline: asyncio.timeout(None) never fires, but entering one
+# costs a Timeout object and a task lookup per phase (twice per rollout).
+_UNBOUNDED = contextlib.nullcontext()
 
 NO_SAMPLE_MESSAGE = (
     "No sample to grade: the workflow returned no messages and registered no sample "
@@ -192,13 +196,13 @@ async def run_workflow_phase(
         return failure(_TIMEOUT, deadline_message)
     sample: RolloutSample | None = None
     output: AgentWorkflowOutput | None = None
-    scope = asyncio.timeout_at(deadline)
+    scope = asyncio.timeout_at(deadline) if deadline is not None else None
     try:
-        async with scope:
+        async with scope or _UNBOUNDED:
             output = await _call_workflow(build_workflow, prompt, metadata, artifacts_dir)
             sample = await sample_from_output(output, label=label, rollout=rollout)
     except TimeoutError as exc:
-        if deadline is not None and scope.expired():
+        if scope is not None and scope.expired():
             return failure(_TIMEOUT, deadline_message)
         return exception_failure(exc, "workflow")
     except Exception as exc:
@@ -282,13 +286,13 @@ async def _grade_copy(
     grader_ctx = GraderContext(
         label=label, sample=sample, metadata=metadata, artifacts_dir=artifacts_dir
     )
-    scope = asyncio.timeout(timeout)
+    scope = asyncio.timeout(timeout) if timeout is not None else None
     try:
-        async with scope:
+        async with scope or _UNBOUNDED:
             await _call_grader(build_grader, grader_ctx)
     except TimeoutError as exc:
         _clear_reward(sample)
-        if timeout is not None and scope.expired():
+        if timeout is not None and scope is not None and scope.expired():
             return failure(_TIMEOUT, f"grader exceeded its {seconds(timeout)}s deadline", sample)
         return exception_failure(exc, "grader", sample)
     except Exception as exc:

@@ -289,11 +289,12 @@ class RolloutService(DrainingMixin):
             return
         urls = [u for u in (request.completion_callback_url, request.grader_callback_url) if u]
         entry.journaled = True
-        line = admission_line(entry, urls)
         if now:
-            outbox.write_now(entry.rollout_id, line)
+            outbox.write_now(entry.rollout_id, admission_line(entry, urls))
         else:
-            outbox.put(entry.rollout_id, line)  # written at the end of this turn
+            # Built when this turn's records are written: a rollout that finishes in its first
+            # step (before that write) replaces it with its result, and the line is never built.
+            outbox.put(entry.rollout_id, lambda: admission_line(entry, urls))
 
     def _acknowledge(self, entry: RolloutEntry) -> None:
         """The result was received (or forgotten): the outbox no longer needs it."""
