@@ -49,8 +49,12 @@ def describe_exit(returncode: int | None) -> str:
     return f"exited with status {returncode}"
 
 
-#: Finished rollouts handed to the service per event-loop turn, across all workers.
-RESULTS_PER_TURN = 8
+#: Finished rollouts handed to the service per event-loop turn, across all workers. Each one's
+#: follow-up work (its finalisation, its long poll's answer, its trajectory) lands in the next
+#: turns, and a ``POST /rollout`` spans about three turns (read, handled, journaled and
+#: answered): 2 keeps those turns short even for an agent framework's results (several
+#: messages each); 8 made Strands / OpenAI Agents admissions wait about twice as long.
+RESULTS_PER_TURN = 2
 
 
 class ResultIntake:
