@@ -90,6 +90,9 @@ async def dispatch(
             server_key = secrets.token_urlsafe(24)
             log.redact.add(server_key)
             server = _spawn_server(plan, job.paths, log, server_key, stack)
+            # Off the event loop while the child imports the rollout (after its spawn: the
+            # spawn runs a preexec_fn, which must not fork a process with other threads).
+            pricing = warm_pricer(plan, stack)
             upstream = await _start_upstream(plan, log, stack)
             proxy = await _start_proxy(job, upstream, stack, limit)
             if not upstream.is_mock:
@@ -97,7 +100,7 @@ async def dispatch(
             stack.push_async_callback(server.stop)  # idempotent: stop it before the proxy
             url = await server.wait_healthy(timeout_sec=plan.server_start_timeout_sec)
             log.info("server", "rollout server healthy", url=url, pid=server.pid)
-            scheduler = _scheduler(job, url, server, server_key, proxy, stack)
+            scheduler = _scheduler(job, url, server, server_key, proxy, stack, await pricing)
             scheduler.budget, scheduler.confirm = budget, confirm
             if limit is not None:  # policy calls at once: at most one per row in flight
                 limit.set_ceiling(scheduler.max_in_flight)
@@ -254,12 +257,13 @@ def _scheduler(
     server_key: str,
     proxy: PolicyProxy,
     stack: AsyncExitStack,
+    price_row: RowPricer,
 ) -> Scheduler:
     max_in_flight = _max_in_flight(job.plan, server.health, job.log)
     # Admission waits (429 backoff) are bounded by deadline x concurrency, as upstream.
     client = _rollout_client(url, server_key, job.plan.deadline_sec * max_in_flight, stack)
     return build_scheduler(
-        job, client, max_in_flight, proxy, stack, lambda: server.exited() is None
+        job, client, max_in_flight, proxy, stack, lambda: server.exited() is None, price_row
     )
 
 
@@ -270,9 +274,10 @@ def build_scheduler(
     proxy: PolicyRoutes,
     stack: AsyncExitStack,
     server_alive: Callable[[], bool],
+    price_row: RowPricer,
 ) -> Scheduler:
-    """The scheduler over ``client`` with the run's journal, call log, deadline and pricing,
-    reporting to the job's sinks."""
+    """The scheduler over ``client`` with the run's journal, call log, deadline and pricing
+    (``price_row``, from :func:`warm_pricer`), reporting to the job's sinks."""
     plan = job.plan
     journal = Journal(job.paths.journal)
     stack.push_async_callback(journal.aclose)
@@ -287,12 +292,26 @@ def build_scheduler(
         deadline_sec=plan.deadline_sec,
         server_alive=server_alive,
         redact=job.log.redact,
-        price_row=_row_pricer(plan),
+        price_row=price_row,
         max_failures=plan.max_failures,
         code_digest=plan.inputs["rollout"]["source_digest"],
         on_result=job.on_record,
         on_event=job.on_event,
     )
+
+
+def warm_pricer(plan: EvalPlan, stack: AsyncExitStack) -> asyncio.Task[RowPricer]:
+    """The run's :class:`RowPricer`, once its first price look-up (:meth:`RowPricer.warm`) has
+    run on a helper thread; await it before the scheduler starts. The stack waits for the
+    thread on every path, so no look-up outlives the session."""
+
+    async def warmed(price_row: RowPricer) -> RowPricer:
+        await asyncio.to_thread(price_row.warm)
+        return price_row
+
+    task = asyncio.create_task(warmed(_row_pricer(plan)))
+    stack.push_async_callback(asyncio.wait, [task])
+    return task
 
 
 def _row_pricer(plan: EvalPlan) -> RowPricer:

@@ -25,6 +25,7 @@ from osmosis_ai.eval._dispatch import (
     _start_upstream,
     announce_proxy,
     build_scheduler,
+    warm_pricer,
 )
 from osmosis_ai.eval._fleet import is_loopback_url
 from osmosis_ai.eval._fleet_client import FleetClient, open_member
@@ -50,6 +51,7 @@ async def dispatch_fleet(job: DispatchJob) -> DispatchOutcome:
     try:
         async with AsyncExitStack() as stack:
             upstream = await _start_upstream(plan, log, stack)
+            pricing = warm_pricer(plan, stack)  # on a thread while the proxy process starts
             # The servers' /health probes run while the proxy process starts (imports take a
             # second); the model's preflight still decides first.
             opening = asyncio.create_task(_open_fleet(plan, log, on_event, stack))
@@ -68,7 +70,9 @@ async def dispatch_fleet(job: DispatchJob) -> DispatchOutcome:
             workers = max(1, min(wanted, fleet.total_capacity))
             log.info("plan", "concurrency chosen", max_in_flight=workers, servers=len(plan.servers))
             client = cast("RolloutClient", FleetClient(fleet, proxy))  # the two calls it makes
-            scheduler = build_scheduler(job, client, workers, proxy, stack, fleet.any_alive)
+            scheduler = build_scheduler(
+                job, client, workers, proxy, stack, fleet.any_alive, await pricing
+            )
             async with watching(fleet):
                 with contextlib.suppress(DispatchHalted):  # the reason is in halt_reason
                     await scheduler.run(job.pending)

@@ -14,6 +14,7 @@ included) and ``reasoning`` (``completion_tokens_details.reasoning_tokens``, a p
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -267,3 +268,15 @@ class RowPricer:
         else:
             policy = self.pricer.price(self.model, split, base_url=self.base_url)
         return row_cost(policy, split, judge)
+
+    def warm(self) -> None:
+        """Look the upstream model's price up once, ahead of the first row: the first look-up
+        loads the pricing library (~0.3 s of CPU, its price table is a 1.6 MB module), and the
+        first finished row would otherwise pay that on the controller's event loop while every
+        other row waits. Safe to run on a helper thread while nothing else prices; the answer
+        (a price, or the cached miss) is the one the first row gets anyway. Best effort: an
+        error here is raised again, with its row, by the real look-up."""
+        if self.fixed_reason is not None:
+            return
+        with contextlib.suppress(Exception):
+            self.pricer.price(self.model, {"input": 1, "output": 1}, base_url=self.base_url)
