@@ -30,15 +30,20 @@ def test_listing_builds_from_the_server_trajectory_and_finds_earlier_files(
     earlier.write_text("{}", encoding="utf-8")
     listing = TrajectoryListing.of(paths)
 
-    built = trajectory_for(paths, _record("r-built", 0), [], rebuild=True, listing=listing)
+    built, document = trajectory_for(
+        paths, _record("r-built", 0), [], rebuild=True, listing=listing
+    )
     kept = trajectory_for(paths, _record("r-gone", 1), [], rebuild=True, listing=listing)
     missing = trajectory_for(paths, _record("r-none", 2), [], rebuild=True, listing=listing)
 
     assert built == "trajectories/row_0_run_0.json"
-    assert json.loads((paths.root / built).read_text(encoding="utf-8"))["steps"] == []
+    written = json.loads((paths.root / built).read_text(encoding="utf-8"))
+    assert written["steps"] == []
+    assert document == written  # what finalisation reads its facts from, without a re-read
     assert not source.exists()  # the enriched copy is the one record
-    assert kept == "trajectories/row_1_run_0.json"  # an earlier session's file, no source
-    assert missing is None
+    # an earlier session's file (no source), and nothing: neither was built now
+    assert kept == ("trajectories/row_1_run_0.json", None)
+    assert missing == (None, None)
     for record in (_record("r-gone", 1), _record("r-none", 2)):
         assert trajectory_for(paths, record, [], rebuild=True) == trajectory_for(
             paths, record, [], rebuild=True, listing=listing

@@ -104,7 +104,7 @@ def collect_rows(
         if record is None:
             continue
         this_session = record.get("rollout_id") in session_ids
-        trajectory = trajectory_for(
+        trajectory, document = trajectory_for(
             paths,
             record,
             calls_by_rollout.get(str(record.get("rollout_id")), []),
@@ -115,6 +115,7 @@ def collect_rows(
         row = row_with_facts(
             paths.root,
             row_from_journal(item, record, resumed=not this_session, trajectory=trajectory),
+            document,
         )
         if row.traceback:
             row = replace(row, traceback=redact(row.traceback))

@@ -54,8 +54,9 @@ def assemble_trajectory(
     record: dict[str, Any],
     calls: list[dict[str, Any]],
     reproducibility: dict[str, Any] | None = None,
-) -> str | None:
-    """Write the item's trajectory; returns its path relative to the run dir, or ``None``."""
+) -> tuple[str, dict[str, Any]] | None:
+    """Write the item's trajectory; returns its path relative to the run dir and the document
+    written, or ``None``."""
     rollout_id = record.get("rollout_id")
     if not isinstance(rollout_id, str):
         return None
@@ -96,7 +97,7 @@ def assemble_trajectory(
         return None
     with contextlib.suppress(OSError):
         source.unlink()  # the enriched copy under trajectories/ is the one record
-    return target.relative_to(paths.root).as_posix()
+    return target.relative_to(paths.root).as_posix(), document
 
 
 def existing_trajectory(
@@ -145,8 +146,9 @@ def trajectory_for(
     rebuild: bool,
     reproducibility: dict[str, Any] | None = None,
     listing: TrajectoryListing | None = None,
-) -> str | None:
-    """The item's trajectory file, building it when ``rebuild`` (item finished this session).
+) -> tuple[str | None, dict[str, Any] | None]:
+    """The item's trajectory file, building it when ``rebuild`` (item finished this session),
+    and the document when it was built now (``None``: read the file when needed).
 
     ``listing`` (taken before the first row) skips the file system for rows whose server
     trajectory folder or trajectory file does not exist.
@@ -155,7 +157,7 @@ def trajectory_for(
         built = assemble_trajectory(paths, record, calls, reproducibility)
         if built is not None:
             return built
-    return existing_trajectory(paths, record, listing)
+    return existing_trajectory(paths, record, listing), None
 
 
 __all__ = ["TrajectoryListing", "assemble_trajectory", "load_calls", "trajectory_for"]

@@ -246,16 +246,25 @@ def _with_facts(
 def _documents(root: str, row: RowRecord) -> tuple[dict[str, Any], dict[str, Any]]:
     """The row's trajectory document and, for a failure, its diagnostics (``{}`` if none)."""
     document = _read_json(f"{root}/{row.trajectory_filename}") if row.trajectory_filename else {}
-    diagnostics: dict[str, Any] = {}
+    return document, _diagnostics(root, row)
+
+
+def _diagnostics(root: str, row: RowRecord) -> dict[str, Any]:
     if row.status == "failed" and row.rollout_id:
-        diagnostics = _read_json(f"{root}/rollout_trials/{row.rollout_id}/diagnostics.json")
-    return document, diagnostics
+        return _read_json(f"{root}/rollout_trials/{row.rollout_id}/diagnostics.json")
+    return {}
 
 
-def row_with_facts(run_dir: Path, row: RowRecord) -> RowRecord:
+def row_with_facts(
+    run_dir: Path, row: RowRecord, document: dict[str, Any] | None = None
+) -> RowRecord:
     """``row`` with the optional facts it lacks (prompt, label, answer, traceback, grader
-    metrics) read from its trajectory and diagnostics; the engine stores them in index.jsonl."""
-    document, diagnostics = _documents(str(run_dir), row)
+    metrics) read from its trajectory and diagnostics; the engine stores them in index.jsonl.
+    ``document``: the trajectory as just written (the engine's finalisation), not read back."""
+    if document is None:
+        document, diagnostics = _documents(str(run_dir), row)
+    else:
+        diagnostics = _diagnostics(str(run_dir), row)
     return _with_facts(row, document, diagnostics, transcript_messages(document))
 
 
