@@ -120,6 +120,7 @@ async def test_tokens_are_per_rollout_and_finished_rollouts_are_closed(
     async with _started_proxy(ANSWERS, tmp_path / "c") as proxy:
         url_a, token_a = proxy.register("a")
         url_b, token_b = proxy.register("b")
+        proxy.register("c")
         assert (await _ask(http, url_a, token_b, [USER])).status_code == 401
         assert (await _ask(http, url_a, "x", [USER])).status_code == 401
         assert (await _ask(http, url_a, "1.forged", [USER])).status_code == 401
@@ -129,6 +130,9 @@ async def test_tokens_are_per_rollout_and_finished_rollouts_are_closed(
         assert gone.status_code == 404
         assert "finished" in gone.text
         proxy.discard("b")  # no result: its calls are dropped, its route closed
+        # discard is not acknowledged; the child handles messages in order, so once c's finish
+        # is answered, b's close has been handled too.
+        assert (await proxy.finish("c")).count == 0
         assert (await _ask(http, url_b, token_b, [USER])).status_code == 404
     assert [c["rollout_id"] for c in _calls(tmp_path / "c")] == ["a"]
 
