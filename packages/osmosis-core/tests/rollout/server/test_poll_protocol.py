@@ -421,12 +421,14 @@ async def test_lease_expiry_fails_and_cancels_the_rollout(backend: FakeBackend) 
 
 
 async def test_polling_renews_the_lease(backend: FakeBackend) -> None:
-    async with running(backend, result_wait_timeout_sec=0.2, polling_lease_timeout_sec=0.5) as (
+    # Each poll waits 0.3 s, well inside the 1.5 s lease (a loaded machine's scheduling gaps must
+    # not expire it), and 7 polls outlast the lease: only renewal keeps the token valid.
+    async with running(backend, result_wait_timeout_sec=0.3, polling_lease_timeout_sec=1.5) as (
         client,
         _,
     ):
         token = await _admit(client, "r1", metadata={"mode": "block"})
-        for _ in range(5):  # 1 s of polling, twice the lease
+        for _ in range(7):  # 2.1 s of polling, longer than the lease
             assert (await _poll(client, "r1", token))["status"] == "running"
         backend.gate("r1").set()
         final = await _final(client, "r1", token)
