@@ -1,14 +1,21 @@
-"""HarborBackend behind the real rollout server: admission control (429) and results."""
+"""HarborBackend behind the real rollout server: admission control (429) and results, in one
+process and in worker processes forked from the zygote (a user's ``python main.py`` calling
+``serve(app, workers=2)``)."""
 
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
+import sys
+import tempfile
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 from harbor.models.job.config import RetryConfig
 from harbor.trial.queue import TrialQueue
 
@@ -17,6 +24,29 @@ from osmosis_ai.rollout.server import create_rollout_server
 from osmosis_ai.testing import serve_app
 
 LEASE = "X-Osmosis-Rollout-Lease"
+
+MAIN_PY = """
+import os
+from pathlib import Path
+
+from harbor.models.job.config import RetryConfig
+from harbor.trial.queue import TrialQueue
+
+from osmosis_ai.rollout.backend.harbor import HarborBackend, local_environment_config
+from osmosis_ai.rollout.server import create_rollout_server, serve
+
+backend = HarborBackend(
+    orchestrator=TrialQueue(n_concurrent=2, retry_config=RetryConfig(max_retries=0)),
+    tasks_dir=Path(os.environ["TEST_TASKS_DIR"]),
+    task_mode="dataset",
+    agent="oracle",
+    environment_config=local_environment_config(),
+)
+app = create_rollout_server(backend=backend, lifespan=backend.prewarm_lifespan())
+
+if __name__ == "__main__":
+    serve(app, port=0, workers=2)
+"""
 
 
 @asynccontextmanager
@@ -86,3 +116,60 @@ async def test_full_queue_answers_429_and_admitted_rollouts_complete(
             ("success", 1.0),
         ]
         assert backend.has_capacity()
+
+
+async def _listening_url(proc: asyncio.subprocess.Process) -> str:
+    assert proc.stderr is not None
+    async with asyncio.timeout(180):
+        while line := await proc.stderr.readline():
+            text = line.decode()
+            if "rollout server listening on " in text:
+                return text.rsplit(" ", 1)[-1].strip()
+    raise AssertionError("the server exited before listening")
+
+
+@pytest.mark.skipif(
+    not sys.platform.startswith("linux"), reason="workers fork from the zygote on Linux only"
+)
+async def test_harbor_rollouts_run_in_forked_workers(dataset_dir: Path, tmp_path: Path) -> None:
+    (tmp_path / "main.py").write_text(MAIN_PY)
+    env = {
+        **os.environ,
+        "PYTHONUNBUFFERED": "1",
+        "TEST_TASKS_DIR": str(dataset_dir),
+        "TMPDIR": str(tempfile.gettempdir()),  # the test's scratch dir (see conftest)
+    }
+    env.pop("OSMOSIS_ROLLOUT_WORKER_START", None)
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "main.py", cwd=str(tmp_path), env=env, stderr=asyncio.subprocess.PIPE
+    )
+    drain: asyncio.Task[bytes] | None = None
+    try:
+        url = await _listening_url(proc)
+        assert proc.stderr is not None
+        drain = asyncio.create_task(proc.stderr.read())  # keep the pipe from filling up
+        async with httpx.AsyncClient(base_url=url, timeout=30) as client:
+            health = (await client.get("/health")).json()
+            tasks = {"w-hello-1": "hello", "w-quarter-1": "quarter", "w-hello-2": "hello"}
+            leases = {}
+            for rollout_id, task in tasks.items():
+                admitted = await client.post("/rollout", json=_rollout(rollout_id, task))
+                assert admitted.status_code == 202, admitted.text
+                leases[rollout_id] = admitted.json()["polling_lease_token"]
+            async with asyncio.timeout(300):
+                results = await asyncio.gather(
+                    *(_result(client, rid, lease) for rid, lease in leases.items())
+                )
+    finally:
+        if proc.returncode is None:
+            proc.send_signal(signal.SIGTERM)
+        async with asyncio.timeout(60):
+            code = await proc.wait()
+            if drain is not None:
+                await drain
+    assert health["backend"] == "workers"
+    assert [w["start"] for w in health["workers"]] == ["fork", "fork"]
+    by_id = {r["rollout_id"]: r for r in results}
+    assert [by_id[rid]["status"] for rid in tasks] == ["success"] * 3, results
+    assert [by_id[rid]["sample"]["reward"] for rid in tasks] == [1.0, 0.25, 1.0]
+    assert code == -signal.SIGTERM  # drained, then uvicorn re-raises the SIGTERM it caught
