@@ -133,21 +133,12 @@ async def test_every_connection_of_a_wave_of_calls_is_kept_for_the_next(
     the 5 s connect timeout on a busy loop).
 
     The keep-alive expiry is raised for this test only: the client closes a connection idle for
-    longer (5 s by default, by design), and with openai 1.x-2.x on httpx a wave of 150 calls takes
+    longer (POLICY_KEEPALIVE_EXPIRY_SEC, 4 s, by design), and with openai 1.x-2.x on httpx a wave of 150 calls takes
     4-8 s of CPU on a 2-core machine (request-parameter transformation and httpcore's pool
     bookkeeping, quadratic in connections), so connections idle since the first wave expired
     before the second wave reached them; that is expiry, not the pool dropping them.
     """
-    limits = openai.DEFAULT_CONNECTION_LIMITS
-    monkeypatch.setattr(
-        openai,
-        "DEFAULT_CONNECTION_LIMITS",
-        type(limits)(
-            max_connections=limits.max_connections,
-            max_keepalive_connections=limits.max_keepalive_connections,
-            keepalive_expiry=600.0,
-        ),
-    )
+    monkeypatch.setattr(policy, "POLICY_KEEPALIVE_EXPIRY_SEC", 600.0)
     wave = 150
     arrived = 0
     everyone: asyncio.Event = asyncio.Event()
@@ -177,3 +168,54 @@ async def test_every_connection_of_a_wave_of_calls_is_kept_for_the_next(
     await policy.aclose_policy_clients()
     assert len(first) == wave
     assert second == first
+
+
+_COMPLETION = (
+    b'{"id":"c","object":"chat.completion","created":0,"model":"m","choices":[{"index":0,'
+    b'"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}]}'
+)
+
+
+async def test_a_connection_is_not_reused_once_the_server_may_be_closing_it() -> None:
+    """An inference server on uvicorn (vLLM) closes a connection idle for 5 s. A call sent on
+    it just then meets the close and fails (policy calls are not retried). This server drops
+    a request that arrives on a connection idle for 4.5 s or more without answering, as that
+    race does; the client has closed such a connection itself and calls on a new one."""
+    ports: list[int] = []
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        ports.append(writer.get_extra_info("peername")[1])
+        idle_since: float | None = None
+        loop = asyncio.get_running_loop()
+        while head := await reader.readuntil(b"\r\n\r\n"):
+            if idle_since is not None and loop.time() - idle_since >= 4.5:
+                break  # closing at its keep-alive timeout: no answer
+            length = 0
+            for line in head.split(b"\r\n"):
+                if line.lower().startswith(b"content-length:"):
+                    length = int(line.split(b":", 1)[1])
+            await reader.readexactly(length)
+            writer.write(
+                b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: %d\r\n\r\n"
+                % len(_COMPLETION)
+                + _COMPLETION
+            )
+            await writer.drain()
+            idle_since = loop.time()
+        writer.close()
+
+    server = await asyncio.start_server(handle, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    await policy.aclose_policy_clients()
+    try:
+        client = policy.policy_client(f"http://127.0.0.1:{port}/r-idle/v1", None)
+        messages: Any = [{"role": "user", "content": "hi"}]
+        first = await client.chat.completions.create(model="m", messages=messages)
+        await asyncio.sleep(4.6)
+        second = await client.chat.completions.create(model="m", messages=messages)
+    finally:
+        await policy.aclose_policy_clients()
+        server.close()
+        await server.wait_closed()
+    assert first.choices[0].message.content == second.choices[0].message.content == "ok"
+    assert len(ports) == 2  # the idle connection was closed by the client, not reused

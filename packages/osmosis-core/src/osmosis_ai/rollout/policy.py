@@ -62,6 +62,12 @@ NO_API_KEY = "EMPTY"
 _UNBOUND_URL = "http://127.0.0.1:9/osmosis-unbound"
 # Per-rollout copies kept per loop; the oldest are dropped beyond this many.
 MAX_CACHED_ROLLOUT_CLIENTS = 1024
+#: A policy connection idle this long is closed rather than reused. Below the 5 s keep-alive of
+#: uvicorn-based inference servers (vLLM's ``TIMEOUT_KEEP_ALIVE``, uvicorn's default): with
+#: openai's own 5 s, a call could go out on a connection the server was closing at that moment,
+#: and fail as a transport error (calls are not retried: a retried generation could reach the
+#: trainer twice). Reopening a connection idle for 4-5 s costs one TCP connect.
+POLICY_KEEPALIVE_EXPIRY_SEC = 4.0
 _BODY_EXCERPT_CHARS = 500
 # Top-level modules whose exceptions mean "the HTTP exchange with the policy failed" (the openai
 # client lets raw transport errors through mid-stream).
@@ -148,7 +154,7 @@ def _new_base_client() -> AsyncOpenAI:
     limits = type(DEFAULT_CONNECTION_LIMITS)(
         max_connections=connections,
         max_keepalive_connections=connections,
-        keepalive_expiry=DEFAULT_CONNECTION_LIMITS.keepalive_expiry,
+        keepalive_expiry=POLICY_KEEPALIVE_EXPIRY_SEC,
     )
     return AsyncOpenAI(
         # Explicit values so OPENAI_API_KEY / OPENAI_BASE_URL from the environment are never used.
