@@ -3,6 +3,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import threading
 from pathlib import Path
 
 import pytest
@@ -36,6 +37,63 @@ async def test_concurrent_appends_are_group_committed(
     await journal.aclose()
     assert len(load_latest(journal.path)) == 200
     assert len(calls) < 200  # batched: far fewer fsyncs than records
+
+
+async def test_a_slow_fsync_runs_off_the_loop_and_the_committer_thread_ends_on_close(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The fsync runs on the journal's own thread: the loop keeps serving while the disk is
+    slow, the append waits for the fsync, and closing the journal ends that thread."""
+    release, entered = threading.Event(), threading.Event()
+    syncing: list[str] = []
+    real_fsync = os.fsync
+
+    def slow_fsync(fd: int) -> None:
+        syncing.append(threading.current_thread().name)
+        entered.set()
+        release.wait(30)
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", slow_fsync)
+    journal = Journal(tmp_path / "events.jsonl")
+    append = asyncio.create_task(journal.append(_record(0)))
+    # The loop keeps running (this await needs it) while the committer thread is inside fsync.
+    assert await asyncio.to_thread(entered.wait, 30)
+    assert syncing == ["osmosis-journal-events.jsonl"]
+    assert not append.done()
+    release.set()
+    await append
+    assert list(iter_records(journal.path)) == [_record(0)]
+    thread = next(t for t in threading.enumerate() if t.name == syncing[0])
+    await journal.aclose()
+    thread.join(30)
+    assert not thread.is_alive()
+
+
+async def test_a_failed_write_reaches_every_waiter_and_the_journal_recovers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An error on the committer thread (a full disk) fails the batch's appends, leaves no
+    partial line, and later appends still commit."""
+    real_fsync = os.fsync
+    failing = [True]
+
+    def fsync(fd: int) -> None:
+        if failing[0]:
+            raise OSError(28, "No space left on device")
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    journal = Journal(tmp_path / "events.jsonl")
+    outcomes = await asyncio.gather(
+        *(journal.append(_record(i)) for i in range(3)), return_exceptions=True
+    )
+    assert all(isinstance(o, OSError) and str(journal.path) in str(o) for o in outcomes)
+    assert journal.path.read_bytes() == b""
+    failing[0] = False
+    await journal.append(_record(3))
+    await journal.aclose()
+    assert [r["row_index"] for r in iter_records(journal.path)] == [3]
 
 
 async def test_a_cancelled_append_still_commits_its_batch(tmp_path: Path) -> None:
