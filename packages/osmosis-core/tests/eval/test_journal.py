@@ -70,6 +70,29 @@ async def test_a_slow_fsync_runs_off_the_loop_and_the_committer_thread_ends_on_c
     assert not thread.is_alive()
 
 
+async def test_closing_waits_for_the_commit_in_flight(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``close()`` while a batch is being fsync'd waits for that commit instead of closing the
+    file under the committer thread (whose fsync would then fail, or hit a reused descriptor)."""
+    release, entered = threading.Event(), threading.Event()
+    real_fsync = os.fsync
+
+    def slow_fsync(fd: int) -> None:
+        entered.set()
+        release.wait(30)
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", slow_fsync)
+    journal = Journal(tmp_path / "events.jsonl")
+    append = asyncio.create_task(journal.append(_record(0)))
+    assert await asyncio.to_thread(entered.wait, 30)
+    threading.Timer(0.2, release.set).start()
+    await asyncio.to_thread(journal.close)  # returns once the commit in flight has finished
+    await append  # durable, not failed with EBADF
+    assert list(iter_records(journal.path)) == [_record(0)]
+
+
 async def test_a_failed_write_reaches_every_waiter_and_the_journal_recovers(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -103,6 +103,7 @@ class Journal:
         self._flusher: asyncio.Task[None] | None = None
         self._closed = False
         self._commits: queue.SimpleQueue[tuple[bytes, asyncio.Future[None]] | None] | None = None
+        self._committer_thread: threading.Thread | None = None
 
     async def append(self, record: dict[str, Any]) -> None:
         """Write ``record`` and return once it is durable (fsync'd)."""
@@ -146,12 +147,13 @@ class Journal:
         once it is written and fsync'd, or fails with the write's error."""
         if self._commits is None:
             self._commits = queue.SimpleQueue()
-            threading.Thread(
+            self._committer_thread = threading.Thread(
                 target=self._committer,
                 args=(self._commits, asyncio.get_running_loop()),
                 name=f"osmosis-journal-{self.path.name}",
                 daemon=True,
-            ).start()
+            )
+            self._committer_thread.start()
         done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._commits.put((data, done))
         return done
@@ -200,8 +202,9 @@ class Journal:
     def close(self) -> None:
         if not self._closed:
             self._closed = True
-            if self._commits is not None:
-                self._commits.put(None)  # the thread ends after any batch it is writing
+            if self._commits is not None and self._committer_thread is not None:
+                self._commits.put(None)  # the thread ends after any batch it is writing,
+                self._committer_thread.join()  # which must not find its file closed under it
             os.close(self._fd)
 
 
