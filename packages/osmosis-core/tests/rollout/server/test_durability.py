@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -135,6 +136,25 @@ def test_a_done_line_keeps_the_result_bytes_exactly(tmp_path: Path) -> None:
     assert restored.result == entry.result
     assert (restored.rollout_id, restored.err_message) == (entry.rollout_id, entry.err_message)
     assert restored.reward == 0.5
+
+
+@pytest.mark.parametrize("reward", [0.5, 0.1, 1.0, -0.0, 1e-07, 1e22, 123456789.123456789])
+def test_a_done_line_writes_the_reward_as_json_does(tmp_path: Path, reward: float) -> None:
+    from osmosis_ai.rollout.server.entry import RolloutEntry
+    from osmosis_ai.rollout.server.retention import done_line
+    from osmosis_ai.rollout.types.enums import RolloutStatus
+
+    entry = RolloutEntry("r", b"\x01" * 32)
+    entry.finished, entry.status, entry.reward = True, RolloutStatus.SUCCESS, reward
+    entry.result = b'{"rollout_id":"r"}'
+    line = done_line(entry)
+    assert line is not None
+    assert f'"reward":{json.dumps(reward)},'.encode() in line
+    journal = tmp_path / JOURNAL_NAME
+    journal.write_bytes(line)
+    [record] = replay(journal)
+    assert record["reward"] == reward
+    assert math.copysign(1.0, record["reward"]) == math.copysign(1.0, reward)
 
 
 async def test_results_fetched_leave_nothing_in_the_journal(tmp_path: Path) -> None:

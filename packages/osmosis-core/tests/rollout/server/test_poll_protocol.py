@@ -493,3 +493,35 @@ def test_constructor_rejects_a_non_backend() -> None:
 
     with pytest.raises(TypeError, match="ExecutionBackend"):
         create_rollout_server(backend=object())  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("status", "message", "category"),
+    [
+        (RolloutStatus.SUCCESS, None, None),
+        (RolloutStatus.FAILURE, 'caf\u00e9 "quoted"\n\u2028 \\', "timeout"),
+        (RolloutStatus.FAILURE, "lone \udc80 surrogate", "agent_error"),
+        (RolloutStatus.CANCELLED, "", None),
+    ],
+)
+def test_result_bytes_are_the_compact_json_of_the_result(
+    status: RolloutStatus, message: str | None, category: str | None
+) -> None:
+    """The wire bytes are exactly ``json.dumps`` (compact, UTF-8, keys in 0.3.8's order) of the
+    result, whichever of its fields are null."""
+    import json
+
+    from osmosis_ai.rollout.server import wire
+    from osmosis_ai.rollout.types import ExecutionResult, RolloutErrorCategory
+
+    err_category = RolloutErrorCategory(category) if category else None
+    result = ExecutionResult(status=status, err_message=message, err_category=err_category)
+    expected = {
+        "rollout_id": "r\u00e9",
+        "status": status.value,
+        "sample": None,
+        "err_message": wire.clean_text(message),
+        "err_category": err_category.value if err_category else None,
+    }
+    encoded = json.dumps(expected, ensure_ascii=False, separators=(",", ":")).encode()
+    assert wire.result_json("r\u00e9", result) == encoded

@@ -120,12 +120,18 @@ def done_line(entry: RolloutEntry) -> bytes | None:
         f'{{"op":"done","id":{_quote(entry.rollout_id)},"lease_sha256":"{entry.lease_digest.hex()}",'
         f'"salt":"{entry.salt.hex()}","fp":"{entry.fingerprint.hex()}",'
         f'"uses_lease":{"true" if entry.uses_lease else "false"},"status":"{entry.status.value}",'
-        f'"reward":{"null" if reward is None else json.dumps(reward)},'
+        f'"reward":{"null" if reward is None else _number(reward)},'
         f'"err_message":{_text(entry.err_message)},"callbacks":[{callbacks}],'
         f'"authorization":{_text(entry.callback_key if pending else None)},'
         f'"rlen":{len(entry.result)},"result":'
     ).encode()
     return head + entry.result + b"}\n"
+
+
+def _number(value: float) -> str:
+    """``json.dumps(value)`` without building an encoder per call: for a float (a reward always
+    is one) that is ``float.__repr__``, exactly what the encoder writes for a finite float."""
+    return float.__repr__(value) if type(value) is float else json.dumps(value)
 
 
 def _text(value: str | None) -> str:

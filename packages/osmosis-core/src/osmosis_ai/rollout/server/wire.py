@@ -126,10 +126,17 @@ def _assemble(
     err_category: RolloutErrorCategory | str | None,
 ) -> bytes:
     category = RolloutErrorCategory(err_category).value if err_category else None
+    message = _json_text(clean_text(err_message))
     return (
         f'{{"rollout_id":{_dumps(rollout_id)},"status":"{status}","sample":{sample},'
-        f'"err_message":{_dumps(clean_text(err_message))},"err_category":{_dumps(category)}}}'
+        f'"err_message":{message},"err_category":{_json_text(category)}}}'
     ).encode()
+
+
+def _json_text(value: str | None) -> str:
+    """``_dumps`` of a string or ``None``: only a string has the encoder's fast path (anything
+    else builds an iterating encoder per call), and a success result has two ``None``s."""
+    return "null" if value is None else _dumps(value)
 
 
 def validation_errors(exc: ValidationError) -> list[dict[str, Any]]:
