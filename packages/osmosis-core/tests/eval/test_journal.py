@@ -39,32 +39,40 @@ async def test_concurrent_appends_are_group_committed(
     assert len(calls) < 200  # batched: far fewer fsyncs than records
 
 
+class _BlockedFsync:
+    """``os.fsync`` held until :attr:`release` is set; :attr:`entered` once a commit is inside
+    it, :attr:`threads` the threads that called it."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.release, self.entered = threading.Event(), threading.Event()
+        self.threads: list[str] = []
+        real_fsync = os.fsync
+
+        def slow_fsync(fd: int) -> None:
+            self.threads.append(threading.current_thread().name)
+            self.entered.set()
+            self.release.wait(30)
+            real_fsync(fd)
+
+        monkeypatch.setattr(os, "fsync", slow_fsync)
+
+
 async def test_a_slow_fsync_runs_off_the_loop_and_the_committer_thread_ends_on_close(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The fsync runs on the journal's own thread: the loop keeps serving while the disk is
     slow, the append waits for the fsync, and closing the journal ends that thread."""
-    release, entered = threading.Event(), threading.Event()
-    syncing: list[str] = []
-    real_fsync = os.fsync
-
-    def slow_fsync(fd: int) -> None:
-        syncing.append(threading.current_thread().name)
-        entered.set()
-        release.wait(30)
-        real_fsync(fd)
-
-    monkeypatch.setattr(os, "fsync", slow_fsync)
+    fsync = _BlockedFsync(monkeypatch)
     journal = Journal(tmp_path / "events.jsonl")
     append = asyncio.create_task(journal.append(_record(0)))
     # The loop keeps running (this await needs it) while the committer thread is inside fsync.
-    assert await asyncio.to_thread(entered.wait, 30)
-    assert syncing == ["osmosis-journal-events.jsonl"]
+    assert await asyncio.to_thread(fsync.entered.wait, 30)
+    assert fsync.threads == ["osmosis-journal-events.jsonl"]
     assert not append.done()
-    release.set()
+    fsync.release.set()
     await append
     assert list(iter_records(journal.path)) == [_record(0)]
-    thread = next(t for t in threading.enumerate() if t.name == syncing[0])
+    thread = next(t for t in threading.enumerate() if t.name == fsync.threads[0])
     await journal.aclose()
     thread.join(30)
     assert not thread.is_alive()
@@ -75,19 +83,11 @@ async def test_closing_waits_for_the_commit_in_flight(
 ) -> None:
     """``close()`` while a batch is being fsync'd waits for that commit instead of closing the
     file under the committer thread (whose fsync would then fail, or hit a reused descriptor)."""
-    release, entered = threading.Event(), threading.Event()
-    real_fsync = os.fsync
-
-    def slow_fsync(fd: int) -> None:
-        entered.set()
-        release.wait(30)
-        real_fsync(fd)
-
-    monkeypatch.setattr(os, "fsync", slow_fsync)
+    fsync = _BlockedFsync(monkeypatch)
     journal = Journal(tmp_path / "events.jsonl")
     append = asyncio.create_task(journal.append(_record(0)))
-    assert await asyncio.to_thread(entered.wait, 30)
-    threading.Timer(0.2, release.set).start()
+    assert await asyncio.to_thread(fsync.entered.wait, 30)
+    threading.Timer(0.2, fsync.release.set).start()
     await asyncio.to_thread(journal.close)  # returns once the commit in flight has finished
     await append  # durable, not failed with EBADF
     assert list(iter_records(journal.path)) == [_record(0)]
