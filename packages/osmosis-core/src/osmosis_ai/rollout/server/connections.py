@@ -86,8 +86,6 @@ def guarded_protocol(
     """A uvicorn HTTP protocol class (pass as ``uvicorn.Config(http=...)``) with both rules."""
     from uvicorn.protocols.http.auto import AutoHTTPProtocol
 
-    from osmosis_ai.rollout.server.coalesce import HeadCoalescingTransport
-
     if header_timeout_sec <= 0:
         raise ValueError("header_timeout_sec must be greater than zero")
     cap = default_max_connections() if max_connections is None else max_connections
@@ -101,8 +99,7 @@ def guarded_protocol(
         _osmosis_evicted = False
 
         def connection_made(self, transport: Any) -> None:
-            # A small response's head leaves with its body in one write (see .coalesce).
-            super().connection_made(HeadCoalescingTransport(transport, self))
+            super().connection_made(transport)
             guard.idle[self] = None
             self._osmosis_arm()
             if len(self.connections) - guard.closing > guard.max_connections:
