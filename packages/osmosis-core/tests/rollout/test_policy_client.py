@@ -133,10 +133,11 @@ async def test_every_connection_of_a_wave_of_calls_is_kept_for_the_next(
     the 5 s connect timeout on a busy loop).
 
     The keep-alive expiry is raised for this test only: the client closes a connection idle for
-    longer (POLICY_KEEPALIVE_EXPIRY_SEC, 4 s, by design), and with openai 1.x-2.x on httpx a wave of 150 calls takes
-    4-8 s of CPU on a 2-core machine (request-parameter transformation and httpcore's pool
-    bookkeeping, quadratic in connections), so connections idle since the first wave expired
-    before the second wave reached them; that is expiry, not the pool dropping them.
+    longer (POLICY_KEEPALIVE_EXPIRY_SEC, 4 s, by design), and with openai 1.x-2.x on httpx a
+    wave of 150 calls takes 4-8 s of CPU on a 2-core machine (request-parameter transformation
+    and httpcore's pool bookkeeping, quadratic in connections), so connections idle since the
+    first wave expired before the second wave reached them; that is expiry, not the pool
+    dropping them.
     """
     monkeypatch.setattr(policy, "POLICY_KEEPALIVE_EXPIRY_SEC", 600.0)
     wave = 150
