@@ -9,7 +9,9 @@ the 0.3.0 protocol. ``--backend bare`` swaps LocalBackend for a backend that ret
 outcome, to show the server's share alone.
 
 Figures printed per mode and concurrency: rollouts/s, server CPU ms per rollout (utime+stime
-of the server process from /proc, so worker threads such as the trajectory writer count),
+of the server process from /proc, so worker threads such as the trajectory writer count; read
+when the server has gone idle before and after each level, so trajectory files still queued when
+the last result arrived are billed to that level: the figure in brackets is that share),
 p50/p99 admission latency (POST /rollout round trip), p50/p99 end-to-end latency (POST start to
 final result), lost results, then peak RSS and RSS growth per 1,000 finished rollouts.
 Admission percentiles leave out each connection's first rollout (the start-up burst of C
@@ -141,6 +143,21 @@ def run_server(port: int, save_trajectories: bool, backend_kind: str, agent_sec:
 def cpu_seconds(pid: int) -> float:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / TICKS  # utime + stime
+
+
+async def settled_cpu_seconds(pid: int, limit_sec: float = 60.0) -> float:
+    """The server's CPU seconds once it has gone idle (no clock tick in 0.25 s), so work still
+    queued when the last result arrived (trajectory files written on the writer thread) is billed
+    to the rollouts that caused it, not to the next level or to nobody."""
+    last = cpu_seconds(pid)
+    deadline = time.monotonic() + limit_sec
+    while time.monotonic() < deadline:
+        await asyncio.sleep(0.25)
+        now = cpu_seconds(pid)
+        if now == last:
+            break
+        last = now
+    return last
 
 
 def memory_kb(pid: int, key: str) -> int:
@@ -392,15 +409,17 @@ async def bench_mode(
             finished = 0
             for level in levels:
                 count = n if level > 1 else max(n // 5, 100)
-                cpu_before = cpu_seconds(process.pid)
+                cpu_before = await settled_cpu_seconds(process.pid)
                 figures = await drive(port, f"c{level}", count, level)
-                cpu = cpu_seconds(process.pid) - cpu_before
+                at_last_result = cpu_seconds(process.pid) - cpu_before
+                cpu = await settled_cpu_seconds(process.pid) - cpu_before
                 finished += count
                 done = max(len(figures["latencies"]), 1)
                 print(
                     f"{mode:8} C={level:<4} N={count:<5} "
                     f"{count / figures['elapsed']:7.0f} rollouts/s  "
-                    f"server CPU {1000 * cpu / count:5.2f} ms/rollout  "
+                    f"server CPU {1000 * cpu / count:5.2f} ms/rollout "
+                    f"({1000 * (cpu - at_last_result) / count:4.2f} after the last result)  "
                     f"admission p50 {1000 * percentile(figures['admissions'], 0.5):6.1f} ms "
                     f"p90 {1000 * percentile(figures['admissions'], 0.9):6.1f} ms "
                     f"p99 {1000 * percentile(figures['admissions'], 0.99):6.1f} ms  "
