@@ -32,8 +32,9 @@ Sections (``--sections``, default all three):
   allows (every process shares its 2 cores) and the N-core extrapolation;
 * ``ipc``: the bare app, 1 process vs a pool of 1: server CPU per rollout and the difference.
 
-Per run: rollouts/s; CPU ms per rollout of the server process, the workers (sum), the controller
-(this process) and the policy process; ``busy`` = all of that CPU / wall time, in cores (2.0 =
+Per run: rollouts/s; CPU ms per rollout of the server process (read once it has gone idle, so
+trajectory files still queued at the last result count), the workers (sum), the controller
+(this process) and the policy process; ``busy`` = all of that CPU while the rollouts ran / wall time, in cores (2.0 =
 this 2-core machine is saturated) and the server process's share of one core (near 100%, the
 server is the bottleneck and admission waits in its queue: concurrency / request rate, by
 Little's law, however fast each request is); the server's and each worker's RSS; and, measured inside the
@@ -203,6 +204,7 @@ async def bench(
             # The controller's own loop lateness: a late controller would inflate admission.
             controller = _load("worker_apps").StallMonitor()
             controller.start(asyncio.get_running_loop())
+            await base.settled_cpu_seconds(process.pid)  # the warm-up's trajectories written
             before = cpu()
             why: collections.Counter[str] = collections.Counter()
             try:
@@ -211,6 +213,8 @@ async def bench(
                 )
             finally:
                 controller.stop()
+            window = [a - b for a, b in zip(cpu(), before, strict=True)]
+            await base.settled_cpu_seconds(process.pid)  # this run's trajectories written
             spent = [a - b for a, b in zip(cpu(), before, strict=True)]
             async with httpx.AsyncClient() as http:
                 stalls = (await http.get(f"{url}/bench/stalls")).json()
@@ -223,7 +227,8 @@ async def bench(
                 "rate": n / elapsed,
                 "admissions": admissions,
                 "cpu_ms": [1000 * s / n for s in spent],
-                "busy": sum(spent) / elapsed,
+                "busy": sum(window) / elapsed,  # CPU while rollouts ran, in cores
+                "server_share": window[0] / elapsed,
                 "lost": lost,
                 "lost_why": why.most_common(3),
                 "rss": base.memory_kb(process.pid, "VmRSS") / 1024,
@@ -252,7 +257,7 @@ def show(base: Any, row: dict[str, Any]) -> None:
         f"{row['rate']:6.0f}/s  admission p50 {ms(0.5)} p90 {ms(0.9)} p99 {ms(0.99)} ms  "
         f"CPU ms/rollout: server {server:5.2f} workers {workers:5.2f} controller "
         f"{controller:4.2f} policy {policy:4.2f}  busy {row['busy']:.2f} cores (server "
-        f"{server * row['rate'] / 10:.0f}% of one)  lost "
+        f"{100 * row['server_share']:.0f}% of one)  lost "
         f"{row['lost']}  RSS MB: server {row['rss']:.0f}"
         + (f", workers {worker_rss}" if worker_rss else ""),
         flush=True,
