@@ -86,6 +86,8 @@ def guarded_protocol(
     """A uvicorn HTTP protocol class (pass as ``uvicorn.Config(http=...)``) with both rules."""
     from uvicorn.protocols.http.auto import AutoHTTPProtocol
 
+    from osmosis_ai.rollout.server.coalesce import TurnCoalescingTransport
+
     if header_timeout_sec <= 0:
         raise ValueError("header_timeout_sec must be greater than zero")
     cap = default_max_connections() if max_connections is None else max_connections
@@ -99,7 +101,8 @@ def guarded_protocol(
         _osmosis_evicted = False
 
         def connection_made(self, transport: Any) -> None:
-            super().connection_made(transport)
+            # Writes of one turn leave in one send: a response's head with its body (.coalesce).
+            super().connection_made(TurnCoalescingTransport(transport, self.loop))
             guard.idle[self] = None
             self._osmosis_arm()
             if len(self.connections) - guard.closing > guard.max_connections:
