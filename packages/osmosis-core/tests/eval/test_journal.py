@@ -3,6 +3,9 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import signal
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -15,122 +18,147 @@ def _record(row: int, run: int = 0, status: str = "success") -> dict[str, object
     return {"row_index": row, "run_index": run, "status": status, "reward": 1.0}
 
 
-async def test_append_returns_after_fsync(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    synced: list[int] = []
-    real_fsync = os.fsync
-    monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(fd), real_fsync(fd))[1])
-    journal = Journal(tmp_path / "events.jsonl")
-    await journal.append(_record(0))
-    assert synced, "append returned before the record was fsync'd"
-    assert list(iter_records(journal.path)) == [_record(0)]
-    await journal.aclose()
+class _BlockedSync:
+    """``os.fdatasync`` held until :attr:`release` is set; :attr:`entered` once a sync is inside
+    it; :attr:`calls` the file size at each call, :attr:`threads` the threads that called it."""
 
-
-async def test_concurrent_appends_are_group_committed(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    calls: list[int] = []
-    real_fsync = os.fsync
-    monkeypatch.setattr(os, "fsync", lambda fd: (calls.append(fd), real_fsync(fd))[1])
-    journal = Journal(tmp_path / "events.jsonl")
-    await asyncio.gather(*(journal.append(_record(i)) for i in range(200)))
-    await journal.aclose()
-    assert len(load_latest(journal.path)) == 200
-    assert len(calls) < 200  # batched: far fewer fsyncs than records
-
-
-class _BlockedFsync:
-    """``os.fsync`` held until :attr:`release` is set; :attr:`entered` once a commit is inside
-    it, :attr:`threads` the threads that called it."""
-
-    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, *, blocked: bool = True) -> None:
         self.release, self.entered = threading.Event(), threading.Event()
+        if not blocked:
+            self.release.set()
+        self.calls: list[int] = []
         self.threads: list[str] = []
-        real_fsync = os.fsync
+        real_fdatasync = os.fdatasync
 
-        def slow_fsync(fd: int) -> None:
+        def fdatasync(fd: int) -> None:
+            self.calls.append(os.fstat(fd).st_size)
             self.threads.append(threading.current_thread().name)
             self.entered.set()
             self.release.wait(30)
-            real_fsync(fd)
+            real_fdatasync(fd)
 
-        monkeypatch.setattr(os, "fsync", slow_fsync)
+        monkeypatch.setattr(os, "fdatasync", fdatasync)
 
 
-async def test_a_slow_fsync_runs_off_the_loop_and_the_committer_thread_ends_on_close(
+async def test_an_append_is_in_the_file_when_it_returns_without_waiting_for_a_sync(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The fsync runs on the journal's own thread: the loop keeps serving while the disk is
-    slow, the append waits for the fsync, and closing the journal ends that thread."""
-    fsync = _BlockedFsync(monkeypatch)
+    """The record is written (another reader sees it, a killed process cannot undo it) before
+    ``append`` returns, while the background sync is stuck: nobody waits for the disk."""
+    sync = _BlockedSync(monkeypatch)
     journal = Journal(tmp_path / "events.jsonl")
-    append = asyncio.create_task(journal.append(_record(0)))
-    # The loop keeps running (this await needs it) while the committer thread is inside fsync.
-    assert await asyncio.to_thread(fsync.entered.wait, 30)
-    assert fsync.threads == ["osmosis-journal-events.jsonl"]
-    assert not append.done()
-    fsync.release.set()
-    await append
+    await journal.append(_record(0))
     assert list(iter_records(journal.path)) == [_record(0)]
-    thread = next(t for t in threading.enumerate() if t.name == fsync.threads[0])
+    assert await asyncio.to_thread(sync.entered.wait, 30)  # the syncer is inside fdatasync
+    assert sync.threads == ["osmosis-journal-events.jsonl"]
+    await journal.append(_record(1))  # returns although the sync has not finished
+    assert [r["row_index"] for r in iter_records(journal.path)] == [0, 1]
+    sync.release.set()
     await journal.aclose()
-    thread.join(30)
-    assert not thread.is_alive()
+    assert not any(t.name == sync.threads[0] for t in threading.enumerate())
 
 
-async def test_closing_waits_for_the_commit_in_flight(
+async def test_syncs_are_grouped_and_close_syncs_the_last_record(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """``close()`` while a batch is being fsync'd waits for that commit instead of closing the
-    file under the committer thread (whose fsync would then fail, or hit a reused descriptor)."""
-    fsync = _BlockedFsync(monkeypatch)
+    """Records written while a sync runs share the next one: 200 appends during one sync cost
+    at most one more, and ``close`` syncs after the last write."""
+    sync = _BlockedSync(monkeypatch)
     journal = Journal(tmp_path / "events.jsonl")
-    append = asyncio.create_task(journal.append(_record(0)))
-    assert await asyncio.to_thread(fsync.entered.wait, 30)
-    threading.Timer(0.2, fsync.release.set).start()
-    await asyncio.to_thread(journal.close)  # returns once the commit in flight has finished
-    await append  # durable, not failed with EBADF
-    assert list(iter_records(journal.path)) == [_record(0)]
+    await journal.append(_record(0))
+    assert await asyncio.to_thread(sync.entered.wait, 30)
+    for i in range(1, 201):
+        await journal.append(_record(i))
+    sync.release.set()
+    await journal.aclose()
+    assert len(load_latest(journal.path)) == 201
+    assert 2 <= len(sync.calls) <= 3  # the blocked one, perhaps one more, the one on close
+    assert sync.calls[-1] == journal.path.stat().st_size
 
 
-async def test_a_failed_write_reaches_every_waiter_and_the_journal_recovers(
+def test_a_killed_process_loses_no_appended_record(tmp_path: Path) -> None:
+    """``kill -9`` right after the appends returned: every record is in the file."""
+    path = tmp_path / "events.jsonl"
+    child = subprocess.Popen(
+        [sys.executable, "-c", _KILLED_CHILD, str(path)], stdout=subprocess.PIPE, text=True
+    )
+    assert child.stdout is not None
+    assert child.stdout.readline() == "appended\n"
+    child.send_signal(signal.SIGKILL)
+    child.wait(30)
+    assert sorted(load_latest(path)) == [(i, 0) for i in range(50)]
+
+
+_KILLED_CHILD = """
+import asyncio, sys, time
+from pathlib import Path
+from osmosis_ai.eval._journal import Journal
+
+async def main():
+    journal = Journal(Path(sys.argv[1]))
+    for i in range(50):
+        await journal.append({"row_index": i, "run_index": 0, "status": "success"})
+    print("appended", flush=True)
+    time.sleep(60)
+
+asyncio.run(main())
+"""
+
+
+async def test_a_failed_write_fails_its_append_and_the_journal_recovers(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """An error on the committer thread (a full disk) fails the batch's appends, leaves no
-    partial line, and later appends still commit."""
-    real_fsync = os.fsync
+    """A write that fails (a full disk) fails its append naming the file, leaves no partial
+    line, and later appends still go in."""
+    real_write = os.write
     failing = [True]
 
-    def fsync(fd: int) -> None:
+    def write(fd: int, data: bytes) -> int:
         if failing[0]:
+            real_write(fd, bytes(data[:5]))  # a torn start, as a write running out of space
             raise OSError(28, "No space left on device")
-        real_fsync(fd)
+        return real_write(fd, data)
 
-    monkeypatch.setattr(os, "fsync", fsync)
     journal = Journal(tmp_path / "events.jsonl")
-    outcomes = await asyncio.gather(
-        *(journal.append(_record(i)) for i in range(3)), return_exceptions=True
-    )
-    assert all(isinstance(o, OSError) and str(journal.path) in str(o) for o in outcomes)
+    monkeypatch.setattr(os, "write", write)
+    with pytest.raises(OSError, match="No space left") as caught:
+        await journal.append(_record(0))
+    assert str(journal.path) in str(caught.value)
     assert journal.path.read_bytes() == b""
     failing[0] = False
-    await journal.append(_record(3))
+    await journal.append(_record(1))
     await journal.aclose()
-    assert [r["row_index"] for r in iter_records(journal.path)] == [3]
+    assert [r["row_index"] for r in iter_records(journal.path)] == [1]
 
 
-async def test_a_cancelled_append_still_commits_its_batch(tmp_path: Path) -> None:
+async def test_a_failed_background_sync_is_raised_by_the_next_append(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An I/O error of the background sync stops the run at the next append (naming the file),
+    as a failed write does."""
+    failed = threading.Event()
+
+    def fdatasync(fd: int) -> None:
+        failed.set()
+        raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr(os, "fdatasync", fdatasync)
     journal = Journal(tmp_path / "events.jsonl")
-    first = asyncio.create_task(journal.append(_record(0)))
-    second = asyncio.create_task(journal.append(_record(1)))
-    await asyncio.sleep(0)  # both queued; the flusher has taken the batch
-    first.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await first
-    await second
-    await journal.append(_record(2))
-    await journal.aclose()
-    assert [r["row_index"] for r in iter_records(journal.path)] == [0, 1, 2]
+    await journal.append(_record(0))
+    assert await asyncio.to_thread(failed.wait, 30)
+    error: OSError | None = None
+    for i in range(1, 3000):  # the syncer notes its error right after the failed call
+        try:
+            await journal.append(_record(i))
+        except OSError as exc:
+            error = exc
+            break
+        await asyncio.sleep(0.01)
+    assert error is not None
+    assert "Input/output error" in str(error)
+    assert str(journal.path) in str(error)
+    with pytest.raises(OSError, match="Input/output error"):
+        journal.close()  # the sync on close fails too, and says so
 
 
 async def test_torn_tail_is_ignored_and_cut_before_appending(tmp_path: Path) -> None:

@@ -1,39 +1,44 @@
 """The durable journal of finished work items (``events.jsonl``).
 
-Why: a result only *counts* once it is on disk, so that ``kill -9`` (or a power cut) at any
-moment loses no counted result and a rerun repeats no completed item. Each record is one JSON
-line; :meth:`Journal.append` returns only after the line is written **and fsync'd**.
+Why: a result only *counts* once it is in the journal, so that ``kill -9`` at any moment loses
+no counted result and a rerun repeats no completed item. Each record is one JSON line;
+:meth:`Journal.append` returns once the line is written (one ``write``, to the page cache),
+which a killed process cannot undo.
 
-Why group commit: an fsync costs about a millisecond or more; fsyncing each result alone would
-cap a run at a few hundred results per second. Results that finish while an fsync is in flight
-are written together and covered by the next single fsync, so throughput scales with
-concurrency while every caller still waits for durability of its own record.
-
-Why a thread of its own: the write and fsync run off the event loop (a slow disk must not stall
-the long polls), on one committer thread per journal fed through a ``SimpleQueue``; with few
-results per batch (one rollout server: about 1.3 per fsync) ``asyncio.to_thread``'s executor and
-future chaining cost about twice as much CPU per commit as this hand-off.
+Why the ``fdatasync`` runs in the background, at most every :data:`SYNC_INTERVAL_SEC`, and no
+caller waits for it (like the rollout server's outbox): only a machine crash or power cut can
+lose a written line, and what that loses is a re-run, never a double count. The rollout server
+forgets a result once the controller has fetched it, so a line lost with the page cache leaves
+its work item pending and the resume runs it again; the latest record of a work item is the one
+that counts, so nothing is counted twice. Waiting for the fsync of each group commit (on a
+thread of its own, as before) cost about 0.27 ms of controller CPU per row with one rollout
+server (~1.3 rows per fsync, each a thread hand-off and a loop wake-up; see docs/decisions.md).
+:meth:`Journal.close` (the end of every session, before finalisation) syncs what is left; a
+failed background sync is raised by the next append (the run stops as on a full disk) or by
+``close``.
 
 A torn last line (the process died mid-write) is ignored on load and cut off before the file
 is appended to again. A complete line that is not a JSON object (a NUL-filled block after a
 power cut, invalid UTF-8, a stray edit) is skipped too and counted (:func:`count_unreadable`),
-so the resume reports it and the item it held simply runs again. For one work item the *last* record wins (``--retry-failed`` appends a
-new attempt after a failed one).
+so the resume reports it and the item it held simply runs again. For one work item the *last*
+record wins (``--retry-failed`` appends a new attempt after a failed one).
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 import os
-import queue
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 WorkKey = tuple[int, int]  # (row_index, run_index)
+
+#: At most one background ``fdatasync`` per this many seconds (the group-commit window).
+SYNC_INTERVAL_SEC = 0.05
 
 
 def iter_records(path: Path) -> Iterator[dict[str, Any]]:
@@ -92,127 +97,109 @@ def _truncate_torn_tail(path: Path) -> None:
 
 
 class Journal:
-    """Append-only, fsync'd, group-committed JSON-lines file."""
+    """Append-only JSON-lines file: each record written at once, synced in the background."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
         path.parent.mkdir(parents=True, exist_ok=True)
         _truncate_torn_tail(path)
         self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-        self._pending: list[tuple[bytes, asyncio.Future[None]]] = []
-        self._flusher: asyncio.Task[None] | None = None
+        self._size = os.fstat(self._fd).st_size  # only this object appends to the file
         self._closed = False
-        self._commits: queue.SimpleQueue[tuple[bytes, asyncio.Future[None]] | None] | None = None
-        self._committer_thread: threading.Thread | None = None
+        self._written = False  # anything written since the journal was opened
+        self._wake = threading.Event()  # written since the syncer last cleared it
+        self._stop = threading.Event()
+        self._sync_error: OSError | None = None  # a background sync failed; not reported yet
+        self._syncer: threading.Thread | None = None  # started by the first write
 
     async def append(self, record: dict[str, Any]) -> None:
-        """Write ``record`` and return once it is durable (fsync'd)."""
-        if self._closed:
-            raise RuntimeError("journal is closed")
-        line = (json.dumps(record, separators=(",", ":"), allow_nan=False) + "\n").encode()
-        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._pending.append((line, future))
-        if self._flusher is None or self._flusher.done():
-            self._flusher = asyncio.create_task(self._flush_loop())
-        # The batch is written by the flusher task whatever happens to this caller: a cancelled
-        # caller only cancels its own future (skipped by the flusher), never the batch.
-        await future
+        """Write ``record``; on return it is in the file (a killed process loses nothing) and
+        it is made durable against a machine crash within :data:`SYNC_INTERVAL_SEC`."""
+        self.append_sync(record)
 
     def append_sync(self, record: dict[str, Any]) -> None:
-        """Blocking variant for code outside an event loop."""
-        line = (json.dumps(record, separators=(",", ":"), allow_nan=False) + "\n").encode()
-        self._write_and_sync(line)
-
-    async def _flush_loop(self) -> None:
-        while self._pending:
-            batch, self._pending = self._pending, []
-            data = b"".join(line for line, _ in batch)
-            try:
-                await self._commit(data)
-            except BaseException as exc:  # disk full, I/O error: every waiter must learn it
-                for _, future in batch:
-                    if not future.done():
-                        future.set_exception(
-                            exc if isinstance(exc, Exception) else OSError(str(exc))
-                        )
-                if not isinstance(exc, Exception):
-                    raise
-                continue
-            for _, future in batch:
-                if not future.done():
-                    future.set_result(None)
-
-    def _commit(self, data: bytes) -> asyncio.Future[None]:
-        """Hand ``data`` to the committer thread (started on first use); the future resolves
-        once it is written and fsync'd, or fails with the write's error."""
-        if self._commits is None:
-            self._commits = queue.SimpleQueue()
-            self._committer_thread = threading.Thread(
-                target=self._committer,
-                args=(self._commits, asyncio.get_running_loop()),
+        """:meth:`append` for code outside an event loop (it never waits for a sync)."""
+        if self._closed:
+            raise RuntimeError("journal is closed")
+        if self._sync_error is not None:
+            error, self._sync_error = self._sync_error, None
+            raise error
+        self._write(_encode(record))
+        if self._syncer is None:
+            self._syncer = threading.Thread(
+                target=self._sync_in_background,
                 name=f"osmosis-journal-{self.path.name}",
                 daemon=True,
             )
-            self._committer_thread.start()
-        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._commits.put((data, done))
-        return done
+            self._syncer.start()
+        # Already set: the syncer clears it before its next fdatasync, which covers this write.
+        if not self._wake.is_set():
+            self._wake.set()
 
-    def _committer(
-        self,
-        commits: queue.SimpleQueue[tuple[bytes, asyncio.Future[None]] | None],
-        loop: asyncio.AbstractEventLoop,
-    ) -> None:
-        """The committer thread: one batch at a time until the ``None`` that :meth:`close`
-        sends."""
-        while (item := commits.get()) is not None:
-            data, done = item
-            try:
-                self._write_and_sync(data)
-            except BaseException as exc:  # delivered to the waiting flusher, never lost
-                outcome: BaseException | None = exc
-            else:
-                outcome = None
-            with contextlib.suppress(RuntimeError):  # the loop closed: nobody waits any more
-                loop.call_soon_threadsafe(_settle, done, outcome)
-
-    def _write_and_sync(self, data: bytes) -> None:
-        """Append ``data`` and fsync; on failure (a full disk) cut what was written back off, so
-        no partial line is left for later appends to follow, and name the file in the error."""
-        start = os.fstat(self._fd).st_size
+    def _write(self, data: bytes) -> None:
+        """Append ``data``; on failure (a full disk) cut what was written back off, so no
+        partial line is left for later appends to follow, and name the file in the error."""
         view = memoryview(data)
         try:
             while view:
-                written = os.write(self._fd, view)
-                view = view[written:]
-            os.fsync(self._fd)
+                view = view[os.write(self._fd, view) :]
         except OSError as exc:
             with contextlib.suppress(OSError):
-                os.ftruncate(self._fd, start)
-            if exc.filename is not None:
-                raise
-            raise OSError(exc.errno, exc.strerror, str(self.path)) from exc
+                os.ftruncate(self._fd, self._size)
+            raise self._named(exc) from exc
+        self._size += len(data)
+        self._written = True
+
+    def _sync_in_background(self) -> None:
+        """The syncer thread: one ``fdatasync`` at most every :data:`SYNC_INTERVAL_SEC`, covering
+        everything written before it; idle while nothing is written; ends on :meth:`close`."""
+        last = 0.0
+        while True:
+            self._wake.wait()
+            self._stop.wait(last + SYNC_INTERVAL_SEC - time.monotonic())
+            if self._stop.is_set():
+                return  # close() syncs what is left, after this thread has ended
+            self._wake.clear()  # before the sync: a write after this sets it again
+            last = time.monotonic()
+            try:
+                os.fdatasync(self._fd)
+            except OSError as exc:
+                self._sync_error = self._named(exc)
+
+    def _named(self, exc: OSError) -> OSError:
+        if exc.filename is not None:
+            return exc
+        return OSError(exc.errno, exc.strerror, str(self.path))
 
     async def aclose(self) -> None:
-        """Wait for pending commits, then close the file."""
-        if self._flusher is not None:
-            await asyncio.shield(self._flusher)
+        """Sync what is written and close the file."""
         self.close()
 
     def close(self) -> None:
-        if not self._closed:
-            self._closed = True
-            if self._commits is not None and self._committer_thread is not None:
-                self._commits.put(None)  # the thread ends after any batch it is writing,
-                self._committer_thread.join()  # which must not find its file closed under it
+        """Stop the syncer, sync what it has not, and close the file; a sync that failed and
+        was not reported by an append is raised here."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._syncer is not None:
+            self._stop.set()
+            self._wake.set()
+            self._syncer.join()  # it must not find its file closed under it
+        try:
+            if self._written:
+                os.fdatasync(self._fd)
+        except OSError as exc:
+            self._sync_error = self._named(exc)
+        finally:
             os.close(self._fd)
+        if self._sync_error is not None:
+            error, self._sync_error = self._sync_error, None
+            raise error
 
 
-def _settle(done: asyncio.Future[None], outcome: BaseException | None) -> None:
-    """On the loop: resolve a commit's future (unless its waiter is gone)."""
-    if done.done():
-        return
-    if outcome is None:
-        done.set_result(None)
-    else:
-        done.set_exception(outcome)
+#: ``json.dumps`` with these options builds a new encoder per call.
+_dumps = json.JSONEncoder(separators=(",", ":"), allow_nan=False).encode
+
+
+def _encode(record: dict[str, Any]) -> bytes:
+    return (_dumps(record) + "\n").encode()

@@ -3,7 +3,7 @@
 Layout of ``<output_root>/<run_name>/`` (``output_root`` defaults to ``.osmosis/evals``)::
 
     manifest.json        inputs the run is locked to (see manifest.py)
-    events.jsonl         the durable journal (one fsync'd line per finished work item)
+    events.jsonl         the durable journal (one line per finished work item; see journal.py)
     index.jsonl          one line per work item: status, reward, trajectory file (rebuilt)
     metrics.json         summary statistics (rebuilt at the end of every session)
     logs.txt             controller log, secrets redacted, mode 0600

@@ -3,7 +3,7 @@
 A *work item* is one dataset row x one sample index. For each, the scheduler mints a fresh
 rollout id, opens a proxy route with its own token, admits the rollout with ``RolloutClient``
 (which backs off on 429 and keeps the lease alive with long polls), waits for the result up to
-the per-item deadline, and journals the classified outcome durably before counting it.
+the per-item deadline, and journals the classified outcome before counting it.
 
 Why outcomes are classified here and not by reward: a result is only ``success`` when the
 rollout succeeded *and* was graded. A failure keeps its category (``timeout``, ``http_error``,
