@@ -139,5 +139,7 @@ async def _main() -> None:
 
 
 if __name__ == "__main__":
+    from osmosis_ai.eval._api import loop_factory
+
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    asyncio.run(_main())
+    asyncio.run(_main(), loop_factory=loop_factory())  # uvloop, as the controller's loop

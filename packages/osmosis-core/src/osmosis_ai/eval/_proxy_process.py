@@ -40,6 +40,8 @@ from osmosis_ai.eval._proxy_calls import CallSummary, ProxyGone, RetryPolicy
 from osmosis_ai.eval._upstream import Upstream
 
 _START_TIMEOUT_SEC = 120.0
+#: ``json.dumps`` with options builds a new encoder per call; one per process instead.
+_dumps = json.JSONEncoder(separators=(",", ":")).encode
 _STOP_TIMEOUT_SEC = 15.0
 
 
@@ -187,7 +189,7 @@ class ProxyProcess:
     def _send(self, message: dict[str, Any]) -> None:
         process = self._process
         if self.gone is None and process is not None and process.stdin is not None:
-            process.stdin.write(json.dumps(message, separators=(",", ":")).encode() + b"\n")
+            process.stdin.write(_dumps(message).encode() + b"\n")
 
     async def _read(self) -> None:
         process = self._process
