@@ -121,15 +121,21 @@ class FleetClient:
     async def _attempt(self, member: Member, request: dict[str, Any]) -> RolloutResultResponse:
         """One attempt on ``member``; raises :class:`_Lost` when it must go elsewhere."""
         from osmosis_ai.rollout.client import RolloutProtocolError
+        from osmosis_ai.rollout.client.handle import poll_result
         from osmosis_ai.rollout.types.enums import RolloutStatus
+        from osmosis_ai.rollout.types.protocol import RolloutInitRequest
 
         admitted = False
 
-        async def run() -> RolloutResultResponse:
+        async def run() -> RolloutResultResponse:  # polls in this task: no handle needed
             nonlocal admitted
-            handle = await member.client.run_rollout_async(**request)
+            client = member.client
+            rollout_id = request["rollout_id"]
+            admission, posted_at = await client._admit_request(
+                rollout_id, RolloutInitRequest(**request)
+            )
             admitted = True
-            return await handle.wait_for_completion()
+            return await poll_result(client, admission, posted_at)
 
         task = asyncio.create_task(run())
         member.tasks.add(task)

@@ -159,9 +159,21 @@ class RolloutClient:
             grader_timeout_sec=grader_timeout_sec,
             extra_fields=extra_fields,
         )
-        body = request.model_dump_json(exclude=set(_CALLBACK_FIELDS)).encode()
-        admission, posted_at = await self._admit(rollout_id, body)
+        admission, posted_at = await self._admit_request(rollout_id, request)
         return RolloutHandle(self, admission, posted_at)
+
+    async def _admit_request(
+        self, rollout_id: str, request: RolloutInitRequest
+    ) -> tuple[RolloutInitResponse, float]:
+        """Admit ``request`` (retrying 429): the server's answer and when the admitting request
+        was sent (``loop.time()``), for :func:`~osmosis_ai.rollout.client.handle.poll_result`.
+
+        :meth:`run_rollout_async` is this and a handle whose task polls; a caller that already
+        runs each rollout in a task of its own and needs no status events polls in that task
+        instead (one task and one event-loop pass fewer per rollout).
+        """
+        body = request.model_dump_json(exclude=set(_CALLBACK_FIELDS)).encode()
+        return await self._admit(rollout_id, body)
 
     async def _admit(self, rollout_id: str, body: bytes) -> tuple[RolloutInitResponse, float]:
         """POST until 202 (sleeping ``Retry-After`` on 429) within ``admission_timeout_sec``.

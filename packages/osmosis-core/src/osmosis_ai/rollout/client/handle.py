@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Generator
+from collections.abc import Awaitable, Callable, Generator
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
@@ -105,7 +105,7 @@ class RolloutHandle:
 
     async def _run(self, client: RolloutClient, posted_at: float) -> RolloutResultResponse:
         try:
-            return await _poll(client, self, posted_at)
+            return await poll_result(client, self.admission, posted_at, self._record)
         finally:
             await self._finish()
 
@@ -121,16 +121,19 @@ class RolloutHandle:
             self._late_notice = task.get_loop().create_task(self._finish())
 
 
-async def _poll(
-    client: RolloutClient, handle: RolloutHandle, posted_at: float
+async def poll_result(
+    client: RolloutClient,
+    admission: RolloutInitResponse,
+    posted_at: float,
+    on_poll: Callable[[RolloutResultResponse], Awaitable[None]] | None = None,
 ) -> RolloutResultResponse:
-    """Long-poll until a terminal result, retrying transient failures while the lease lives.
+    """Long-poll until a terminal result, retrying transient failures while the lease lives;
+    ``on_poll`` gets every answer (the handle's status events).
 
     The lease is renewed when a poll *arrives*, so the deadline after a successful poll is that
     poll's start plus the lease; a retry is attempted only if it can still start in time.
     """
     loop = asyncio.get_running_loop()
-    admission = handle.admission
     rollout_id = admission.rollout_id
     path = f"/rollout/{quote(rollout_id, safe='')}/result"
     what = f"GET /rollout/{rollout_id}/result"
@@ -178,7 +181,8 @@ async def _poll(
         lease_deadline = started + lease
         transport_failures = gateway_failures = 0
         result = _parse_result(reply.content, rollout_id, what)
-        await handle._record(result)
+        if on_poll is not None:
+            await on_poll(result)
         if result.status.is_terminal:
             return result
 
