@@ -6,8 +6,8 @@ TCP segments per response, although the head is ~115 bytes and the body follows 
 turn. A rollout takes two responses (the ``202`` and its result), and a loopback send costs
 kernel time on both ends. :class:`TurnCoalescingTransport` wraps a connection's transport and
 collects what is written to it during one turn of the event loop; the collected bytes leave in
-one ``write`` at the start of the next turn (``loop.call_soon``), before anything else on the
-loop runs.
+one ``write`` from a ``loop.call_soon`` callback, i.e. after the callbacks already scheduled and
+before the loop next waits for I/O.
 
 It depends on nothing inside uvicorn (the h11 and httptools protocols of every supported version
 only call ``write``), and the order of bytes never changes. ``close`` and ``write_eof`` send what
