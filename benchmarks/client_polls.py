@@ -154,7 +154,9 @@ async def drive(url: str, kind: str, prefix: str, rollouts: int) -> dict[str, An
 async def bench(args: argparse.Namespace) -> None:
     port = free_port()
     url = f"http://127.0.0.1:{port}"
-    with tempfile.TemporaryDirectory(prefix="osmosis-bench-") as home:
+    with tempfile.TemporaryDirectory(prefix="osmosis-bench-") as scratch:
+        # the server keeps its outbox beside the home (<home>.outbox): both inside scratch
+        home = os.path.join(scratch, "home")
         env = {**os.environ, "OSMOSIS_HOME": home, "PYTHONUNBUFFERED": "1"}
         command = [sys.executable, __file__, "--serve", str(port)]
         command += ["--wait", str(args.wait), "--lease", str(args.lease)]

@@ -125,7 +125,9 @@ def main() -> None:
     parser.add_argument("--retention-sec", type=float, default=2.0)
     parser.add_argument("--trajectory", action="store_true", help="also save ATIF trajectories")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory(prefix="osmosis-bench-") as home:
+    with tempfile.TemporaryDirectory(prefix="osmosis-bench-") as scratch:
+        # the server keeps its outbox beside the home (<home>.outbox): both inside scratch
+        home = os.path.join(scratch, "home")
         os.environ["OSMOSIS_HOME"] = home
         os.environ.pop("_OSMOSIS_ROLLOUT_ARTIFACT_ROOT", None)
         asyncio.run(run(args))

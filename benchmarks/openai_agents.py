@@ -300,7 +300,9 @@ def main() -> None:
     sdk = _import_seconds("import agents")
     print(f"import: integration {integration:.2f} s (of which `import agents` {sdk:.2f} s)")
 
-    with tempfile.TemporaryDirectory(prefix="osmosis-bench-") as home:
+    with tempfile.TemporaryDirectory(prefix="osmosis-bench-") as scratch:
+        # the server keeps its outbox beside the home (<home>.outbox): both inside scratch
+        home = os.path.join(scratch, "home")
         env = {**os.environ, "OSMOSIS_HOME": home, "PYTHONUNBUFFERED": "1"}
         env.pop("OPENAI_API_KEY", None)
         policy, policy_url = _spawn(

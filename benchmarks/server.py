@@ -11,7 +11,11 @@ outcome, to show the server's share alone.
 Figures printed per mode and concurrency: rollouts/s, server CPU ms per rollout (utime+stime
 of the server process from /proc, so worker threads such as the trajectory writer count; read
 when the server has gone idle before and after each level, so trajectory files still queued when
-the last result arrived are billed to that level: the figure in brackets is that share),
+the last result arrived are billed to that level: the first figure in brackets is that share;
+then the main thread's CPU, where the event loop runs, and the whole process's kernel CPU,
+most of it creating trajectory files: its cost is the filesystem's, and on an ext4 disk it
+varies several-fold with the disk's state; ``TMPDIR=/dev/shm`` puts the benchmark's
+``OSMOSIS_HOME`` in memory and shows the server's cost without it),
 p50/p99 admission latency (POST /rollout round trip), p50/p99 end-to-end latency (POST start to
 final result), lost results, then peak RSS and RSS growth per 1,000 finished rollouts.
 Admission percentiles leave out each connection's first rollout (the start-up burst of C
@@ -143,6 +147,15 @@ def run_server(port: int, save_trajectories: bool, backend_kind: str, agent_sec:
 def cpu_seconds(pid: int) -> float:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / TICKS  # utime + stime
+
+
+def cpu_parts(pid: int) -> tuple[float, float]:
+    """(main-thread CPU, kernel CPU of the whole process) in seconds: the event loop runs on the
+    main thread; the trajectory writer and the outbox run on others, and file creation is kernel
+    time whose cost depends on the filesystem more than on osmosis."""
+    main = Path(f"/proc/{pid}/task/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    whole = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(main[11]) + int(main[12])) / TICKS, int(whole[12]) / TICKS
 
 
 async def settled_cpu_seconds(pid: int, limit_sec: float = 60.0) -> float:
@@ -394,7 +407,9 @@ async def bench_mode(
 ) -> None:
     port = free_port()
     url = f"http://127.0.0.1:{port}"
-    with tempfile.TemporaryDirectory(prefix="osmosis-bench-") as home:
+    with tempfile.TemporaryDirectory(prefix="osmosis-bench-") as scratch:
+        # the server keeps its outbox beside the home (<home>.outbox): both inside scratch
+        home = os.path.join(scratch, "home")
         env = {**os.environ, "OSMOSIS_HOME": home, "PYTHONUNBUFFERED": "1"}
         args = [sys.executable, __file__, "--serve", str(port), "--backend", backend]
         args += ["--agent-ms", str(agent_ms)]
@@ -410,16 +425,20 @@ async def bench_mode(
             for level in levels:
                 count = n if level > 1 else max(n // 5, 100)
                 cpu_before = await settled_cpu_seconds(process.pid)
+                main_before, sys_before = cpu_parts(process.pid)
                 figures = await drive(port, f"c{level}", count, level)
                 at_last_result = cpu_seconds(process.pid) - cpu_before
                 cpu = await settled_cpu_seconds(process.pid) - cpu_before
+                main_after, sys_after = cpu_parts(process.pid)
                 finished += count
                 done = max(len(figures["latencies"]), 1)
                 print(
                     f"{mode:8} C={level:<4} N={count:<5} "
                     f"{count / figures['elapsed']:7.0f} rollouts/s  "
                     f"server CPU {1000 * cpu / count:5.2f} ms/rollout "
-                    f"({1000 * (cpu - at_last_result) / count:4.2f} after the last result)  "
+                    f"({1000 * (cpu - at_last_result) / count:4.2f} after the last result; "
+                    f"main thread {1000 * (main_after - main_before) / count:4.2f}, "
+                    f"kernel {1000 * (sys_after - sys_before) / count:4.2f})  "
                     f"admission p50 {1000 * percentile(figures['admissions'], 0.5):6.1f} ms "
                     f"p90 {1000 * percentile(figures['admissions'], 0.9):6.1f} ms "
                     f"p99 {1000 * percentile(figures['admissions'], 0.99):6.1f} ms  "

@@ -176,7 +176,9 @@ async def bench(
 
     port = base.free_port()
     url = f"http://127.0.0.1:{port}"
-    with tempfile.TemporaryDirectory(prefix="osmosis-bench-") as home:
+    with tempfile.TemporaryDirectory(prefix="osmosis-bench-") as scratch:
+        # the server keeps its outbox beside the home (<home>.outbox): both inside scratch
+        home = os.path.join(scratch, "home")
         env = {
             **os.environ,
             "OSMOSIS_HOME": home,
