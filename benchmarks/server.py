@@ -34,6 +34,7 @@ import contextlib
 import json
 import os
 import random
+import shutil
 import signal
 import socket
 import subprocess
@@ -171,6 +172,29 @@ async def settled_cpu_seconds(pid: int, limit_sec: float = 60.0) -> float:
             break
         last = now
     return last
+
+
+def file_cost_ms(parent: str, count: int = 1000) -> tuple[float, float]:
+    """(CPU, kernel CPU) in ms of the file operations one trajectory costs the server (a folder,
+    a temporary file with ~500 bytes, a rename), done ``count`` times under ``parent`` in this
+    process: the filesystem's share of the server's figure, which on ext4 varies with the
+    disk's state from one run to the next."""
+    root = os.path.join(parent, "file-cost")
+    os.mkdir(root)
+    data = b"x" * 500
+    before = os.times()
+    for index in range(count):
+        folder = os.path.join(root, f"rollout-{index:06d}")
+        os.mkdir(folder)
+        tmp = os.path.join(folder, ".trajectory.json.tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+        os.write(fd, data)
+        os.close(fd)
+        os.replace(tmp, os.path.join(folder, "trajectory.json"))
+    after = os.times()
+    shutil.rmtree(root)
+    kernel = after.system - before.system
+    return 1000 * (after.user - before.user + kernel) / count, 1000 * kernel / count
 
 
 def memory_kb(pid: int, key: str) -> int:
@@ -415,6 +439,13 @@ async def bench_mode(
         args += ["--agent-ms", str(agent_ms)]
         if not trajectories:
             args.append("--no-trajectories")
+        else:
+            cpu, kernel = file_cost_ms(scratch)
+            print(
+                f"{mode:8} filesystem of the home: one trajectory file's folder, create and "
+                f"rename cost {cpu:.3f} ms CPU here ({kernel:.3f} kernel), measured before the run",
+                flush=True,
+            )
         process = subprocess.Popen(args, env=env)  # noqa: ASYNC220 - polled via /proc, not awaited
         try:
             await wait_healthy(url, process)
