@@ -5,14 +5,15 @@ no counted result and a rerun repeats no completed item. Each record is one JSON
 :meth:`Journal.append` returns once the line is written (one ``write``, to the page cache),
 which a killed process cannot undo.
 
-Why the ``fdatasync`` runs in the background, at most every :data:`SYNC_INTERVAL_SEC`, and no
-caller waits for it (like the rollout server's outbox): only a machine crash or power cut can
-lose a written line, and what that loses is a re-run, never a double count. The rollout server
-forgets a result once the controller has fetched it, so a line lost with the page cache leaves
-its work item pending and the resume runs it again; the latest record of a work item is the one
-that counts, so nothing is counted twice. Waiting for the fsync of each group commit (on a
-thread of its own, as before) cost about 0.27 ms of controller CPU per row with one rollout
-server (~1.3 rows per fsync, each a thread hand-off and a loop wake-up; see docs/decisions.md).
+Why the ``fdatasync`` runs in the background, at most every ``SYNC_INTERVAL_SEC``, and no caller
+waits for it (:class:`osmosis_ai._group_sync.GroupSync`, as for the rollout server's outbox): only
+a machine crash or power cut can lose a written line, and what that loses is a re-run, never a
+double count. The rollout server forgets a result once the controller has fetched it, so a line
+lost with the page cache leaves its work item pending and the resume runs it again; the latest
+record of a work item is the one that counts, so nothing is counted twice. Waiting for the
+fsync of each group commit (on a thread of its own, as before) cost about 0.27 ms of controller
+CPU per row with one rollout server (~1.3 rows per fsync, each a thread hand-off and a loop
+wake-up; see docs/decisions.md).
 :meth:`Journal.close` (the end of every session, before finalisation) syncs what is left; a
 failed background sync is raised by the next append (the run stops as on a full disk) or by
 ``close``.
@@ -29,16 +30,13 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-WorkKey = tuple[int, int]  # (row_index, run_index)
+from osmosis_ai._group_sync import GroupSync
 
-#: At most one background ``fdatasync`` per this many seconds (the group-commit window).
-SYNC_INTERVAL_SEC = 0.05
+WorkKey = tuple[int, int]  # (row_index, run_index)
 
 
 def iter_records(path: Path) -> Iterator[dict[str, Any]]:
@@ -107,14 +105,14 @@ class Journal:
         self._size = os.fstat(self._fd).st_size  # only this object appends to the file
         self._closed = False
         self._written = False  # anything written since the journal was opened
-        self._wake = threading.Event()  # written since the syncer last cleared it
-        self._stop = threading.Event()
         self._sync_error: OSError | None = None  # a background sync failed; not reported yet
-        self._syncer: threading.Thread | None = None  # started by the first write
+        # Its thread starts at the first write; close() stops it and syncs what is left.
+        self._syncer = GroupSync(self._sync, name=f"osmosis-journal-{path.name}")
 
     async def append(self, record: dict[str, Any]) -> None:
         """Write ``record``; on return it is in the file (a killed process loses nothing) and
-        it is made durable against a machine crash within :data:`SYNC_INTERVAL_SEC`."""
+        it is made durable against a machine crash within ``SYNC_INTERVAL_SEC`` (see
+        :mod:`osmosis_ai._group_sync`)."""
         self.append_sync(record)
 
     def append_sync(self, record: dict[str, Any]) -> None:
@@ -125,16 +123,7 @@ class Journal:
             error, self._sync_error = self._sync_error, None
             raise error
         self._write(_encode(record))
-        if self._syncer is None:
-            self._syncer = threading.Thread(
-                target=self._sync_in_background,
-                name=f"osmosis-journal-{self.path.name}",
-                daemon=True,
-            )
-            self._syncer.start()
-        # Already set: the syncer clears it before its next fdatasync, which covers this write.
-        if not self._wake.is_set():
-            self._wake.set()
+        self._syncer.wake()
 
     def _write(self, data: bytes) -> None:
         """Append ``data``; on failure (a full disk) cut what was written back off, so no
@@ -150,21 +139,16 @@ class Journal:
         self._size += len(data)
         self._written = True
 
-    def _sync_in_background(self) -> None:
-        """The syncer thread: one ``fdatasync`` at most every :data:`SYNC_INTERVAL_SEC`, covering
-        everything written before it; idle while nothing is written; ends on :meth:`close`."""
-        last = 0.0
-        while True:
-            self._wake.wait()
-            self._stop.wait(last + SYNC_INTERVAL_SEC - time.monotonic())
-            if self._stop.is_set():
-                return  # close() syncs what is left, after this thread has ended
-            self._wake.clear()  # before the sync: a write after this sets it again
-            last = time.monotonic()
-            try:
-                os.fdatasync(self._fd)
-            except OSError as exc:
-                self._sync_error = self._named(exc)
+    def _sync(self) -> None:
+        """One ``fdatasync`` covering everything written before it (on the syncer's thread at
+        most every ``SYNC_INTERVAL_SEC``, and on :meth:`close`); a failure is kept for the next
+        append or ``close`` to raise."""
+        if not self._written:
+            return
+        try:
+            os.fdatasync(self._fd)
+        except OSError as exc:
+            self._sync_error = self._named(exc)
 
     def _named(self, exc: OSError) -> OSError:
         if exc.filename is not None:
@@ -181,15 +165,8 @@ class Journal:
         if self._closed:
             return
         self._closed = True
-        if self._syncer is not None:
-            self._stop.set()
-            self._wake.set()
-            self._syncer.join()  # it must not find its file closed under it
         try:
-            if self._written:
-                os.fdatasync(self._fd)
-        except OSError as exc:
-            self._sync_error = self._named(exc)
+            self._syncer.stop()  # joins the thread (it must not find its file closed), syncs
         finally:
             os.close(self._fd)
         if self._sync_error is not None:

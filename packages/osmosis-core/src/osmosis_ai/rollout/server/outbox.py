@@ -46,12 +46,12 @@ import json
 import logging
 import os
 import threading
-import time
 from collections.abc import Callable, Coroutine
 from json.encoder import encode_basestring_ascii
 from pathlib import Path
 from typing import Any
 
+from osmosis_ai._group_sync import SYNC_INTERVAL_SEC, GroupSync
 from osmosis_ai.atomic_file import write_atomic
 
 logger = logging.getLogger("osmosis_ai.rollout.server")
@@ -60,9 +60,6 @@ JOURNAL_NAME = "journal.jsonl"
 KEY_NAME = "lease.key"
 LOCK_NAME = "lock"
 _COMPACT_MIN_BYTES = 4 * 1024 * 1024
-
-# The group-commit window: written records reach the disk within this long.
-SYNC_INTERVAL_SEC = 0.05
 
 # What :meth:`Outbox.put` takes: the line, ``None`` (an acknowledgement), or a function giving
 # the line (or ``None``) when the turn's records are written.
@@ -83,8 +80,8 @@ class Outbox:
         self.directory = directory
         self.lease_key = b""
         self._lock = threading.Lock()  # writes (event loop) vs compaction (writer thread)
-        self._wake = threading.Event()  # something was written since the last sync
-        self._stop = threading.Event()
+        # The writer thread: syncs (and compacts) after a write, at most every SYNC_INTERVAL_SEC.
+        self._writer = GroupSync(self._sync, name="osmosis-outbox")
         self._dirty = False
         self._live: dict[str, bytes] = {}
         self._live_bytes = 0
@@ -100,7 +97,6 @@ class Outbox:
         self._deferred = False
         self._fd = -1
         self._lock_fd = -1
-        self._thread: threading.Thread | None = None
         self.failed = False
 
     # ---- start ------------------------------------------------------------------------
@@ -115,8 +111,7 @@ class Outbox:
         records = replay(journal)
         self._live = {r["id"]: encode(r) for r in records}
         self._rewrite()
-        self._thread = threading.Thread(target=self._writer, name="osmosis-outbox", daemon=True)
-        self._thread.start()
+        self._writer.start()
         return records
 
     def bind(self, loop: asyncio.AbstractEventLoop) -> None:
@@ -262,7 +257,7 @@ class Outbox:
         self._file_bytes += len(data)
         if not self._dirty:
             self._dirty = True
-            self._wake.set()
+            self._writer.wake()
 
     def _write_failed(self, exc: OSError) -> None:
         if not self.failed:
@@ -274,19 +269,9 @@ class Outbox:
             )
         self.failed = True
 
-    def _writer(self) -> None:
-        last = 0.0
-        while True:
-            self._wake.wait()
-            # Group commit: at most one sync per window, whatever arrives meanwhile shares it.
-            self._stop.wait(last + SYNC_INTERVAL_SEC - time.monotonic())
-            if self._stop.is_set():
-                return
-            self._wake.clear()
-            last = time.monotonic()
-            self._sync()
-
     def _sync(self) -> None:
+        """Sync what was written and compact the journal if it has grown (the writer thread at
+        most every :data:`SYNC_INTERVAL_SEC`, and :meth:`close`)."""
         with self._lock:
             if not self._dirty:
                 return
@@ -320,12 +305,7 @@ class Outbox:
     def close(self) -> None:
         """Write and sync what is pending, stop the writer and release the directory."""
         self.flush()
-        if self._thread is not None:
-            self._stop.set()
-            self._wake.set()
-            self._thread.join()
-            self._thread = None
-        self._sync()
+        self._writer.stop()  # ends the writer thread, then syncs (and compacts) what is left
         if self._fd >= 0:
             os.close(self._fd)
             self._fd = -1
