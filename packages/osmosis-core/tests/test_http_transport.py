@@ -372,3 +372,39 @@ async def test_direct_post_errors_are_httpx_errors(
     with pytest.raises(httpx.ConnectError):
         await transport.request("POST", urlsplit("http://127.0.0.1:9/"), {}, b"{}", 1.0)
     await transport.aclose()
+
+
+async def test_direct_request_waits_for_a_late_body_under_the_read_timeout(
+    raw_server: Callable[[Handler], Awaitable[str]],
+) -> None:
+    """A body already buffered with the head is read without a timeout scope; one still on its
+    way is waited for, and a wait longer than the read timeout is a body-read timeout."""
+    resume = asyncio.Event()
+
+    async def late(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await _read_request(reader)
+        writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: 5\r\n\r\nab")
+        await writer.drain()
+        await resume.wait()
+        writer.write(b"cde")
+        await writer.drain()
+        await reader.read()
+
+    async def stall(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await _read_request(reader)
+        writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: 5\r\n\r\nab")
+        await writer.drain()
+        await reader.read()
+
+    late_url = await raw_server(late)
+    stall_url = await raw_server(stall)
+    transport = PlainHTTPTransport()
+    pending = asyncio.create_task(transport.request("GET", urlsplit(late_url), {}, b"", 5.0))
+    await asyncio.sleep(0.05)  # the head and part of the body arrive; the request waits
+    assert not pending.done()
+    resume.set()
+    async with asyncio.timeout(5):  # a bound for a broken transport, not a timing check
+        assert (await pending)[2] == b"abcde"
+        with pytest.raises(httpx.ReadTimeout, match="response body"):
+            await transport.request("GET", urlsplit(stall_url), {}, b"", 0.2)
+    await transport.aclose()

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 from collections.abc import AsyncIterator
 from functools import cache
 from typing import TYPE_CHECKING
@@ -39,13 +40,26 @@ import httpx
 if TYPE_CHECKING:
     import ssl
 
-_Conn = tuple[asyncio.StreamReader, asyncio.StreamWriter]
+
+class _Reader(asyncio.StreamReader):
+    """A ``StreamReader`` that tells how many bytes it holds (the body of a small response
+    usually arrives with its head; reading it then needs no timeout scope: no wait happens)."""
+
+    def buffered(self) -> int:
+        # StreamReader's own buffer (CPython 3.11-3.13; not in the stubs). Should a later
+        # Python rename it, this answers 0 and every body read keeps its timeout scope.
+        return len(getattr(self, "_buffer", b""))
+
+
+_Conn = tuple[_Reader, asyncio.StreamWriter]
 _Key = tuple[str, int]
 _MAX_HEAD = 64 * 1024
 _MAX_AUTHORITIES = 256  # distinct hosts remembered; more is cleared and parsed again
 # Characters kept as they are when a URL's path and query are put on the wire by ``post``
 # (reserved characters and existing %-escapes stay; anything else is %-encoded).
 _SAFE = "/:@!$&'()*+,;=-._~%?"
+# Any character ``quote(..., safe=_SAFE)`` would change: without one, quoting is skipped.
+_NEEDS_QUOTING = re.compile(r"[^A-Za-z0-9/:@!$&'()*+,;=\-._~%?]").search
 
 
 @cache
@@ -109,14 +123,14 @@ class PlainHTTPTransport(httpx.AsyncBaseTransport):
         ``connect_timeout_sec`` is given. Redirects are never followed. Raises the same httpx
         exceptions as the client path."""
         key, authority = self._authority(url)
-        target = quote(url.path or "/", safe=_SAFE) + (
-            "?" + quote(url.query, safe=_SAFE) if url.query else ""
-        )
-        lines = [f"{method} {target} HTTP/1.1", f"host: {authority}"]
-        lines.extend(f"{name}: {value}" for name, value in headers.items())
+        target = _quoted(url.path or "/") + ("?" + _quoted(url.query) if url.query else "")
+        head = [f"{method} {target} HTTP/1.1\r\nhost: {authority}\r\n"]
+        for name, value in headers.items():
+            head.append(f"{name}: {value}\r\n")
         if body or method in ("POST", "PUT", "PATCH"):
-            lines.append(f"content-length: {len(body)}")
-        payload = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body
+            head.append(f"content-length: {len(body)}\r\n")
+        head.append("\r\n")
+        payload = "".join(head).encode("latin-1") + body
         status, response_headers, stream = await self._open(
             key,
             payload,
@@ -179,7 +193,7 @@ class PlainHTTPTransport(httpx.AsyncBaseTransport):
             _close(conn)
         try:
             async with asyncio.timeout(connect_timeout):
-                return await asyncio.open_connection(key[0], key[1], limit=_MAX_HEAD), False
+                return await _open_connection(key[0], key[1]), False
         except TimeoutError:
             raise httpx.ConnectTimeout(f"connecting to {key[0]}:{key[1]} timed out") from None
         except OSError as exc:
@@ -198,6 +212,15 @@ class PlainHTTPTransport(httpx.AsyncBaseTransport):
             for conn in conns:
                 _close(conn)
         self._idle.clear()
+
+
+async def _open_connection(host: str, port: int) -> _Conn:
+    """``asyncio.open_connection`` with a :class:`_Reader` (same limit, protocol, writer)."""
+    loop = asyncio.get_running_loop()
+    reader = _Reader(limit=_MAX_HEAD, loop=loop)
+    protocol = asyncio.StreamReaderProtocol(reader, loop=loop)
+    transport, _ = await loop.create_connection(lambda: protocol, host, port)
+    return reader, asyncio.StreamWriter(transport, protocol, reader, loop)
 
 
 _UNBOUNDED = contextlib.nullcontext()
@@ -278,9 +301,13 @@ class _BodyStream(httpx.AsyncByteStream):
             return b""
         if self._chunked or self._length is None:
             return b"".join([piece async for piece in self])
+        reader = conn[0]
         try:
-            async with _deadline(self._timeout):
-                data = await conn[0].readexactly(self._length)
+            if reader.buffered() >= self._length:  # all there: no wait to bound
+                data = await reader.readexactly(self._length)
+            else:
+                async with _deadline(self._timeout):
+                    data = await reader.readexactly(self._length)
         except BaseException as exc:  # the connection is in an unknown state
             self._abandon(exc)
             raise
@@ -360,6 +387,10 @@ async def _next_chunk(reader: asyncio.StreamReader) -> bytes | None:
         return None
     data = await reader.readexactly(size + 2)
     return data[:-2]
+
+
+def _quoted(text: str) -> str:
+    return quote(text, safe=_SAFE) if _NEEDS_QUOTING(text) else text
 
 
 def _request_head(request: httpx.Request, body: bytes) -> bytes:

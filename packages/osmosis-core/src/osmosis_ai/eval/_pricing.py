@@ -62,8 +62,9 @@ def token_split(usage: Mapping[str, Any] | None) -> dict[str, int]:
 def add_splits(splits: Iterable[Mapping[str, int] | None]) -> dict[str, int]:
     total: dict[str, int] = dict.fromkeys(TOKEN_KINDS, 0)
     for split in splits:
-        for kind in TOKEN_KINDS:
-            total[kind] += _int((split or {}).get(kind))
+        if split:  # an empty or missing split adds nothing
+            for kind in TOKEN_KINDS:
+                total[kind] += _int(split.get(kind))
     return total
 
 
@@ -98,11 +99,12 @@ class Pricer:
         override = _override(self.overrides, model, provider)
         if override is not None:
             return Priced(override.cost(split))
-        if not any(split.get(kind, 0) for kind in ("input", "cached_input", "output")):
+        if not (split.get("input", 0) or split.get("cached_input", 0) or split.get("output", 0)):
             return Priced(0.0)  # no tokens spent: nothing to price
         key = (model, provider or base_url)
-        if key in self._misses:
-            return Priced(None, self._misses[key])
+        missed = self._misses.get(key)
+        if missed is not None:
+            return Priced(None, missed)
         usd, reason = _library_price(model, split, provider, base_url)
         if usd is None:
             self._misses[key] = reason or "no price known"

@@ -86,7 +86,8 @@ class Sender:
             headers = {**headers, **_JSON}
         plain = self._plain
         if plain is not None and http_client is self._owned:
-            url: SplitResult = self._base._replace(path=self._base.path + path)
+            base = self._base  # as ``base._replace(path=base.path + path)``, without its cost
+            url = SplitResult(base.scheme, base.netloc, base.path + path, base.query, base.fragment)
             status, raw_headers, content = await plain.request(
                 method,
                 url,
@@ -94,8 +95,12 @@ class Sender:
                 body or b"",
                 DEFAULT_REQUEST_TIMEOUT_SEC if request_timeout_sec is None else request_timeout_sec,
             )
-            retry_after = next((v for k, v in raw_headers if k == b"retry-after"), None)
-            return Reply(status, None if retry_after is None else retry_after.decode(), content)
+            retry_after = None
+            for name, value in raw_headers:
+                if name == b"retry-after":
+                    retry_after = value.decode()
+                    break
+            return Reply(status, retry_after, content)
         options: dict[str, Any] = {}
         if request_timeout_sec is not None:
             options["timeout"] = request_timeout_sec
