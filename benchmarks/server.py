@@ -145,8 +145,13 @@ def run_server(port: int, save_trajectories: bool, backend_kind: str, agent_sec:
 # ---- measurement helpers -------------------------------------------------------------------
 
 
+def _stat_fields(path: str) -> list[str]:
+    """The fields of a ``/proc`` ``stat`` file after the command name (state, ppid, ...)."""
+    return Path(path).read_text().rsplit(")", 1)[1].split()
+
+
 def cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    fields = _stat_fields(f"/proc/{pid}/stat")
     return (int(fields[11]) + int(fields[12])) / TICKS  # utime + stime
 
 
@@ -154,9 +159,10 @@ def cpu_parts(pid: int) -> tuple[float, float]:
     """(main-thread CPU, kernel CPU of the whole process) in seconds: the event loop runs on the
     main thread; the trajectory writer and the outbox run on others, and file creation is kernel
     time whose cost depends on the filesystem more than on osmosis."""
-    main = Path(f"/proc/{pid}/task/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    whole = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(main[11]) + int(main[12])) / TICKS, int(whole[12]) / TICKS
+    main = _stat_fields(f"/proc/{pid}/task/{pid}/stat")
+    return (int(main[11]) + int(main[12])) / TICKS, int(
+        _stat_fields(f"/proc/{pid}/stat")[12]
+    ) / TICKS
 
 
 async def settled_cpu_seconds(pid: int, limit_sec: float = 60.0) -> float:
