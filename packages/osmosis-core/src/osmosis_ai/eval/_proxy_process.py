@@ -29,7 +29,6 @@ import secrets
 import sys
 from collections import deque
 from collections.abc import Callable
-from json.encoder import encode_basestring_ascii
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -163,7 +162,7 @@ class ProxyProcess:
             raise self.gone
         future = asyncio.get_running_loop().create_future()
         self._waiting[rollout_id] = future
-        self._send(_close_line(rollout_id))
+        self._send({"op": "close", "id": rollout_id, "keep": True})
         try:
             return CallSummary.from_json(await future)
         finally:
@@ -187,12 +186,10 @@ class ProxyProcess:
 
     # ---- the pipe ----------------------------------------------------------------------------
 
-    def _send(self, message: dict[str, Any] | bytes) -> None:
-        """Write one message line (a dict, or a line already encoded) to the child."""
+    def _send(self, message: dict[str, Any]) -> None:
         process = self._process
         if self.gone is None and process is not None and process.stdin is not None:
-            line = message if isinstance(message, bytes) else _dumps(message).encode() + b"\n"
-            process.stdin.write(line)
+            process.stdin.write(_dumps(message).encode() + b"\n")
 
     async def _read(self) -> None:
         process = self._process
@@ -238,9 +235,3 @@ class ProxyProcess:
         if self._stderr:
             text += ": " + self._redact(" | ".join(list(self._stderr)[-5:]))
         return text
-
-
-def _close_line(rollout_id: str) -> bytes:
-    """``_dumps({"op": "close", "id": rollout_id, "keep": True})`` as a line, byte for byte,
-    with only the id encoded per row."""
-    return b'{"op":"close","id":%s,"keep":true}\n' % encode_basestring_ascii(rollout_id).encode()
