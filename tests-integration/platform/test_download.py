@@ -80,7 +80,9 @@ def test_a_killed_download_resumes_to_a_byte_identical_file(
     run = platform.state.add_run("eval", "large", status="succeeded")
     content = os.urandom(6 * 1024 * 1024 + 123)
     platform.state.artifacts[run["id"]] = [Artifact("metrics", "metrics.json", content)]
-    pause = Pause("metrics.json", after_bytes=2 * 1024 * 1024)
+    # Not a multiple of any read size: the last piece before the pause is a small one, which
+    # must reach the file too (a killed download keeps every byte it received).
+    pause = Pause("metrics.json", after_bytes=2 * 1024 * 1024 + 100)
     platform.state.pauses.append(pause)
     dest = tmp_path / "large" / "metrics.json"
     part = dest.with_name("metrics.json.part")

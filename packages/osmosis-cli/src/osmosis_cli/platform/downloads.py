@@ -111,6 +111,9 @@ def _stream(
             try:
                 while chunk := response.read1(CHUNK):
                     fh.write(chunk)
+                    # Into the file now, not the write buffer: a killed process keeps (and a
+                    # resume skips) every byte it received. One write per chunk either way.
+                    fh.flush()
                     have += len(chunk)
                     on_bytes(len(chunk))
             except OSError as exc:  # connection dropped mid-body
