@@ -160,7 +160,7 @@ async def sample_from_output(
         return sample
     if output.messages is None:
         return None
-    return RolloutSample(messages=output.messages, label=label, metrics=output.metrics)
+    return RolloutSample._from_output(output.messages, label, output.metrics)
 
 
 async def _call_workflow(

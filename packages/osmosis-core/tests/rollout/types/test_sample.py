@@ -1,4 +1,5 @@
-"""``RolloutSample.json_safe_copy``: sanitise in place of dropping, stringify keys, no copy if clean."""
+"""``RolloutSample``: ``json_safe_copy`` (sanitise in place of dropping, stringify keys, no copy if
+clean), and the sample built from a workflow's output."""
 
 from __future__ import annotations
 
@@ -9,7 +10,9 @@ import math
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 
+from osmosis_ai.rollout import AgentWorkflowOutput
 from osmosis_ai.rollout.types import RolloutSample
 
 
@@ -85,3 +88,28 @@ def test_numpy_like_values_are_converted_and_cycles_are_dropped() -> None:
     assert type(safe.metrics["s"]) is float
     json.dumps(safe.model_dump(mode="json"), allow_nan=False)
     assert safe.extra_fields["loop"]["ok"] == 1
+
+
+def test_sample_from_a_validated_output_equals_the_constructed_one() -> None:
+    from osmosis_ai.rollout.agent_workflow import coerce_output
+
+    returned = [
+        {"role": "user", "content": "q", "parts": [{"kind": "text", "value": [1, 2]}]},
+        {"role": "assistant", "content": "a"},
+    ]
+    output = coerce_output(AgentWorkflowOutput(messages=returned, metrics={"turns": 2.0}))
+    assert output is not None
+    assert output.messages is not None
+    fast = RolloutSample._from_output(output.messages, "42", output.metrics)
+    built = RolloutSample(messages=output.messages, label="42", metrics=output.metrics)
+    assert fast == built
+    assert fast.model_fields_set == built.model_fields_set
+    assert fast.model_dump_json() == built.model_dump_json()
+    # The trajectory copy is deep: a grader editing the messages leaves it alone.
+    output.messages[0]["parts"][0]["value"].append(3)
+    assert fast.trajectory_messages is not None
+    assert fast.trajectory_messages[0]["parts"][0]["value"] == [1, 2]
+    assert fast.metrics is not output.metrics
+    # Assignment is still validated.
+    with pytest.raises(ValidationError):
+        fast.reward = math.nan

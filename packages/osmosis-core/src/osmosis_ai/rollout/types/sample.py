@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 logger = logging.getLogger(__name__)
 
-_UNSET_TRAJECTORY = object()
+_set = object.__setattr__
 
 
 class RolloutSample(BaseModel):
@@ -48,6 +48,40 @@ class RolloutSample(BaseModel):
             data = dict(data)
             data["trajectory_messages"] = _copied(data.get("messages") or [])
         return data
+
+    @classmethod
+    def _from_output(
+        cls, messages: list[dict[str, Any]], label: str | None, metrics: dict[str, float]
+    ) -> RolloutSample:
+        """``RolloutSample(messages=messages, label=label, metrics=metrics)`` for values an
+        ``AgentWorkflowOutput`` has just validated (a list of ``str``-keyed dicts, finite
+        float metrics, that no other code holds), built without validating them a second time:
+        validation would only make another shallow copy of each (about 8 -> 4 µs for a
+        three-message rollout). ``trajectory_messages`` is the same deep copy the
+        constructor makes. The result equals the constructed one, fields set included.
+        """
+        sample = object.__new__(cls)
+        _set(
+            sample,
+            "__dict__",
+            {
+                "messages": messages,
+                "trajectory_messages": _copied(messages),
+                "label": label,
+                "reward": None,
+                "remove_sample": False,
+                "metrics": dict(metrics),
+                "extra_fields": {},
+            },
+        )
+        _set(
+            sample,
+            "__pydantic_fields_set__",
+            {"messages", "trajectory_messages", "label", "metrics"},
+        )
+        _set(sample, "__pydantic_extra__", None)
+        _set(sample, "__pydantic_private__", None)
+        return sample
 
     def json_safe_copy(self) -> RolloutSample:
         """This sample with ``metrics`` and ``extra_fields`` made strict-JSON encodable.
