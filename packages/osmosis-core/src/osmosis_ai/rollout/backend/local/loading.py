@@ -172,21 +172,26 @@ def _plain_copy(value: Any, memo: dict[int, Any]) -> Any:
     key = id(value)
     if key in memo:
         return memo[key]
+    # Atoms inside a list or dict are kept without a call (most of a config's values).
     if kind is list:
         clone: Any = []
         memo[key] = clone
         for item in value:
-            item = _plain_copy(item, memo)
-            if item is _NOT_PLAIN:
-                return _NOT_PLAIN
+            if type(item) not in _ATOMS:
+                item = _plain_copy(item, memo)
+                if item is _NOT_PLAIN:
+                    return _NOT_PLAIN
             clone.append(item)
     elif kind is dict:
         clone = {}
         memo[key] = clone
         for name, item in value.items():
-            item = _plain_copy(item, memo)
-            if item is _NOT_PLAIN or type(name) not in _ATOMS:
+            if type(name) not in _ATOMS:
                 return _NOT_PLAIN
+            if type(item) not in _ATOMS:
+                item = _plain_copy(item, memo)
+                if item is _NOT_PLAIN:
+                    return _NOT_PLAIN
             clone[name] = item
     elif kind is tuple or kind is frozenset or kind is set:
         items = [_plain_copy(item, memo) for item in value]
