@@ -24,6 +24,8 @@ Prints figures only; never asserts.
 
     uv run python benchmarks/server.py                 # defaults: N=1500 per level
     uv run python benchmarks/server.py -n 3000 --modes poll
+    uv run python benchmarks/server.py -n 4000 --modes poll --levels 64 --keep-scratch
+        # (repeated runs on an ext4 without a journal: remove the printed folders afterwards)
 """
 
 from __future__ import annotations
@@ -184,12 +186,12 @@ def filesystem_note(path: str) -> str | None:
     """A warning when ``path`` is on an ext4 file system without a journal, else ``None``.
 
     There, choosing an inode for a new file or folder skips, one by one and each with a
-    buffer-cache lookup, every free inode of the block group deleted in the last 30 s (330 s
+    buffer-cache lookup, every free inode of the block group deleted in the last 60 s (360 s
     while its inode-table block is dirty): ``recently_deleted()`` in the kernel's
-    ``fs/ext4/ialloc.c``, used only when there is no journal. ``perf record -g`` of 8,000 trajectory-shaped
-    creations (folder, file, rename) right after deleting as many put 54% of the CPU under it. Each new trajectory
-    then costs kernel time in proportion to what was deleted shortly before, not to what the
-    server does.
+    ``fs/ext4/ialloc.c``, used only when there is no journal. ``perf record -g`` of 8,000
+    trajectory-shaped creations (folder, file, rename) right after deleting as many put 54% of
+    the CPU under it. Each new trajectory then costs kernel time in proportion to what was
+    deleted shortly before, not to what the server does.
     """
     real = os.path.realpath(path)
     best: tuple[str, str, str] | None = None
@@ -212,7 +214,7 @@ def filesystem_note(path: str) -> str | None:
         return None
     return (
         f"{best[0]} is ext4 without a journal ({device}): each new file or folder there costs "
-        "kernel time in proportion to the files deleted there in the last 30-330 s (the "
+        "kernel time in proportion to the files deleted there in the last 60-360 s (the "
         "previous run's clean-up included); --keep-scratch leaves them for a later clean-up"
     )
 
