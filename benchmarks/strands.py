@@ -409,7 +409,9 @@ def main() -> None:
         f"alone {framework:.2f} s; the package itself, names resolved lazily, {package:.2f} s)"
     )
 
-    with tempfile.TemporaryDirectory(prefix="osmosis-bench-") as home:
+    with tempfile.TemporaryDirectory(prefix="osmosis-bench-") as scratch:
+        # a server keeps its outbox beside the home (<home>.outbox): both inside scratch
+        home = os.path.join(scratch, "home")
         env = {**os.environ, "OSMOSIS_HOME": home, "PYTHONUNBUFFERED": "1"}
         env.pop("OPENAI_API_KEY", None)
         policy, policy_url = _spawn(

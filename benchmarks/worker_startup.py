@@ -64,7 +64,9 @@ def _free_port() -> int:
 async def one_run(app: str, mode: str) -> dict[str, float]:
     port = _free_port()
     url = f"http://127.0.0.1:{port}"
-    with tempfile.TemporaryDirectory(prefix="osmosis-bench-") as home:
+    with tempfile.TemporaryDirectory(prefix="osmosis-bench-") as scratch:
+        # the server keeps its outbox beside the home (<home>.outbox): both inside scratch
+        home = os.path.join(scratch, "home")
         env = {
             **os.environ,
             "OSMOSIS_HOME": home,
