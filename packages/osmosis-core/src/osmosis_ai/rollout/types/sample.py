@@ -12,9 +12,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-logger = logging.getLogger(__name__)
+from osmosis_ai._model_slots import fill_model
 
-_set = object.__setattr__
+logger = logging.getLogger(__name__)
 
 
 class RolloutSample(BaseModel):
@@ -61,9 +61,8 @@ class RolloutSample(BaseModel):
         constructor makes. The result equals the constructed one, fields set included.
         """
         sample = object.__new__(cls)
-        _set(
+        fill_model(
             sample,
-            "__dict__",
             {
                 "messages": messages,
                 "trajectory_messages": _copied(messages),
@@ -73,14 +72,8 @@ class RolloutSample(BaseModel):
                 "metrics": dict(metrics),
                 "extra_fields": {},
             },
-        )
-        _set(
-            sample,
-            "__pydantic_fields_set__",
             {"messages", "trajectory_messages", "label", "metrics"},
         )
-        _set(sample, "__pydantic_extra__", None)
-        _set(sample, "__pydantic_private__", None)
         return sample
 
     def json_safe_copy(self) -> RolloutSample:

@@ -10,6 +10,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from osmosis_ai._model_slots import fill_model
+
 logger = logging.getLogger(__name__)
 
 
@@ -206,10 +208,7 @@ def _plain_copy(value: Any, memo: dict[int, Any]) -> Any:
         extra = _plain_copy(value.__pydantic_extra__, memo)
         if fields is _NOT_PLAIN or extra is _NOT_PLAIN:
             return _NOT_PLAIN
-        _set(clone, "__dict__", fields)
-        _set(clone, "__pydantic_extra__", extra)
-        _set(clone, "__pydantic_fields_set__", set(value.__pydantic_fields_set__))
-        _set(clone, "__pydantic_private__", None)
+        fill_model(clone, fields, set(value.__pydantic_fields_set__), extra)
     elif isinstance(value, Enum):
         return value  # as deepcopy: members are singletons
     else:
@@ -224,6 +223,3 @@ def _plain_model(kind: type, value: BaseModel) -> bool:
         and kind.__new__ is object.__new__
         and getattr(value, "__pydantic_private__", None) is None
     )
-
-
-_set = object.__setattr__
