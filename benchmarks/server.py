@@ -162,9 +162,8 @@ def cpu_parts(pid: int) -> tuple[float, float]:
     main thread; the trajectory writer and the outbox run on others, and file creation is kernel
     time whose cost depends on the filesystem more than on osmosis."""
     main = _stat_fields(f"/proc/{pid}/task/{pid}/stat")
-    return (int(main[11]) + int(main[12])) / TICKS, int(
-        _stat_fields(f"/proc/{pid}/stat")[12]
-    ) / TICKS
+    whole = _stat_fields(f"/proc/{pid}/stat")
+    return (int(main[11]) + int(main[12])) / TICKS, int(whole[12]) / TICKS
 
 
 async def settled_cpu_seconds(pid: int, limit_sec: float = 60.0) -> float:
