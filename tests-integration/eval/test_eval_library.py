@@ -53,6 +53,7 @@ def test_run_eval_evaluates_a_template_config(
     assert kinds[0] == "started"
     assert kinds.count("row") == 6
     assert updates[-1].progress.done == 6
+    assert updates[-1].progress.policy_calls == 12  # 6 rows x (tool-call turn + answer turn)
     row_updates = [u.row for u in updates if u.row is not None]
     assert {(r.row_index, r.run_index) for r in row_updates} == {
         (r, s) for r in range(3) for s in range(2)

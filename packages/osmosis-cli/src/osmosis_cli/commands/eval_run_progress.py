@@ -167,9 +167,10 @@ def _stats(progress: EvalProgress, retries: int = 0) -> str:
         parts.append(f"skipped {progress.skipped}")
     if retries:
         parts.append(f"upstream retries {retries}")
+    parts.append(f"model calls {progress.policy_calls}")
     limit = progress.policy_limit
     if limit is not None:  # the adaptive concurrency of model calls, live
-        parts.append(f"model calls {limit.in_flight} (limit {int(limit.limit)}/{limit.ceiling})")
+        parts.append(f"in flight {limit.in_flight} (limit {int(limit.limit)} of {limit.ceiling})")
     return " · ".join(parts)
 
 

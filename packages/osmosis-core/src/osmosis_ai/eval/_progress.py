@@ -36,7 +36,9 @@ class EvalProgress:
     failed: int = 0
     skipped: int = 0
     reward_sum: float = 0.0
-    #: The adaptive limit of rows in flight (``in_flight``, ``limit``, ``ceiling``), live.
+    #: Model calls the rows finished this session made through the policy proxy.
+    policy_calls: int = 0
+    #: The adaptive limit of model calls in flight (``in_flight``, ``limit``, ``ceiling``), live.
     policy_limit: AdaptiveLimit | None = None
 
     @property
@@ -54,6 +56,7 @@ class EvalProgress:
         return self.reward_sum / self.succeeded if self.succeeded else None
 
     def count(self, row: RowRecord) -> None:
+        self.policy_calls += row.policy_calls
         if row.status == "success":
             self.succeeded += 1
             self.reward_sum += row.reward or 0.0
