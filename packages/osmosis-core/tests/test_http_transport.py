@@ -10,19 +10,17 @@ import asyncio
 import json
 import socket
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
 from urllib.parse import urlsplit
 
 import httpx
 import pytest
-import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from osmosis_ai.http_transport import PlainHTTPTransport
-from osmosis_ai.testing import ScriptedPolicyServer
+from osmosis_ai.testing import ScriptedPolicyServer, serve_app
 
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
 
@@ -70,32 +68,6 @@ APP = Starlette(
 )
 
 
-class _Server(uvicorn.Server):
-    def __init__(self, config: uvicorn.Config) -> None:
-        super().__init__(config)
-        self.ready = asyncio.Event()
-
-    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
-        await super().startup(sockets=sockets)
-        self.ready.set()
-
-
-@asynccontextmanager
-async def serve_app(port: int = 0) -> AsyncIterator[str]:
-    """Serve :data:`APP` under uvicorn on 127.0.0.1; yield its base URL."""
-    server = _Server(uvicorn.Config(APP, host="127.0.0.1", port=port, log_level="warning"))
-    task = asyncio.create_task(server.serve())
-    ready = asyncio.create_task(server.ready.wait())
-    done, _ = await asyncio.wait({task, ready}, timeout=5, return_when=asyncio.FIRST_COMPLETED)
-    assert ready in done, "uvicorn did not start"
-    bound = server.servers[0].sockets[0].getsockname()[1]
-    try:
-        yield f"http://127.0.0.1:{bound}"
-    finally:
-        server.should_exit = True
-        await task
-
-
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -141,7 +113,10 @@ async def _read_request(reader: asyncio.StreamReader) -> tuple[bytes, bytes]:
 
 async def test_bodies_keep_alive_and_reuse_against_uvicorn() -> None:
     transport = PlainHTTPTransport(max_idle_per_host=2)
-    async with serve_app() as url, httpx.AsyncClient(transport=transport, base_url=url) as client:
+    async with (
+        serve_app(APP) as url,
+        httpx.AsyncClient(transport=transport, base_url=url) as client,
+    ):
         echo = await client.post(
             "/echo?x=1", content=b"a" * 5000, headers={"authorization": "Bearer k"}
         )
@@ -265,10 +240,10 @@ async def test_restarted_server_is_reached_on_a_fresh_connection() -> None:
     port = _free_port()
     transport = PlainHTTPTransport()
     async with httpx.AsyncClient(transport=transport, timeout=2) as client:
-        async with serve_app(port) as url:
+        async with serve_app(APP, port=port) as url:
             assert (await client.post(f"{url}/echo", content=b"1")).status_code == 200
         # The server restarted on the same port: the pooled connection is dead.
-        async with serve_app(port) as url:
+        async with serve_app(APP, port=port) as url:
             assert (await client.post(f"{url}/echo", content=b"2")).status_code == 200
         with pytest.raises(httpx.ConnectError):
             await client.post(f"http://127.0.0.1:{port}/echo", content=b"3")
@@ -326,7 +301,7 @@ async def test_errors_are_httpx_transport_errors(
 
 async def test_direct_post_encodes_the_target_and_reuses_the_connection() -> None:
     transport = PlainHTTPTransport()
-    async with serve_app() as url:
+    async with serve_app(APP) as url:
         status, headers, content = await transport.request(
             "POST",
             urlsplit(f"{url}/echo?id=é 1&ok=%41"),

@@ -46,9 +46,14 @@ async def serve_app(
     port: int = 0,
     lifespan: Literal["auto", "on", "off"] = "on",
     start_timeout_sec: float = 10.0,
+    **uvicorn_options: Any,
 ) -> AsyncIterator[str]:
-    """Serve ``app`` on ``127.0.0.1``; yield its base URL (``http://127.0.0.1:PORT``)."""
-    config = uvicorn_config(app, port=port, log_level="warning", lifespan=lifespan)
+    """Serve ``app`` on ``127.0.0.1``; yield its base URL (``http://127.0.0.1:PORT``).
+
+    Other keywords go to :func:`~osmosis_ai.rollout.server.serving.uvicorn_config` (for
+    example ``header_timeout_sec=0.3`` to test a slow client, or ``max_connections``)."""
+    uvicorn_options.setdefault("log_level", "warning")
+    config = uvicorn_config(app, port=port, lifespan=lifespan, **uvicorn_options)
     server = _LoopbackServer(config)
     task = asyncio.create_task(server.serve())
     ready = asyncio.create_task(server.ready.wait())

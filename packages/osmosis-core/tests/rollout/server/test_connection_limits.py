@@ -14,17 +14,16 @@ import sys
 import textwrap
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
-from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 import pytest
-import uvicorn
 from rollout_server_harness import LEASE, FakeBackend, body
 
 from osmosis_ai.rollout.client import RolloutClient
 from osmosis_ai.rollout.server import create_rollout_server
-from osmosis_ai.rollout.server.serving import uvicorn_config
 from osmosis_ai.rollout.types import RolloutStatus
+from osmosis_ai.testing import serve_app
 
 resource = pytest.importorskip("resource")
 
@@ -128,29 +127,6 @@ async def test_1100_idle_connections_do_not_block_authenticated_traffic() -> Non
                 sock.close()
 
 
-class _Server(uvicorn.Server):
-    def __init__(self, config: uvicorn.Config) -> None:
-        super().__init__(config)
-        self.ready = asyncio.Event()
-
-    async def startup(self, sockets: Any = None) -> None:
-        await super().startup(sockets=sockets)
-        self.ready.set()
-
-
-@asynccontextmanager
-async def _in_process(app: Any, **options: Any) -> AsyncIterator[int]:
-    server = _Server(uvicorn_config(app, port=0, log_level="warning", **options))
-    task = asyncio.create_task(server.serve())
-    async with asyncio.timeout(10):
-        await server.ready.wait()
-    try:
-        yield server.servers[0].sockets[0].getsockname()[1]
-    finally:
-        server.should_exit = True
-        await task
-
-
 async def test_a_connection_must_send_its_request_head_in_time() -> None:
     backend = FakeBackend()
     app = create_rollout_server(
@@ -159,7 +135,9 @@ async def test_a_connection_must_send_its_request_head_in_time() -> None:
         result_wait_timeout_sec=1.0,
         polling_lease_timeout_sec=5.0,
     )
-    async with _in_process(app, header_timeout_sec=0.3) as port:
+    async with serve_app(app, header_timeout_sec=0.3) as url:
+        port = urlsplit(url).port
+        assert port is not None
         silent = await asyncio.open_connection("127.0.0.1", port)
         partial = await asyncio.open_connection("127.0.0.1", port)
         partial[1].write(b"GET /health HTTP/1.1\r\nhost: x\r\n")  # never finished
