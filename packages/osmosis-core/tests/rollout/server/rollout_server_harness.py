@@ -112,6 +112,17 @@ def body(rollout_id: str | None = "r1", **fields: Any) -> dict[str, Any]:
     return payload
 
 
+async def final_result(client: httpx.AsyncClient, rollout_id: str, token: str) -> dict[str, Any]:
+    """Long-poll ``GET /rollout/{id}/result`` until the rollout is terminal (at most 20 polls)."""
+    for _ in range(20):
+        response = await client.get(f"/rollout/{rollout_id}/result", headers={LEASE: token})
+        assert response.status_code == 200, response.text
+        result = response.json()
+        if result["status"] in ("success", "failure", "cancelled"):
+            return result
+    raise AssertionError("rollout never finished")
+
+
 @dataclass
 class FakeBackend(ExecutionBackend):
     """Behaviour per rollout from ``metadata["mode"]`` (default ``success``)."""

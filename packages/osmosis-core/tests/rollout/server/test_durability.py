@@ -10,18 +10,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from rollout_server_harness import LEASE, FakeBackend, body, running
+from rollout_server_harness import FakeBackend, body, final_result, running
 
 from osmosis_ai.rollout.server.outbox import JOURNAL_NAME, Outbox, OutboxLocked, replay
-
-
-async def _final(client: Any, rollout_id: str, token: str) -> dict[str, Any]:
-    for _ in range(20):
-        response = await client.get(f"/rollout/{rollout_id}/result", headers={LEASE: token})
-        result = response.json()
-        if result["status"] in ("success", "failure", "cancelled"):
-            return result
-    raise AssertionError("rollout never finished")
 
 
 async def test_a_lost_202_is_regained_by_retrying_the_same_request(tmp_path: Path) -> None:
@@ -35,7 +26,7 @@ async def test_a_lost_202_is_regained_by_retrying_the_same_request(tmp_path: Pat
         assert token == first.json()["polling_lease_token"]
         assert other.status_code == 409
         assert other.json() == {"detail": "rollout_id is already registered"}
-        assert (await _final(client, "r1", token))["status"] == "success"
+        assert (await final_result(client, "r1", token))["status"] == "success"
         assert len(service.entries) == 1  # executed once
 
 
@@ -50,7 +41,7 @@ async def test_a_restored_unfetched_result_is_regained_by_the_same_request(
     async with running(backend, **options) as (client, _):
         retried = await client.post("/rollout", json=request)
         different = await client.post("/rollout", json=body("r1", label="other"))
-        result = await _final(client, "r1", retried.json()["polling_lease_token"])
+        result = await final_result(client, "r1", retried.json()["polling_lease_token"])
     assert retried.status_code == 202
     assert different.status_code == 409
     assert result["status"] == "success"
@@ -72,13 +63,13 @@ async def test_admissions_and_results_are_journaled_without_request_bodies(
         assert "initial_messages" not in raw
         assert token not in raw
         backend.gate("r1").set()
-        await _final(client, "r1", token)
+        await final_result(client, "r1", token)
         # A rollout that finished in its task's first step, before the admission's write, is
         # written once: as its result, never as an admission.
         fast = (await client.post("/rollout", json=body("r2"))).json()["polling_lease_token"]
         records = [json.loads(line) for line in (outbox / JOURNAL_NAME).read_text().splitlines()]
         assert [r["op"] for r in records if r["id"] == "r2"] == ["done"]
-        await _final(client, "r2", fast)
+        await final_result(client, "r2", fast)
     assert replay(outbox / JOURNAL_NAME) == []
 
 
@@ -101,7 +92,7 @@ async def test_retention_is_bounded_by_bytes(tmp_path: Path) -> None:
             token = (await client.post("/rollout", json=body(f"r{i}"))).json()[
                 "polling_lease_token"
             ]
-            await _final(client, f"r{i}", token)
+            await final_result(client, f"r{i}", token)
         assert service._retained.bytes <= 2048
         assert "r19" in service.entries
         assert "r0" not in service.entries
@@ -163,7 +154,7 @@ async def test_results_fetched_leave_nothing_in_the_journal(tmp_path: Path) -> N
     async with running(FakeBackend(), outbox_dir=tmp_path / "outbox") as (client, _):
         for i in range(20):
             admitted = await client.post("/rollout", json=body(f"r{i}"))
-            await _final(client, f"r{i}", admitted.json()["polling_lease_token"])
+            await final_result(client, f"r{i}", admitted.json()["polling_lease_token"])
     assert replay(tmp_path / "outbox" / JOURNAL_NAME) == []
 
 

@@ -18,6 +18,7 @@ from rollout_server_harness import (
     CallbackListener,
     FakeBackend,
     body,
+    final_result,
     free_port,
     running,
     serve_app,
@@ -26,19 +27,10 @@ from rollout_server_harness import (
 from osmosis_ai.rollout.server.outbox import JOURNAL_NAME, replay
 
 
-async def _final(client: httpx.AsyncClient, rollout_id: str, token: str) -> dict[str, Any]:
-    for _ in range(20):
-        response = await client.get(f"/rollout/{rollout_id}/result", headers={LEASE: token})
-        result = response.json()
-        if result["status"] in ("success", "failure", "cancelled"):
-            return result
-    raise AssertionError("rollout never finished")
-
-
 async def test_trajectory_is_saved_for_every_finished_rollout(osmosis_home: Path) -> None:
     async with running(FakeBackend()) as (client, _):
         token = (await client.post("/rollout", json=body("r1"))).json()["polling_lease_token"]
-        await _final(client, "r1", token)
+        await final_result(client, "r1", token)
     document = json.loads((osmosis_home / "r1" / "trajectory.json").read_text())
     assert document["schema_version"] == "ATIF-v1.7"
     assert document["session_id"] == "r1"
@@ -76,7 +68,7 @@ async def test_shutdown_drains_cancels_and_persists_unfetched_results(tmp_path: 
                 ("slow", {"mode": "block"}),
             )
         }
-        await _final(client, "fetched", tokens["fetched"])
+        await final_result(client, "fetched", tokens["fetched"])
     assert backend.shutdown_calls == 1
     assert "slow" in backend.cancelled
     stored_by_id = {r["id"]: json.dumps(r) for r in replay(outbox / JOURNAL_NAME)}
@@ -103,7 +95,7 @@ async def test_retention_is_bounded_by_count() -> None:
             tokens[rid] = (await client.post("/rollout", json=body(rid))).json()[
                 "polling_lease_token"
             ]
-            await _final(client, rid, tokens[rid])
+            await final_result(client, rid, tokens[rid])
         statuses = [
             (await client.get(f"/rollout/{rid}/result", headers={LEASE: tokens[rid]})).status_code
             for rid in tokens

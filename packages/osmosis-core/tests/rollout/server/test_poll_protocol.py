@@ -8,7 +8,7 @@ import math
 
 import httpx
 import pytest
-from rollout_server_harness import LEASE, FakeBackend, body, running
+from rollout_server_harness import LEASE, FakeBackend, body, final_result, running
 
 from osmosis_ai.rollout.types import RolloutStatus
 
@@ -23,14 +23,6 @@ async def _poll(client: httpx.AsyncClient, rollout_id: str, token: str) -> dict:
     response = await client.get(f"/rollout/{rollout_id}/result", headers={LEASE: token})
     assert response.status_code == 200, response.text
     return response.json()
-
-
-async def _final(client: httpx.AsyncClient, rollout_id: str, token: str) -> dict:
-    for _ in range(20):
-        result = await _poll(client, rollout_id, token)
-        if result["status"] in ("success", "failure", "cancelled"):
-            return result
-    raise AssertionError("rollout never finished")
 
 
 async def test_admission_answers_202_with_a_lease(backend: FakeBackend) -> None:
@@ -69,7 +61,7 @@ async def test_full_lifecycle_running_grading_success(backend: FakeBackend) -> N
         backend.gate("r1").set()
         assert (await waiting)["status"] == "grading"
         backend.gate("r1:grading").set()
-        final = await _final(client, "r1", token)
+        final = await final_result(client, "r1", token)
         assert final["status"] == "success"
         assert final["err_message"] is None
         assert final["err_category"] is None
@@ -94,10 +86,10 @@ async def test_the_server_enters_a_rollout_context_around_execute(
 ) -> None:
     async with running(backend) as (client, _):
         token = await _admit(client, "r1", llm_api_key="llm-key", grade=False, agent_timeout_sec=3)
-        await _final(client, "r1", token)
+        await final_result(client, "r1", token)
         monkeypatch.setenv("OSMOSIS_API_KEY", "env-key")
         token2 = await _admit(client, "r2")
-        await _final(client, "r2", token2)
+        await final_result(client, "r2", token2)
     assert backend.contexts["r1"] == ("http://127.0.0.1:9/v1/rollouts/r1", "llm-key", "r1")
     assert backend.contexts["r2"][1] == "env-key"  # null llm_api_key falls back to the env
     request = backend.requests[0]
@@ -112,7 +104,7 @@ async def test_the_server_enters_a_rollout_context_around_execute(
 async def test_grade_false_gives_success_without_reward(backend: FakeBackend) -> None:
     async with running(backend) as (client, _):
         token = await _admit(client, "r1", grade=False)
-        final = await _final(client, "r1", token)
+        final = await final_result(client, "r1", token)
     assert final["status"] == "success"
     assert final["sample"]["reward"] is None
 
@@ -135,7 +127,7 @@ async def test_failures_carry_category_and_message(
 ) -> None:
     async with running(backend) as (client, _):
         token = await _admit(client, "r1", metadata={"mode": mode})
-        final = await _final(client, "r1", token)
+        final = await final_result(client, "r1", token)
     assert (final["status"], final["err_category"], final["err_message"]) == (
         "failure",
         category,
@@ -146,7 +138,7 @@ async def test_failures_carry_category_and_message(
 async def test_grader_failure_keeps_the_sample_without_reward(backend: FakeBackend) -> None:
     async with running(backend) as (client, _):
         token = await _admit(client, "r1", metadata={"mode": "grader_error"})
-        final = await _final(client, "r1", token)
+        final = await final_result(client, "r1", token)
     assert (final["status"], final["err_category"]) == ("failure", "validation_error")
     assert final["sample"] is not None
     assert final["sample"]["reward"] is None
@@ -158,9 +150,9 @@ async def test_removed_sample_has_no_reward_and_metrics_are_json_safe(backend: F
         t2 = await _admit(client, "r2", metadata={"mode": "nan_metrics"})
         t3 = await _admit(client, "r3", metadata={"mode": "unencodable"})
         removed, nan, odd = (
-            await _final(client, "r1", t1),
-            await _final(client, "r2", t2),
-            await _final(client, "r3", t3),
+            await final_result(client, "r1", t1),
+            await final_result(client, "r2", t2),
+            await final_result(client, "r3", t3),
         )
     assert removed["status"] == "success"
     assert removed["sample"]["remove_sample"] is True
@@ -179,7 +171,7 @@ async def test_duplicate_ids_conflict_until_retention_ends(backend: FakeBackend)
         assert again.status_code == 409
         assert again.json() == {"detail": "rollout_id is already registered"}
         backend.gate("r1").set()
-        await _final(client, "r1", token)
+        await final_result(client, "r1", token)
         retained = await client.post("/rollout", json=body("r1"))
         assert retained.status_code == 409
         # Retention is time-based: after it the id is forgotten (404) and reusable (202).
@@ -279,7 +271,7 @@ async def test_draining_refuses_new_rollouts_but_serves_polls(backend: FakeBacke
         full_and_draining = await client.post("/rollout", json=body("r1"))
         health = (await client.get("/health")).json()
         backend.gate("r1").set()
-        final = await _final(client, "r1", token)
+        final = await final_result(client, "r1", token)
     assert refused.status_code == 503
     assert refused.json() == {"detail": "rollout server is shutting down"}
     assert full_and_draining.status_code == 503
@@ -330,7 +322,7 @@ async def test_health_reports_identity_and_lifecycle(
 async def test_status_endpoint_is_kept_for_operators(backend: FakeBackend) -> None:
     async with running(backend) as (client, _):
         token = await _admit(client, "r1")
-        await _final(client, "r1", token)
+        await final_result(client, "r1", token)
         known = (await client.get("/rollout/r1/status")).json()
         unknown = (await client.get("/rollout/x/status")).json()
     assert known == {"rollout_id": "r1", "status": "success", "reward": 1.0, "err_message": None}
@@ -340,12 +332,12 @@ async def test_status_endpoint_is_kept_for_operators(backend: FakeBackend) -> No
 async def test_cancel_dispositions_and_result(backend: FakeBackend) -> None:
     async with running(backend) as (client, _):
         t1 = await _admit(client, "r1")
-        await _final(client, "r1", t1)
+        await final_result(client, "r1", t1)
         t7 = await _admit(client, "r7", metadata={"mode": "block"})
         await backend.started_event("r7").wait()
         response = await client.post("/rollout/cancel", json={"ids": ["r7", "nope", "r1"]})
         repeat = await client.post("/rollout/cancel", json={"ids": ["r7"]})
-        final = await _final(client, "r7", t7)
+        final = await final_result(client, "r7", t7)
         bad = [
             await client.post("/rollout/cancel", json=selector)
             for selector in ({}, {"ids": ["x"], "all": True}, {"prefix": "r", "ids": []})
@@ -431,7 +423,7 @@ async def test_polling_renews_the_lease(backend: FakeBackend) -> None:
         for _ in range(7):  # 2.1 s of polling, longer than the lease
             assert (await _poll(client, "r1", token))["status"] == "running"
         backend.gate("r1").set()
-        final = await _final(client, "r1", token)
+        final = await final_result(client, "r1", token)
     assert final["status"] == "success"
 
 
