@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from playwright.sync_api import Browser, Page, Route, sync_playwright
-from report_support import FLIPPED_ROWS, GRADER_FAILURE_ROW, EvalRuns, SafetyRun
+from report_support import FLIPPED_ROWS, GRADER_FAILURE_ROW, EvalRuns, SafetyRun, _workspace
 
 CHROMIUM = Path("/usr/bin/chromium")
 ARGS = [
@@ -162,6 +163,33 @@ DIVERGENCES = {
     "history_truncated": (1, 1, "messages"),
     "system_changed": (1, 0, "content"),
 }
+
+
+def test_a_run_stopped_before_dispatch_says_why(
+    eval_runs: EvalRuns, tab: Opened, tmp_path: Path
+) -> None:
+    workspace = _workspace(eval_runs.cli, tmp_path)
+    with socket.socket() as closed:  # a port nothing listens on
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    stopped = eval_runs.cli.run(
+        "--json", "eval", "run", "configs/eval/multiply-local-strands.toml", "--dataset",
+        "data/report.jsonl", "--base-url", f"http://127.0.0.1:{port}/v1", "--model", "m",
+        "--name", "dead", "--no-report", cwd=workspace,
+    )  # fmt: skip
+    assert stopped.code == 1
+    report = workspace / "dead.html"
+    made = eval_runs.cli.run("--json", "eval", "report", "dead", "-o", str(report), cwd=workspace)
+    assert made.code == 0, made.stderr
+    page = tab.open(report)
+    cells = dict(
+        page.eval_on_selector_all(
+            "#provenance tr", "rs => rs.map(r => [r.cells[0].textContent, r.cells[1].textContent])"
+        )
+    )
+    assert cells["status"] == "partial (10 pending)"
+    assert cells["stopped early"].startswith(f"the model endpoint http://127.0.0.1:{port}/v1 could")
+    tab.shot("report-stopped-early")
 
 
 def test_training_safety_panel_counts_match_metrics_json(

@@ -1,4 +1,5 @@
-"""``try_lock``: an exclusive, non-blocking ``flock`` on a lock file, held through its descriptor.
+"""``try_lock``: an exclusive, non-blocking ``flock`` on a lock file, held through its descriptor;
+``is_locked``: whether some process holds it now.
 
 The one place osmosis takes such a lock (an evaluation run's ``.locks/<name>.lock``, a rollout
 server's outbox ``lock``). The kernel drops the lock when the descriptor closes or the process
@@ -25,3 +26,21 @@ def try_lock(path: Path) -> int | None:
         os.close(fd)
         raise
     return fd
+
+
+def is_locked(path: Path) -> bool:
+    """Whether a descriptor holds ``path``'s lock now (``False`` when the file does not exist).
+
+    Probes with a shared lock that it drops at once, so it never blocks; a :func:`try_lock` in
+    that instant fails, which is why holders that matter retry briefly (``RunLock``)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)  # closing drops the probe's shared lock
+    return False

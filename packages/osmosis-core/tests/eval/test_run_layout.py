@@ -1,5 +1,8 @@
 from __future__ import annotations
 
+import fcntl
+import os
+import threading
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -18,6 +21,7 @@ from osmosis_ai.eval._run_layout import (
     RunLock,
     archive_run,
     generate_run_name,
+    session_running,
     validate_run_name,
 )
 
@@ -46,6 +50,24 @@ def test_lock_is_exclusive_and_released(tmp_path: Path) -> None:
     first.release()
     with RunLock(tmp_path, "r"):
         pass
+
+
+def test_a_status_probe_is_not_a_holder(tmp_path: Path) -> None:
+    lock = RunLock(tmp_path, "r")
+    assert not session_running(tmp_path / "r", "r")  # no lock file yet
+    with lock:
+        assert session_running(tmp_path / "r", "r")
+    assert not session_running(tmp_path / "r", "r")
+    # `eval list` probing (a shared flock for an instant) while a session starts: it waits.
+    probe = os.open(lock.path, os.O_RDONLY)
+    fcntl.flock(probe, fcntl.LOCK_SH)
+    timer = threading.Timer(0.1, os.close, (probe,))
+    timer.start()
+    try:
+        with RunLock(tmp_path, "r"):
+            assert session_running(tmp_path / "r", "r")
+    finally:
+        timer.join()
 
 
 def test_archive_moves_the_run(tmp_path: Path) -> None:

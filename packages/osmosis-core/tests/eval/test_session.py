@@ -22,6 +22,7 @@ from osmosis_ai.eval._manifest import ManifestMismatchError
 from osmosis_ai.eval._plan import EvalOptions, EvalPlanError, build_plan
 from osmosis_ai.eval._proxy_calls import RetryPolicy
 from osmosis_ai.eval._session import run_session
+from osmosis_ai.eval.report import read_header
 from osmosis_ai.testing import ErrorReply, ScriptedPolicyServer
 from osmosis_ai.testing.responders import multiply_solver
 
@@ -295,6 +296,15 @@ async def test_preflight_stops_a_run_the_upstream_would_reject(
     assert not (plan.run_dir / "events.jsonl").exists() or not list(
         iter_records(plan.run_dir / "events.jsonl")
     )
+    # The session still ends on file: `eval list` shows it partial (both items pending) with
+    # the reason, not "running" for ever.
+    metrics = json.loads((plan.run_dir / "metrics.json").read_text())
+    assert metrics["eval_run"]["status"] == "partial"
+    assert hint in metrics["eval_run"]["halt_reason"]
+    header = read_header(plan.run_dir)
+    assert (header.status, header.pending) == ("partial", 2)
+    assert header.halt_reason is not None
+    assert hint in header.halt_reason
 
 
 def test_the_recorded_command_line_masks_url_credentials_and_secret_values(

@@ -72,7 +72,11 @@ def list_command(
     runs_dir: RunsDirOption = None,
 ) -> None:
     """List local eval runs (newest first), or platform runs with --remote (--all: every
-    page of them)."""
+    page of them).
+
+    A local run's status is that of its last session (success, partial, interrupted),
+    running while an 'eval run' session holds it, and interrupted when its last session
+    never finished (killed): rerun with --name to resume it."""
     if remote:
         _PLATFORM["list"].callback(limit=limit, offset=offset, all_pages=all_pages)
         return

@@ -89,6 +89,8 @@ def header_summary(header: RunHeader) -> dict[str, Any]:
         "skipped": summary.get("skipped"),
         "mean_reward": header.mean_reward,
         "pass_rate": summary.get("pass_rate"),
+        "pending": header.pending,
+        "halt_reason": header.halt_reason,
         "path": str(header.path),
     }
 

@@ -21,15 +21,18 @@ from __future__ import annotations
 import fcntl
 import os
 import re
+import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from osmosis_ai._file_lock import try_lock
+from osmosis_ai._file_lock import is_locked, try_lock
 from osmosis_ai.errors import EvalError
 
 DEFAULT_OUTPUT_ROOT = Path(".osmosis") / "evals"
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}$")
+_LOCK_RETRIES = 10
+_LOCK_RETRY_SEC = 0.05
 
 
 class RunLayoutError(EvalError, ValueError):
@@ -118,6 +121,15 @@ def archive_run(root: Path, now: datetime | None = None) -> Path | None:
     return target
 
 
+def lock_path(output_root: Path, run_name: str) -> Path:
+    return output_root / ".locks" / f"{run_name}.lock"
+
+
+def session_running(run_dir: Path, run_name: str) -> bool:
+    """Whether a live ``osmosis eval run`` session holds the run now (its :class:`RunLock`)."""
+    return is_locked(lock_path(run_dir.parent, run_name))
+
+
 class RunLock:
     """Exclusive ``flock`` on ``<output_root>/.locks/<name>.lock`` for the life of a session.
 
@@ -126,12 +138,18 @@ class RunLock:
     """
 
     def __init__(self, output_root: Path, run_name: str) -> None:
-        self.path = output_root / ".locks" / f"{run_name}.lock"
+        self.path = lock_path(output_root, run_name)
         self._fd: int | None = None
 
     def acquire(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fd = try_lock(self.path)
+        for _ in range(_LOCK_RETRIES):
+            if fd is not None:
+                break
+            # `eval list` / `show` probe the lock for an instant (session_running): not a holder.
+            time.sleep(_LOCK_RETRY_SEC)
+            fd = try_lock(self.path)
         if fd is None:
             raise RunLayoutError(
                 f"another `osmosis eval run` already holds run {self.path.stem!r} "

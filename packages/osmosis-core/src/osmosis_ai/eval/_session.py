@@ -23,7 +23,7 @@ from osmosis_ai.eval._budget import Budget, CostEstimate
 from osmosis_ai.eval._code_revisions import adopt_changed_code, record_work_items
 from osmosis_ai.eval._dataset import missing_label_warning
 from osmosis_ai.eval._dispatch import DispatchJob, dispatch
-from osmosis_ai.eval._errors import EvalDiskFullError, EvalRunFailed, is_disk_full
+from osmosis_ai.eval._errors import EvalDiskFullError, EvalRunFailed, UpstreamRejected, is_disk_full
 from osmosis_ai.eval._finalize import SessionEnd, finalize, plan_redactor, row_from_journal
 from osmosis_ai.eval._fleet_dispatch import dispatch_fleet
 from osmosis_ai.eval._journal import count_unreadable, load_latest
@@ -168,6 +168,8 @@ class _Session:
             skipped=result.skipped,
             pending=result.pending,
         )
+        if isinstance(fatal, UpstreamRejected):
+            raise fatal  # after finalize: the run reads as partial, with the reason
         if fatal is not None and result.dispatched == 0:
             raise EvalRunFailed(str(fatal), result) from fatal
         return result
@@ -259,6 +261,9 @@ class _Session:
         except RolloutServerError as exc:
             end.halt_reason = str(exc)
             self.log.error("server", "rollout server failed", error=str(exc))
+            return exc
+        except UpstreamRejected as exc:  # the preflight: nothing was dispatched
+            end.halt_reason = str(exc)
             return exc
         else:
             end.dispatched, end.halt_reason = outcome.dispatched, outcome.halt_reason

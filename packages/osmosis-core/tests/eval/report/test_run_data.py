@@ -10,6 +10,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from run_builder import Row, write_run
 
 from osmosis_ai.errors import EvalError
+from osmosis_ai.eval._run_layout import RunLock
 from osmosis_ai.eval.report import (
     RunNotFoundError,
     find_runs,
@@ -94,3 +95,18 @@ def test_find_runs_newest_first(tmp_path: Path) -> None:
     (newer / "metrics.json").write_text(metrics)
     assert [h.name for h in find_runs(tmp_path)] == ["new", "old"]
     assert find_runs(tmp_path / "missing") == []
+
+
+def test_status_is_running_only_while_a_session_holds_the_run(tmp_path: Path) -> None:
+    run = write_run(tmp_path, "a", [Row(0)])
+    assert read_header(run).status == "partial"  # as write_run records it
+    with RunLock(tmp_path, "a"):  # a later session of the same run (e.g. --retry-failed)
+        assert read_header(run).status == "running"
+        assert [h.status for h in find_runs(tmp_path)] == ["running"]
+    assert read_header(run).status == "partial"
+    # A session that never wrote its metrics (killed, or stopped before finalizing) and holds
+    # no lock any more is not "running" for ever.
+    (run / "metrics.json").unlink()
+    assert read_header(run).status == "interrupted"
+    with RunLock(tmp_path, "a"):
+        assert read_header(run).status == "running"

@@ -52,6 +52,8 @@ def _header(header: RunHeader) -> dict[str, Any]:
         "command": header.command,
         "versions": header.versions,
         "reproducibility": header.reproducibility,
+        "pending": header.pending,
+        "halt_reason": header.halt_reason,
     }
 
 

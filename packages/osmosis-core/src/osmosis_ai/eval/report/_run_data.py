@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 
 from osmosis_ai.errors import EvalError
 from osmosis_ai.eval._records import RowRecord, read_index
+from osmosis_ai.eval._run_layout import session_running
 from osmosis_ai.eval.report._transcript import (
     CallView,
     MessageView,
@@ -63,6 +64,10 @@ class RunHeader:
     #: The manifest's reproducibility record (osmosis_ai.eval._repro), completed for older runs
     #: from the locked inputs and recorded versions.
     reproducibility: dict[str, Any] = field(default_factory=dict)
+    #: Work items the last session left pending, and why its dispatch stopped early (a dead
+    #: endpoint, ``--max-failures``, the rollout server), from ``metrics.json``.
+    pending: int = 0
+    halt_reason: str | None = None
 
     @property
     def mean_reward(self) -> float | None:
@@ -162,11 +167,12 @@ def read_header(path: Path) -> RunHeader:
     versions = provenance.get("versions") or run.get("versions") or {}
     threshold = summary.get("pass_threshold")
     duration = run.get("duration_ms")
+    name = _str(manifest.get("run_name")) or path.name
     return RunHeader(
-        name=_str(manifest.get("run_name")) or path.name,
+        name=name,
         path=path,
         run_id=_str(manifest.get("local_run_id")),
-        status=_str(run.get("status")) or "running",
+        status=_run_status(path, name, _str(run.get("status"))),
         model=_str(model.get("model")) or _str(run.get("model_name")),
         base_url_host=_host(model.get("base_url") or provenance.get("upstream_base_url")),
         rollout=_str(rollout.get("name")) or _str(run.get("rollout_name")),
@@ -195,6 +201,8 @@ def read_header(path: Path) -> RunHeader:
             "rollout_source_digest": _str(rollout.get("source_digest")),
             **_obj(manifest, "reproducibility"),
         },
+        pending=run["pending"] if isinstance(run.get("pending"), int) else 0,
+        halt_reason=_str(run.get("halt_reason")),
     )
 
 
@@ -296,6 +304,14 @@ def load_run(path: Path, *, transcripts: bool = True) -> RunData:
                 messages=messages, calls=policy_calls(document)
             )
     return RunData(header=header, rows=rows, transcripts=loaded)
+
+
+def _run_status(path: Path, name: str, finished: str | None) -> str:
+    """``running`` while a session holds the run; else the last session's status, or
+    ``interrupted`` when no session finished (killed, or stopped before writing metrics)."""
+    if path.name == name and session_running(path, name):
+        return "running"
+    return finished or "interrupted"
 
 
 def find_runs(output_root: Path) -> list[RunHeader]:

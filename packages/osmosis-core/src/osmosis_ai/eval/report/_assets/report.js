@@ -43,7 +43,8 @@
   };
   function provenance() {
     const fields = [
-      ["run", (h) => h.name], ["status", (h) => h.status], ["rollout", (h) => h.rollout],
+      ["run", (h) => h.name], ["status", (h) => (h.pending ? `${h.status} (${h.pending} pending)` : h.status)],
+      ["rollout", (h) => h.rollout],
       ["entrypoint", (h) => h.entrypoint], ["model", (h) => h.model],
       ["base URL host", (h) => h.base_url_host || "(mock / local)"],
       ["dataset", (h) => h.dataset_file], ["dataset sha256", (h) => h.dataset_sha256],
@@ -60,6 +61,8 @@
     const short = (v) => (v ? String(v).replace(/^sha256:/, "").slice(0, 12) : "none");
     const harborTask = (t) => `${t.name}: task ${short(t.task_sha256)}, Dockerfile ${short(t.dockerfile_sha256)}` +
       `, image ${t.docker_image || t.base_image || "none"} (digest ${short(t.image_digest)}), ${t.environment}`;
+    if (runs.some((r) => r.header.halt_reason))
+      fields.splice(2, 0, ["stopped early", (h) => h.halt_reason || "–"]);
     if (runs.some((r) => (r.header.reproducibility || {}).harbor_tasks))
       fields.push(["Harbor tasks", (h) => seen(h, "harbor_tasks", harborTask)]);
     const heads = runs.map((r, i) => el("th", {}, runs.length > 1 ? (i === 0 ? "this run" : "baseline") : ""));
