@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import socket
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
@@ -91,6 +92,20 @@ def _run(
     )  # fmt: skip
     assert result.code == 1, result.stderr  # partial: the grader failure on row 6
     return result
+
+
+def run_against_a_dead_endpoint(cli: Cli, workspace: Path, name: str) -> tuple[CliResult, str]:
+    """``eval run --json --no-report`` of the template against a port nothing listens on; the
+    result and the base URL it was given."""
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        base_url = f"http://127.0.0.1:{closed.getsockname()[1]}/v1"
+    result = cli.run(
+        "--json", "eval", "run", "configs/eval/multiply-local-strands.toml", "--dataset",
+        "data/report.jsonl", "--base-url", base_url, "--model", "m", "--name", name,
+        "--no-report", cwd=workspace,
+    )  # fmt: skip
+    return result, base_url
 
 
 def make_runs(root: Path) -> EvalRuns:

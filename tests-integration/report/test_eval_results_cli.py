@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import json
-import socket
 from pathlib import Path
 from typing import Any
 
-from report_support import FLIPPED_ROWS, GRADER_FAILURE_ROW, EvalRuns, _run, _workspace
+from report_support import (
+    FLIPPED_ROWS,
+    GRADER_FAILURE_ROW,
+    EvalRuns,
+    _run,
+    _workspace,
+    run_against_a_dead_endpoint,
+)
 
 from osmosis_ai.testing import ScriptedPolicyServer
 
@@ -148,21 +154,14 @@ def test_a_run_stopped_by_a_dead_endpoint_is_listed_as_stopped_not_running(
     eval_runs: EvalRuns, tmp_path: Path
 ) -> None:
     workspace = _workspace(eval_runs.cli, tmp_path)
-    with socket.socket() as closed:  # a port nothing listens on
-        closed.bind(("127.0.0.1", 0))
-        port = closed.getsockname()[1]
-    stopped = eval_runs.cli.run(
-        "--json", "eval", "run", "configs/eval/multiply-local-strands.toml", "--dataset",
-        "data/report.jsonl", "--base-url", f"http://127.0.0.1:{port}/v1", "--model", "m",
-        "--name", "dead", "--no-report", cwd=workspace,
-    )  # fmt: skip
+    stopped, base_url = run_against_a_dead_endpoint(eval_runs.cli, workspace, "dead")
     assert stopped.code == 1
     assert stopped.error()["code"] == "NETWORK"
     listed = eval_runs.cli.run("--json", "eval", "list", cwd=workspace)
     assert listed.code == 0, listed.stderr
     (item,) = json.loads(listed.stdout)["items"]
     assert (item["name"], item["status"], item["pending"]) == ("dead", "partial", 10)
-    assert f"127.0.0.1:{port}" in item["halt_reason"]
+    assert base_url in item["halt_reason"]
     assert "could not be reached" in item["halt_reason"]
 
 

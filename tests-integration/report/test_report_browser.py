@@ -6,13 +6,19 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from playwright.sync_api import Browser, Page, Route, sync_playwright
-from report_support import FLIPPED_ROWS, GRADER_FAILURE_ROW, EvalRuns, SafetyRun, _workspace
+from report_support import (
+    FLIPPED_ROWS,
+    GRADER_FAILURE_ROW,
+    EvalRuns,
+    SafetyRun,
+    _workspace,
+    run_against_a_dead_endpoint,
+)
 
 CHROMIUM = Path("/usr/bin/chromium")
 ARGS = [
@@ -169,14 +175,7 @@ def test_a_run_stopped_before_dispatch_says_why(
     eval_runs: EvalRuns, tab: Opened, tmp_path: Path
 ) -> None:
     workspace = _workspace(eval_runs.cli, tmp_path)
-    with socket.socket() as closed:  # a port nothing listens on
-        closed.bind(("127.0.0.1", 0))
-        port = closed.getsockname()[1]
-    stopped = eval_runs.cli.run(
-        "--json", "eval", "run", "configs/eval/multiply-local-strands.toml", "--dataset",
-        "data/report.jsonl", "--base-url", f"http://127.0.0.1:{port}/v1", "--model", "m",
-        "--name", "dead", "--no-report", cwd=workspace,
-    )  # fmt: skip
+    stopped, base_url = run_against_a_dead_endpoint(eval_runs.cli, workspace, "dead")
     assert stopped.code == 1
     report = workspace / "dead.html"
     made = eval_runs.cli.run("--json", "eval", "report", "dead", "-o", str(report), cwd=workspace)
@@ -188,7 +187,7 @@ def test_a_run_stopped_before_dispatch_says_why(
         )
     )
     assert cells["status"] == "partial (10 pending)"
-    assert cells["stopped early"].startswith(f"the model endpoint http://127.0.0.1:{port}/v1 could")
+    assert cells["stopped early"].startswith(f"the model endpoint {base_url} could not be reached")
     tab.shot("report-stopped-early")
 
 
