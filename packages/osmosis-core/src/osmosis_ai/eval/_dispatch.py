@@ -2,8 +2,9 @@
 
 Steps (each a function below): spawn the rollout server child (it imports the rollout, which
 takes seconds, while the next steps run) → start the upstream (``mock``: the scripted policy) →
-start the policy proxy → preflight the model → wait for the server's health → choose the
-concurrency → run the scheduler with a watcher that stops dispatch as soon as the child dies.
+start the policy proxy → preflight the model (:mod:`._preflight`) → wait for the server's
+health → choose the concurrency → run the scheduler with a watcher that stops dispatch as soon
+as the child dies.
 An :class:`~contextlib.AsyncExitStack` stops everything on every path, the server before the
 proxy (it drains its rollouts, which still call the model).
 """
@@ -24,10 +25,10 @@ from typing import IO, TYPE_CHECKING, Any
 
 from osmosis_ai.eval._adaptive import AdaptiveLimit
 from osmosis_ai.eval._budget import Budget, CostEstimate
-from osmosis_ai.eval._errors import UpstreamRejected
 from osmosis_ai.eval._fleet import server_capacity
 from osmosis_ai.eval._journal import Journal
 from osmosis_ai.eval._plan import EvalPlan
+from osmosis_ai.eval._preflight import preflight_model
 from osmosis_ai.eval._pricing import Pricer, RowPricer, parse_overrides
 from osmosis_ai.eval._proxy import PolicyProxy
 from osmosis_ai.eval._proxy_calls import PolicyRoutes
@@ -43,9 +44,6 @@ if TYPE_CHECKING:
 
 #: Default concurrency when neither the arguments, the config nor the server say otherwise.
 DEFAULT_MAX_IN_FLIGHT = 8
-
-#: Preflight answers that will fail every work item the same way.
-_FATAL_PREFLIGHT = frozenset({401, 403, 404})
 
 EventSink = Callable[[str, str, dict[str, Any]], None]
 RecordSink = Callable[[dict[str, Any]], None]
@@ -96,7 +94,7 @@ async def dispatch(
             upstream = await _start_upstream(plan, log, stack)
             proxy = await _start_proxy(job, upstream, stack, limit)
             if not upstream.is_mock:
-                await _preflight(proxy, plan.upstream, log)
+                await preflight_model(proxy, plan.upstream, log)
             stack.push_async_callback(server.stop)  # idempotent: stop it before the proxy
             url = await server.wait_healthy(timeout_sec=plan.server_start_timeout_sec)
             log.info("server", "rollout server healthy", url=url, pid=server.pid)
@@ -213,41 +211,6 @@ def announce_proxy(plan: EvalPlan, log: RunLog, proxy: PolicyProxy | ProxyProces
         model=proxy.upstream.model,
         **({} if pid is None else {"pid": pid}),
     )
-
-
-async def _preflight(proxy: PolicyProxy | ProxyProcess, upstream: Upstream, log: RunLog) -> None:
-    """One request before any work item: a model that cannot answer stops the run here."""
-    status, excerpt = await proxy.preflight()
-    excerpt = log.redact(excerpt)
-    if status == 200:
-        log.info("upstream", "model preflight ok", model=upstream.model)
-        return
-    where = upstream.display_url
-    if status is None:  # connection refused, DNS, TLS, timeout: every call would fail the same
-        error = UpstreamRejected(
-            f"the model endpoint {where} could not be reached ({excerpt}); nothing was "
-            "dispatched. Check --base-url (and that the model server is running).",
-            0,
-        )
-        log.error("upstream", "model preflight failed", error=str(error))
-        raise error
-    fatal = status in _FATAL_PREFLIGHT or (status == 400 and "model" in excerpt.lower())
-    if not fatal:  # rate limits, outages: every call is retried anyway
-        log.warning("upstream", "model preflight did not succeed", status=status, body=excerpt)
-        return
-    hint = {
-        401: f"check the API key{f' in {upstream.key_env}' if upstream.key_env else ''} "
-        "(or pass --api-key-env)",
-        403: "the key is not allowed to use this model",
-        404: "check the model name and --base-url",
-    }.get(status, "check the model name")
-    error = UpstreamRejected(
-        f"the model endpoint {upstream.display_url} rejected model {upstream.model!r} with HTTP "
-        f"{status}: {excerpt}; {hint}",
-        status,
-    )
-    log.error("upstream", "model preflight failed", error=str(error))
-    raise error
 
 
 def _scheduler(

@@ -21,7 +21,6 @@ from osmosis_ai.eval._dispatch import (
     DispatchOutcome,
     EventSink,
     _install_sigterm,
-    _preflight,
     _start_upstream,
     announce_proxy,
     build_scheduler,
@@ -30,6 +29,7 @@ from osmosis_ai.eval._dispatch import (
 from osmosis_ai.eval._fleet import is_loopback_url
 from osmosis_ai.eval._fleet_client import FleetClient, open_member
 from osmosis_ai.eval._fleet_pool import Fleet, watching
+from osmosis_ai.eval._preflight import preflight_model
 from osmosis_ai.eval._scheduler import DispatchHalted
 from osmosis_ai.eval._server_process import RolloutServerError
 
@@ -60,7 +60,7 @@ async def dispatch_fleet(job: DispatchJob) -> DispatchOutcome:
                 _warn_unreachable_proxy(plan, proxy, on_event)
                 _warn_local_only_settings(plan, on_event)
                 if not upstream.is_mock:
-                    await _preflight(proxy, plan.upstream, log)
+                    await preflight_model(proxy, plan.upstream, log)
                 fleet = await opening
             except BaseException:
                 opening.cancel()
