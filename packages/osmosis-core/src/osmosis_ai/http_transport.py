@@ -10,7 +10,8 @@ transport keeps the httpx *API* and exception types (so callers' retry logic sti
 ``httpx.TransportError`` subclasses) and speaks HTTP/1.1 directly on asyncio streams, at about
 a third of that cost: keep-alive connections per host, ``Content-Length``, chunked and
 read-to-close bodies, streamed responses (SSE passthrough), httpx's connect and read timeouts
-(the read timeout bounds each wait for bytes, as in httpx).
+(the read timeout bounds each wait for bytes, as in httpx). The message framing (heads,
+chunks, the request target's encoding) is in :mod:`osmosis_ai._http1`.
 
 :meth:`PlainHTTPTransport.request` is a faster path still for callers that need
 neither httpx request nor response objects (URL parsing and header models cost more than the
@@ -29,13 +30,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import re
 from collections.abc import AsyncIterator
 from functools import cache
 from typing import TYPE_CHECKING
-from urllib.parse import SplitResult, quote
+from urllib.parse import SplitResult
 
 import httpx
+
+from osmosis_ai._http1 import next_chunk, parse_head, quoted_target, request_head
 
 if TYPE_CHECKING:
     import ssl
@@ -55,11 +57,6 @@ _Conn = tuple[_Reader, asyncio.StreamWriter]
 _Key = tuple[str, int]
 _MAX_HEAD = 64 * 1024
 _MAX_AUTHORITIES = 256  # distinct hosts remembered; more is cleared and parsed again
-# Characters kept as they are when a URL's path and query are put on the wire by ``post``
-# (reserved characters and existing %-escapes stay; anything else is %-encoded).
-_SAFE = "/:@!$&'()*+,;=-._~%?"
-# Any character ``quote(..., safe=_SAFE)`` would change: without one, quoting is skipped.
-_NEEDS_QUOTING = re.compile(r"[^A-Za-z0-9/:@!$&'()*+,;=\-._~%?]").search
 
 
 @cache
@@ -97,7 +94,7 @@ class PlainHTTPTransport(httpx.AsyncBaseTransport):
         body = await request.aread()
         status, headers, stream = await self._open(
             (request.url.host, request.url.port or 80),
-            _request_head(request, body) + body,
+            request_head(request, body) + body,
             request.method,
             timeouts.get("connect"),
             timeouts.get("read"),
@@ -123,7 +120,9 @@ class PlainHTTPTransport(httpx.AsyncBaseTransport):
         ``connect_timeout_sec`` is given. Redirects are never followed. Raises the same httpx
         exceptions as the client path."""
         key, authority = self._authority(url)
-        target = _quoted(url.path or "/") + ("?" + _quoted(url.query) if url.query else "")
+        target = quoted_target(url.path or "/") + (
+            "?" + quoted_target(url.query) if url.query else ""
+        )
         head = [f"{method} {target} HTTP/1.1\r\nhost: {authority}\r\n"]
         for name, value in headers.items():
             head.append(f"{name}: {value}\r\n")
@@ -172,7 +171,7 @@ class PlainHTTPTransport(httpx.AsyncBaseTransport):
                 _close(conn)
                 continue  # only a reused connection goes stale; the retry opens a fresh one
             try:
-                status, headers, length, chunked, keep_alive = _parse_head(head, method)
+                status, headers, length, chunked, keep_alive = parse_head(head, method)
             except httpx.RemoteProtocolError:
                 _close(conn)
                 raise
@@ -323,7 +322,7 @@ class _BodyStream(httpx.AsyncByteStream):
             if self._chunked:
                 while True:
                     async with asyncio.timeout(timeout):
-                        piece = await _next_chunk(reader)
+                        piece = await next_chunk(reader)
                     if piece is None:
                         break
                     yield piece
@@ -372,76 +371,6 @@ def _body_error(exc: BaseException) -> httpx.TransportError | None:
     if isinstance(exc, OSError):
         return httpx.ReadError(f"connection failed while reading the body: {exc}")
     return None
-
-
-async def _next_chunk(reader: asyncio.StreamReader) -> bytes | None:
-    """One chunk of a chunked body, or ``None`` after the last one (trailers skipped)."""
-    size_line = await reader.readuntil(b"\r\n")
-    try:
-        size = int(size_line.split(b";", 1)[0].strip(), 16)
-    except ValueError:
-        raise httpx.RemoteProtocolError(f"malformed chunk size {size_line[:40]!r}") from None
-    if size == 0:
-        while (await reader.readuntil(b"\r\n")) != b"\r\n":
-            pass
-        return None
-    data = await reader.readexactly(size + 2)
-    return data[:-2]
-
-
-def _quoted(text: str) -> str:
-    return quote(text, safe=_SAFE) if _NEEDS_QUOTING(text) else text
-
-
-def _request_head(request: httpx.Request, body: bytes) -> bytes:
-    """The request line and headers; the body is always sent whole, with a Content-Length."""
-    lines = [request.method.encode() + b" " + request.url.raw_path + b" HTTP/1.1"]
-    has_length = False
-    for name, value in request.headers.raw:
-        lower = name.lower()
-        if lower == b"transfer-encoding":
-            continue
-        if lower == b"content-length":
-            has_length = True
-            value = str(len(body)).encode()
-        lines.append(name + b": " + value)
-    if not has_length and (body or request.method in ("POST", "PUT", "PATCH")):
-        lines.append(b"Content-Length: " + str(len(body)).encode())
-    return b"\r\n".join(lines) + b"\r\n\r\n"
-
-
-def _parse_head(
-    head: bytes, method: str
-) -> tuple[int, list[tuple[bytes, bytes]], int | None, bool, bool]:
-    """``(status, headers, body length or None, chunked, keep-alive)``; header names are
-    lower-cased, as httpx's default transport (h11) hands them over."""
-    lines = head[:-4].split(b"\r\n")
-    parts = lines[0].split(b" ", 2)
-    if len(parts) < 2 or not parts[0].startswith(b"HTTP/1.") or not parts[1].isdigit():
-        raise httpx.RemoteProtocolError(f"malformed status line {lines[0][:80]!r}")
-    status = int(parts[1])
-    headers: list[tuple[bytes, bytes]] = []
-    length: int | None = None
-    chunked = False
-    keep_alive = parts[0] == b"HTTP/1.1"
-    for line in lines[1:]:
-        name, _, value = line.partition(b":")
-        name, value = name.strip().lower(), value.strip()
-        headers.append((name, value))
-        if name == b"content-length":
-            if not value.isdigit():
-                raise httpx.RemoteProtocolError(f"malformed content-length {value[:40]!r}")
-            length = int(value)
-        elif name == b"transfer-encoding":
-            chunked = b"chunked" in value.lower()
-        elif name == b"connection":
-            token = value.lower()
-            keep_alive = b"close" not in token and (keep_alive or b"keep-alive" in token)
-    if status in (204, 304) or 100 <= status < 200 or method == "HEAD":
-        return status, headers, 0, False, keep_alive
-    if chunked:
-        length = None
-    return status, headers, length, chunked, keep_alive
 
 
 def _close(conn: _Conn) -> None:
