@@ -18,6 +18,10 @@ OpenAI-compatible server. The proxy
   trajectory of the rollout carries them and the append-only check can read them;
 * adds ``return_token_ids: true`` to each request only when the run opted in (``token_ids``).
 
+The upstream side (HTTP clients, the retry schedule, the adaptive concurrency limit) is
+:class:`~osmosis_ai.eval._proxy_upstream.UpstreamCaller`; this module owns the routes, the call
+records and what the rollout is sent.
+
 Why a bare ASGI app rather than FastAPI: the proxy is on the hot path of every model call and
 needs byte-level control of streaming; routing is two path shapes.
 """
@@ -32,12 +36,12 @@ import socket
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TextIO
-from urllib.parse import SplitResult, quote, urlsplit
+from typing import Any, TextIO
+from urllib.parse import quote
 
 import httpx
 
-from osmosis_ai.eval._adaptive import CONGESTION_STATUSES, AdaptiveLimit
+from osmosis_ai.eval._adaptive import AdaptiveLimit
 from osmosis_ai.eval._asgi import (
     QuietServer,
     Receive,
@@ -56,27 +60,13 @@ from osmosis_ai.eval._proxy_calls import (
     save_calls,
     summarize_calls,
 )
+from osmosis_ai.eval._proxy_upstream import Answer, UpstreamCaller
 from osmosis_ai.eval._repro import sampling_of
 from osmosis_ai.eval._upstream import Upstream
-from osmosis_ai.retry_after import parse_retry_after
-
-if TYPE_CHECKING:
-    from osmosis_ai.http_transport import PlainHTTPTransport
 
 RETRYABLE_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504})
 _RETRYABLE_ERRORS = (httpx.TransportError,)
 _CHAT_SUFFIX = ("chat", "completions")
-_CONNECT_TIMEOUT_SEC = 30.0
-
-
-@dataclass(frozen=True, slots=True)
-class _Answer:
-    """A whole upstream answer (a non-streamed call)."""
-
-    status_code: int
-    retry_after: str | None
-    content_type: str | None
-    content: bytes
 
 
 @dataclass(slots=True)
@@ -109,39 +99,28 @@ class PolicyProxy:
         limit: AdaptiveLimit | None = None,
     ) -> None:
         self.upstream = upstream
-        #: Told about every upstream answer: 429/503/timeouts back it off, successes grow it.
-        self.limit = limit
+        self.caller = UpstreamCaller(
+            upstream,
+            retry=retry,
+            request_timeout_sec=request_timeout_sec,
+            on_event=on_event,
+            clients=upstream_clients,
+            limit=limit,
+        )
         #: Ask the upstream for token ids (vLLM's ``return_token_ids``); opt-in, because
         #: providers that validate requests strictly reject unknown fields.
         self.token_ids = token_ids
-        self._shards = max(1, upstream_clients)
-        self._next_shard = 0
-        self.retry = retry or RetryPolicy()
-        self._timeout = request_timeout_sec
         self._routes: dict[str, ProxyRoute] = {}
-        self._on_event = on_event
-        self._clients: list[httpx.AsyncClient | None] = []
-        self._client_headers: dict[str, str] = {}
-        #: Plain-``http://`` upstreams: the lean transport and the parsed URL non-streamed
-        #: calls are posted to directly (httpx's request/response models cost more CPU than
-        #: the exchange on loopback).
-        self._lean: tuple[PlainHTTPTransport, SplitResult] | None = None
         self._server: Any = None
         self._serve_task: asyncio.Task[None] | None = None
         self._sock: socket.socket | None = None
         self.base_url = ""
-        self.retries = 0
         #: Where :meth:`finish` appends a finished rollout's calls (``llm_calls.jsonl``).
         self.calls_file: TextIO | None = None
 
     # ---- lifecycle ---------------------------------------------------------------------------
 
     async def start(self, host: str = "127.0.0.1", port: int = 0) -> None:
-        headers = {"content-type": "application/json"}
-        if self.upstream.api_key:
-            headers["authorization"] = f"Bearer {self.upstream.api_key}"
-        self._client_headers = headers
-        self._clients = [None] * self._shards
         from osmosis_ai.listening_socket import bind_tcp_listener
 
         sock = bind_tcp_listener(host, port)
@@ -162,9 +141,7 @@ class PolicyProxy:
         if self._serve_task is not None:
             with contextlib.suppress(Exception):
                 await self._serve_task
-        for client in self._clients:
-            if client is not None:
-                await client.aclose()
+        await self.caller.aclose()
         if self._sock is not None:
             self._sock.close()
 
@@ -174,49 +151,6 @@ class PolicyProxy:
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
-
-    def _client(self) -> httpx.AsyncClient:
-        """The upstream client for the next call.
-
-        Plain-``http://`` upstreams (vLLM, SGLang, Ollama, the scripted policy) go through one
-        client on :class:`~osmosis_ai.http_transport.PlainHTTPTransport`, a third of
-        httpx's per-request CPU. TLS upstreams use httpx's transport, round-robin over small
-        pools: httpcore scans its whole pool on every request, so one pool holding a
-        connection per concurrent call would make each call cost O(concurrency). Clients are
-        created lazily and share one TLS context (loading CA certificates is slow).
-        """
-        lean = self.upstream.base_url.startswith("http://")
-        index = 0 if lean else self._next_shard
-        if not lean:
-            self._next_shard = (index + 1) % self._shards
-        client = self._clients[index]
-        if client is None:
-            timeout = httpx.Timeout(self._timeout, connect=_CONNECT_TIMEOUT_SEC)
-            if lean:
-                from osmosis_ai.http_transport import PlainHTTPTransport
-
-                plain = PlainHTTPTransport(max_idle_per_host=256)
-                client = httpx.AsyncClient(
-                    headers=self._client_headers,
-                    timeout=timeout,
-                    follow_redirects=False,
-                    transport=plain,
-                )
-                url = urlsplit(self.upstream.chat_completions_url)
-                if url.username is None and url.password is None:  # else httpx's basic auth
-                    self._lean = (plain, url)
-            else:
-                from osmosis_ai.http_transport import shared_tls_context
-
-                client = httpx.AsyncClient(
-                    headers=self._client_headers,
-                    timeout=timeout,
-                    limits=httpx.Limits(max_connections=None, max_keepalive_connections=32),
-                    follow_redirects=False,
-                    verify=shared_tls_context(),
-                )
-            self._clients[index] = client
-        return client
 
     # ---- per-rollout registration ----------------------------------------------------------
 
@@ -311,57 +245,29 @@ class PolicyProxy:
         finally:
             record.latency_ms = (time.perf_counter() - start) * 1000
 
-    async def _post(self, payload: bytes) -> _Answer:
-        """One non-streamed upstream call, read whole."""
-        client = self._client()  # creates the lean transport on first use
-        if self._lean is not None:
-            plain, url = self._lean
-            status, headers, content = await plain.request(
-                "POST",
-                url,
-                self._client_headers,
-                payload,
-                self._timeout,
-                connect_timeout_sec=_CONNECT_TIMEOUT_SEC,
-            )
-            found = dict(headers)
-            retry_after, content_type = found.get(b"retry-after"), found.get(b"content-type")
-            return _Answer(
-                status,
-                None if retry_after is None else retry_after.decode("latin-1"),
-                None if content_type is None else content_type.decode("latin-1"),
-                content,
-            )
-        response = await client.post(self.upstream.chat_completions_url, content=payload)
-        return _Answer(
-            response.status_code,
-            response.headers.get("retry-after"),
-            response.headers.get("content-type"),
-            response.content,
-        )
-
     async def _forward(self, payload: bytes, record: CallRecord, send: Send, start: float) -> None:
-        answer: _Answer | None = None
+        caller = self.caller
+        answer: Answer | None = None
         error: str | None = None
-        for attempt in range(1, self.retry.max_attempts + 1):
+        for attempt in range(1, caller.retry.max_attempts + 1):
             record.attempts = attempt
             answer = None
-            sent = await self._acquire()
+            sent = await caller.acquire()
             try:
-                answer = await self._post(payload)
+                answer = await caller.post(payload)
             except _RETRYABLE_ERRORS as exc:
                 error = f"{type(exc).__name__}: {exc}"
-                self._signal(sent, None, None, exc)
+                caller.signal(sent, None, None, exc)
             finally:
-                self._release()
+                caller.release()
             if answer is None:
-                if attempt < self.retry.max_attempts:
-                    await self._backoff(attempt, None, error or "upstream unreachable")
+                if attempt < caller.retry.max_attempts:
+                    await caller.backoff(attempt, None, error or "upstream unreachable")
                     continue
                 break
-            self._signal(sent, answer.status_code, answer.retry_after, None)
-            if answer.status_code in RETRYABLE_STATUSES and attempt < self.retry.max_attempts:
-                await self._backoff(attempt, answer.retry_after, f"HTTP {answer.status_code}")
+            caller.signal(sent, answer.status_code, answer.retry_after, None)
+            if answer.status_code in RETRYABLE_STATUSES and attempt < caller.retry.max_attempts:
+                await caller.backoff(attempt, answer.retry_after, f"HTTP {answer.status_code}")
                 continue
             break
         if answer is None:
@@ -392,28 +298,31 @@ class PolicyProxy:
     async def _forward_stream(
         self, payload: bytes, record: CallRecord, send: Send, start: float
     ) -> None:
-        client = self._client()
+        caller = self.caller
+        client = caller.client()
         error: str | None = None
-        for attempt in range(1, self.retry.max_attempts + 1):
+        for attempt in range(1, caller.retry.max_attempts + 1):
             record.attempts = attempt
             request = client.build_request(
                 "POST", self.upstream.chat_completions_url, content=payload
             )
-            sent = await self._acquire()
+            sent = await caller.acquire()
             try:
                 response = await client.send(request, stream=True)
             except BaseException as exc:
-                self._release()
+                caller.release()
                 if not isinstance(exc, _RETRYABLE_ERRORS):
                     raise
                 error = f"{type(exc).__name__}: {exc}"
-                self._signal(sent, None, None, exc)
-                if attempt < self.retry.max_attempts:
-                    await self._backoff(attempt, None, error)
+                caller.signal(sent, None, None, exc)
+                if attempt < caller.retry.max_attempts:
+                    await caller.backoff(attempt, None, error)
                     continue
                 break
-            self._signal(sent, response.status_code, response.headers.get("retry-after"), None)
-            retry = response.status_code in RETRYABLE_STATUSES and attempt < self.retry.max_attempts
+            caller.signal(sent, response.status_code, response.headers.get("retry-after"), None)
+            retry = (
+                response.status_code in RETRYABLE_STATUSES and attempt < caller.retry.max_attempts
+            )
             try:
                 if not retry:  # the upstream is busy until the stream ends: keep the slot
                     await self._pass_through(response, record, send, start)
@@ -421,8 +330,8 @@ class PolicyProxy:
                 await response.aread()
             finally:
                 await response.aclose()
-                self._release()
-            await self._backoff(
+                caller.release()
+            await caller.backoff(
                 attempt, response.headers.get("retry-after"), f"HTTP {response.status_code}"
             )
         record.error = error or "upstream unreachable"
@@ -435,6 +344,10 @@ class PolicyProxy:
             f"the model endpoint {self.upstream.display_url} failed after {record.attempts} "
             f"attempt(s): {record.error}"
         )
+
+    async def preflight(self) -> tuple[int | None, str]:
+        """One tiny completion, straight to the upstream (see :meth:`UpstreamCaller.preflight`)."""
+        return await self.caller.preflight()
 
     def public_text(self, text: str, rollout_id: str) -> str:
         """``text`` with this proxy's route for ``rollout_id`` replaced by the upstream URL.
@@ -469,57 +382,3 @@ class PolicyProxy:
         except httpx.HTTPError as exc:
             record.error = f"stream interrupted: {type(exc).__name__}"
         await send({"type": "http.response.body", "body": b"", "more_body": False})
-
-    async def preflight(self) -> tuple[int | None, str]:
-        """One tiny completion, straight to the upstream: ``(status, body excerpt)``.
-
-        Why: a wrong key or model name would otherwise fail every work item one by one. Only
-        ``model`` and ``messages`` are sent (no ``max_tokens``: some models reject it). The
-        status is ``None`` when the upstream could not be reached at all.
-        """
-        payload = json.dumps(
-            {"model": self.upstream.model, "messages": [{"role": "user", "content": "hi"}]}
-        ).encode()
-        try:
-            response = await self._client().post(
-                self.upstream.chat_completions_url, content=payload, timeout=60.0
-            )
-        except httpx.HTTPError as exc:
-            return None, f"{type(exc).__name__}: {exc}"
-        return response.status_code, response.text[:300]
-
-    async def _acquire(self) -> float:
-        """A slot of the adaptive limit (when there is one) for one upstream attempt."""
-        return await self.limit.acquire() if self.limit is not None else 0.0
-
-    def _release(self) -> None:
-        if self.limit is not None:
-            self.limit.release()
-
-    def _signal(
-        self,
-        sent: float,
-        status: int | None,
-        retry_after: str | None,
-        error: BaseException | None,
-    ) -> None:
-        """Tell the adaptive limit how the upstream answered one attempt."""
-        limit = self.limit
-        if limit is None:
-            return
-        if status is not None and status < 400:
-            limit.succeeded()
-        elif status is not None and status in CONGESTION_STATUSES:
-            limit.congested(sent, parse_retry_after(retry_after))
-        elif isinstance(error, httpx.TimeoutException):
-            limit.congested(sent, None)
-
-    async def _backoff(self, attempt: int, retry_after: str | None, reason: str) -> None:
-        self.retries += 1
-        delay = self.retry.delay(attempt, retry_after)
-        if self._on_event is not None:
-            self._on_event(
-                "upstream_retry",
-                {"attempt": attempt, "reason": reason, "delay_sec": round(delay, 3)},
-            )
-        await asyncio.sleep(delay)
