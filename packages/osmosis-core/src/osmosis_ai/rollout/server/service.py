@@ -3,7 +3,9 @@
 The HTTP layer (:mod:`.app`) only parses and answers; the service owns each rollout's
 lifecycle: admission, the execution task (``backend.execute(request, progress)``), the one
 status (the entry's progress), leases and their expiry, long polls, cancellation (cancelling
-its own task), graceful drain and the outbox. Delivery (trajectories, 0.3.0 callbacks) is in
+its own task), graceful drain and the outbox. It is one class; three of its parts are written
+apart, on the same state: admission (:mod:`.admission`), leases and long polls
+(:mod:`.polling`) and the drain (:mod:`.drain`). Delivery (trajectories, 0.3.0 callbacks) is in
 :mod:`.delivery`, retention and outbox records in :mod:`.retention`, entries in :mod:`.entry`.
 
 Everything runs on the event loop without locks: each method is either synchronous or awaits
@@ -13,11 +15,9 @@ only at points where the state it relies on is re-checked afterwards.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import logging
 import os
 import uuid
-from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any
 
@@ -31,14 +31,15 @@ from osmosis_ai.rollout.backend.base import (
 )
 from osmosis_ai.rollout.errors import categorize_exception, describe_exception
 from osmosis_ai.rollout.server import wire
+from osmosis_ai.rollout.server.admission import AdmissionMixin
 from osmosis_ai.rollout.server.delivery import CallbackDelivery, TrajectorySaver
 from osmosis_ai.rollout.server.drain import DrainingMixin
 from osmosis_ai.rollout.server.entry import FINISHED, AdmissionError, RolloutEntry, publish
-from osmosis_ai.rollout.server.lease import LeaseKey, lease_matches
+from osmosis_ai.rollout.server.lease import LeaseKey
 from osmosis_ai.rollout.server.outbox import Outbox, OutboxLocked, default_outbox_dir
+from osmosis_ai.rollout.server.polling import LEASE_EXPIRED_MESSAGE, PollingMixin
 from osmosis_ai.rollout.server.retention import (
     RetainedResults,
-    admission_line,
     done_line,
     entry_from_record,
     needs_record,
@@ -47,7 +48,6 @@ from osmosis_ai.rollout.server.retention import (
 from osmosis_ai.rollout.server.settings import ServerSettings
 from osmosis_ai.rollout.types.enums import RolloutErrorCategory, RolloutStatus
 from osmosis_ai.rollout.types.execution import ExecutionOutcome, ExecutionRequest, ExecutionResult
-from osmosis_ai.rollout.types.protocol import RolloutInitRequest
 
 __all__ = ["AdmissionError", "RolloutEntry", "RolloutService"]
 
@@ -55,16 +55,13 @@ logger = logging.getLogger("osmosis_ai.rollout.server")
 
 ENV_INSTANCE_ID = "_OSMOSIS_ROLLOUT_INSTANCE_ID"
 ENV_OUTBOX_DIR = "OSMOSIS_ROLLOUT_OUTBOX_DIR"
-LEASE_EXPIRED_MESSAGE = "polling lease expired"
 CANCELLED_MESSAGE = "cancelled"
 TASK_CRASHED_MESSAGE = "rollout task crashed"
-_FIRST_POLL_WAIT_SEC = 0.25
 
-_RUNNING = RolloutStatus.RUNNING
 _QUEUED = RolloutStatus.QUEUED
 
 
-class RolloutService(DrainingMixin):
+class RolloutService(AdmissionMixin, PollingMixin, DrainingMixin):
     """Owns every rollout the server has admitted and not yet forgotten."""
 
     def __init__(self, backend: ExecutionBackend, settings: ServerSettings) -> None:
@@ -177,124 +174,6 @@ class RolloutService(DrainingMixin):
         except Exception:
             logger.exception("backend.shutdown() raised")
         await self._callbacks.aclose()
-
-    # ---- admission ------------------------------------------------------------------------
-
-    def admit(self, request: RolloutInitRequest, body: bytes | None = None) -> bytes:
-        """Register and schedule one rollout; return the 202 body. Never awaits agent work.
-
-        The same ``rollout_id`` with the same request body again (a controller retrying an
-        admission whose response it lost) gets the same admission back: the same lease token,
-        and the lease renewed. A different body gets 409."""
-        raw = body if body is not None else request.model_dump_json().encode()
-        return self._admit(request, hashlib.sha256(raw).digest())[1]
-
-    def admit_batched(
-        self, request: RolloutInitRequest, body: bytes
-    ) -> tuple[bytes, Coroutine[Any, Any, None] | None]:
-        """:meth:`admit`, the admission journaled with everything else recorded in this
-        event-loop turn (one ``write`` for all of them): send the 202 body only once the
-        returned coroutine (if any) has been awaited, so a crash after the 202 still finds the admission."""
-        payload = self._admit(request, hashlib.sha256(body).digest(), journal_now=False)[1]
-        return payload, self._outbox.written() if self._outbox is not None else None
-
-    def _admit(
-        self, request: RolloutInitRequest, fingerprint: bytes, *, journal_now: bool = True
-    ) -> tuple[RolloutEntry, bytes]:
-        rollout_id = request.rollout_id or uuid.uuid4().hex
-        existing = self.entries.get(rollout_id)
-        if existing is not None and existing.fingerprint == fingerprint and existing.uses_lease:
-            return existing, self._readmit(existing)
-        if not self.accepting:
-            raise AdmissionError(503, "rollout server is shutting down")
-        if not self._has_capacity():
-            raise AdmissionError(429, "rollout queue is full; retry later")
-        if existing is not None:
-            # 0.3.8's exact body; the same request again would have been re-admitted above.
-            raise AdmissionError(409, "rollout_id is already registered")
-        salt = self._lease_key.new_salt()
-        token, digest = self._lease_key.derive(salt)
-        entry = RolloutEntry(rollout_id, digest)
-        entry.salt = salt
-        entry.fingerprint = fingerprint
-        entry.request = request
-        settings = self.settings
-        loop = self._loop or asyncio.get_running_loop()
-        callbacks = request.completion_callback_url is not None
-        task: asyncio.Task[None] | None = None
-        api_key = request.llm_api_key
-        if api_key is None and callbacks:
-            api_key = request.controller_api_key  # the 0.3.0 fallback
-        try:
-            exec_request = ExecutionRequest(
-                id=rollout_id,
-                prompt=request.initial_messages,
-                label=request.label,
-                metadata=request.metadata,
-                agent_timeout_sec=request.agent_timeout_sec,
-                grader_timeout_sec=request.grader_timeout_sec,
-                grade=request.grade and (not callbacks or request.grader_callback_url is not None),
-                chat_completions_url=request.chat_completions_url,
-                api_key=api_key,
-                process_id=self.process_id,
-            )
-            if callbacks:
-                entry.uses_lease = False
-                entry.callback_key = request.controller_api_key or None
-            else:
-                entry.lease_deadline = loop.time() + settings.polling_lease_timeout_sec
-                entry.timer = loop.call_at(entry.lease_deadline, self._check_lease, entry)
-            self.entries[rollout_id] = entry
-            # The task first: its first step then runs before this turn's journal write (when
-            # that is not scheduled yet), so a rollout that finishes in that step (a no-op) is
-            # written once, as its result, and never as an admission.
-            task = loop.create_task(self._run(entry, exec_request))
-            self._journal_admission(entry, request, journal_now)
-        except Exception as exc:
-            if task is not None:
-                task.cancel()
-            self.entries.pop(rollout_id, None)
-            logger.exception("could not schedule rollout %s", rollout_id)
-            raise AdmissionError(500, "could not schedule the rollout; see the server log") from exc
-        entry.task = task
-        self.active += 1
-        self._unstarted += 1
-        task.add_done_callback(lambda t, e=entry: self._task_done(e, t))
-        return entry, self._admission_body(rollout_id, token)
-
-    def _admission_body(self, rollout_id: str, token: str) -> bytes:
-        settings = self.settings
-        return (
-            f'{{"rollout_id":{wire.encode_json(rollout_id).decode()},"status":"queued",'
-            f'"polling_lease_token":"{token}",'
-            f'"result_wait_timeout_sec":{settings.result_wait_timeout_sec!r},'
-            f'"polling_lease_timeout_sec":{settings.polling_lease_timeout_sec!r}}}'
-        ).encode()
-
-    def _readmit(self, entry: RolloutEntry) -> bytes:
-        """The admission of ``entry`` again (same token), its lease renewed."""
-        token, digest = self._lease_key.derive(entry.salt)
-        if digest != entry.lease_digest:  # admitted under another key: cannot be re-derived
-            raise AdmissionError(409, "rollout_id is already registered")
-        if not entry.finished:
-            loop = self._loop or asyncio.get_running_loop()
-            entry.lease_deadline = loop.time() + self.settings.polling_lease_timeout_sec
-        return self._admission_body(entry.rollout_id, token)
-
-    def _journal_admission(
-        self, entry: RolloutEntry, request: RolloutInitRequest, now: bool
-    ) -> None:
-        outbox = self._outbox
-        if outbox is None:
-            return
-        urls = [u for u in (request.completion_callback_url, request.grader_callback_url) if u]
-        entry.journaled = True
-        if now:
-            outbox.write_now(entry.rollout_id, admission_line(entry, urls))
-        else:
-            # Built when this turn's records are written: a rollout that finishes in its first
-            # step (before that write) replaces it with its result, and the line is never built.
-            outbox.put(entry.rollout_id, lambda: admission_line(entry, urls))
 
     def _acknowledge(self, entry: RolloutEntry) -> None:
         """The result was received (or forgotten): the outbox no longer needs it."""
@@ -440,67 +319,6 @@ class RolloutService(DrainingMixin):
         """Record ``entry``'s finished result for this turn's journal write (at most once)."""
         if entry.journaled and self._outbox is not None:
             self._outbox.put(entry.rollout_id, lambda: done_line(entry))
-
-    # ---- leases and polls -----------------------------------------------------------------
-
-    def _check_lease(self, entry: RolloutEntry) -> None:
-        if entry.finished or self.entries.get(entry.rollout_id) is not entry:
-            return
-        loop = self._loop or asyncio.get_running_loop()
-        if loop.time() < entry.lease_deadline:
-            entry.timer = loop.call_at(entry.lease_deadline, self._check_lease, entry)
-            return
-        entry.timer = None
-        self._expire(entry)
-
-    def _expire(self, entry: RolloutEntry) -> None:
-        logger.warning(
-            "polling lease of rollout %s expired (no poll for %.0fs); cancelling it",
-            entry.rollout_id,
-            self.settings.polling_lease_timeout_sec,
-        )
-        self._finalize_forced(
-            entry, RolloutStatus.FAILURE, LEASE_EXPIRED_MESSAGE, RolloutErrorCategory.LEASE_EXPIRED
-        )
-        self._cancel_execution(entry)
-
-    def lease_ok(self, entry: RolloutEntry, token: str) -> bool:
-        return lease_matches(token, entry.lease_digest)
-
-    def _fetched(self, entry: RolloutEntry) -> bytes:
-        if not entry.fetched:
-            entry.fetched = True
-            self._acknowledge(entry)
-        return entry.result
-
-    async def poll(self, entry: RolloutEntry) -> bytes:
-        """Answer one long poll (token already checked)."""
-        if entry.finished:
-            return self._fetched(entry)
-        loop = self._loop or asyncio.get_running_loop()
-        if entry.uses_lease:
-            now = loop.time()
-            if now >= entry.lease_deadline:
-                self._expire(entry)
-                return self._fetched(entry)
-            entry.lease_deadline = now + self.settings.polling_lease_timeout_sec
-        wait = self.settings.result_wait_timeout_sec
-        if not entry.polled:
-            entry.polled = True
-            if entry.progress.status != _QUEUED:
-                # The controller has only seen "queued" (from admission). Wait briefly for the
-                # next change (a fast rollout then needs a single poll), but report the unseen
-                # progress soon rather than after a full wait.
-                wait = min(wait, _FIRST_POLL_WAIT_SEC)
-        event = entry.progress.changed
-        try:
-            async with asyncio.timeout(wait):
-                await event.wait()
-        except TimeoutError:
-            pass
-        if entry.finished:
-            return self._fetched(entry)
-        return wire.in_progress_json(entry.rollout_id, entry.progress.status)
 
     # ---- cancellation ---------------------------------------------------------------------
 

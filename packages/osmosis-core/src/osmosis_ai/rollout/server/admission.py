@@ -1,0 +1,166 @@
+"""Admission: ``POST /rollout`` becomes a registered entry, a scheduled execution task and an
+admission line in the outbox, or an :class:`~.entry.AdmissionError` (503 draining, 429 full,
+409 a different body under a known id, 500 could not schedule). The same id with the same body
+again (a controller retrying an admission whose response it lost) is answered with the same
+admission: the same lease token, the lease renewed.
+
+The admission half of :class:`~.service.RolloutService` (same state, same event loop).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import uuid
+from collections.abc import Callable, Coroutine
+from typing import TYPE_CHECKING, Any
+
+from osmosis_ai.rollout.server import wire
+from osmosis_ai.rollout.server.entry import AdmissionError, RolloutEntry
+from osmosis_ai.rollout.server.retention import admission_line
+from osmosis_ai.rollout.types.execution import ExecutionRequest
+from osmosis_ai.rollout.types.protocol import RolloutInitRequest
+
+if TYPE_CHECKING:
+    from osmosis_ai.rollout.server.lease import LeaseKey
+    from osmosis_ai.rollout.server.outbox import Outbox
+    from osmosis_ai.rollout.server.settings import ServerSettings
+
+logger = logging.getLogger("osmosis_ai.rollout.server")
+
+
+class AdmissionMixin:
+    """Admits rollouts into :class:`~.service.RolloutService`."""
+
+    entries: dict[str, RolloutEntry]
+    settings: ServerSettings
+    accepting: bool
+    active: int
+    process_id: str
+    _unstarted: int
+    _loop: asyncio.AbstractEventLoop | None
+    _lease_key: LeaseKey
+    _outbox: Outbox | None
+
+    # Provided by RolloutService and PollingMixin (declared here for the type checker).
+    _has_capacity: Callable[[], bool]
+    _run: Callable[[RolloutEntry, ExecutionRequest], Coroutine[Any, Any, None]]
+    _task_done: Callable[[RolloutEntry, asyncio.Task[None]], None]
+    _check_lease: Callable[[RolloutEntry], None]
+
+    def admit(self, request: RolloutInitRequest, body: bytes | None = None) -> bytes:
+        """Register and schedule one rollout; return the 202 body. Never awaits agent work.
+
+        The same ``rollout_id`` with the same request body again (a controller retrying an
+        admission whose response it lost) gets the same admission back: the same lease token,
+        and the lease renewed. A different body gets 409."""
+        raw = body if body is not None else request.model_dump_json().encode()
+        return self._admit(request, hashlib.sha256(raw).digest())[1]
+
+    def admit_batched(
+        self, request: RolloutInitRequest, body: bytes
+    ) -> tuple[bytes, Coroutine[Any, Any, None] | None]:
+        """:meth:`admit`, the admission journaled with everything else recorded in this
+        event-loop turn (one ``write`` for all of them): send the 202 body only once the
+        returned coroutine (if any) has been awaited, so a crash after the 202 still finds the admission."""
+        payload = self._admit(request, hashlib.sha256(body).digest(), journal_now=False)[1]
+        return payload, self._outbox.written() if self._outbox is not None else None
+
+    def _admit(
+        self, request: RolloutInitRequest, fingerprint: bytes, *, journal_now: bool = True
+    ) -> tuple[RolloutEntry, bytes]:
+        rollout_id = request.rollout_id or uuid.uuid4().hex
+        existing = self.entries.get(rollout_id)
+        if existing is not None and existing.fingerprint == fingerprint and existing.uses_lease:
+            return existing, self._readmit(existing)
+        if not self.accepting:
+            raise AdmissionError(503, "rollout server is shutting down")
+        if not self._has_capacity():
+            raise AdmissionError(429, "rollout queue is full; retry later")
+        if existing is not None:
+            # 0.3.8's exact body; the same request again would have been re-admitted above.
+            raise AdmissionError(409, "rollout_id is already registered")
+        salt = self._lease_key.new_salt()
+        token, digest = self._lease_key.derive(salt)
+        entry = RolloutEntry(rollout_id, digest)
+        entry.salt = salt
+        entry.fingerprint = fingerprint
+        entry.request = request
+        settings = self.settings
+        loop = self._loop or asyncio.get_running_loop()
+        callbacks = request.completion_callback_url is not None
+        task: asyncio.Task[None] | None = None
+        api_key = request.llm_api_key
+        if api_key is None and callbacks:
+            api_key = request.controller_api_key  # the 0.3.0 fallback
+        try:
+            exec_request = ExecutionRequest(
+                id=rollout_id,
+                prompt=request.initial_messages,
+                label=request.label,
+                metadata=request.metadata,
+                agent_timeout_sec=request.agent_timeout_sec,
+                grader_timeout_sec=request.grader_timeout_sec,
+                grade=request.grade and (not callbacks or request.grader_callback_url is not None),
+                chat_completions_url=request.chat_completions_url,
+                api_key=api_key,
+                process_id=self.process_id,
+            )
+            if callbacks:
+                entry.uses_lease = False
+                entry.callback_key = request.controller_api_key or None
+            else:
+                entry.lease_deadline = loop.time() + settings.polling_lease_timeout_sec
+                entry.timer = loop.call_at(entry.lease_deadline, self._check_lease, entry)
+            self.entries[rollout_id] = entry
+            # The task first: its first step then runs before this turn's journal write (when
+            # that is not scheduled yet), so a rollout that finishes in that step (a no-op) is
+            # written once, as its result, and never as an admission.
+            task = loop.create_task(self._run(entry, exec_request))
+            self._journal_admission(entry, request, journal_now)
+        except Exception as exc:
+            if task is not None:
+                task.cancel()
+            self.entries.pop(rollout_id, None)
+            logger.exception("could not schedule rollout %s", rollout_id)
+            raise AdmissionError(500, "could not schedule the rollout; see the server log") from exc
+        entry.task = task
+        self.active += 1
+        self._unstarted += 1
+        task.add_done_callback(lambda t, e=entry: self._task_done(e, t))
+        return entry, self._admission_body(rollout_id, token)
+
+    def _admission_body(self, rollout_id: str, token: str) -> bytes:
+        settings = self.settings
+        return (
+            f'{{"rollout_id":{wire.encode_json(rollout_id).decode()},"status":"queued",'
+            f'"polling_lease_token":"{token}",'
+            f'"result_wait_timeout_sec":{settings.result_wait_timeout_sec!r},'
+            f'"polling_lease_timeout_sec":{settings.polling_lease_timeout_sec!r}}}'
+        ).encode()
+
+    def _readmit(self, entry: RolloutEntry) -> bytes:
+        """The admission of ``entry`` again (same token), its lease renewed."""
+        token, digest = self._lease_key.derive(entry.salt)
+        if digest != entry.lease_digest:  # admitted under another key: cannot be re-derived
+            raise AdmissionError(409, "rollout_id is already registered")
+        if not entry.finished:
+            loop = self._loop or asyncio.get_running_loop()
+            entry.lease_deadline = loop.time() + self.settings.polling_lease_timeout_sec
+        return self._admission_body(entry.rollout_id, token)
+
+    def _journal_admission(
+        self, entry: RolloutEntry, request: RolloutInitRequest, now: bool
+    ) -> None:
+        outbox = self._outbox
+        if outbox is None:
+            return
+        urls = [u for u in (request.completion_callback_url, request.grader_callback_url) if u]
+        entry.journaled = True
+        if now:
+            outbox.write_now(entry.rollout_id, admission_line(entry, urls))
+        else:
+            # Built when this turn's records are written: a rollout that finishes in its first
+            # step (before that write) replaces it with its result, and the line is never built.
+            outbox.put(entry.rollout_id, lambda: admission_line(entry, urls))

@@ -1,0 +1,101 @@
+"""Leases and long polls: a polling lease runs out when its controller stops polling (the
+rollout then fails with ``lease_expired`` and its execution is cancelled), each poll renews it,
+and ``GET /rollout/{id}/result`` waits up to ``result_wait_timeout_sec`` for the next change.
+
+The polling half of :class:`~.service.RolloutService` (same state, same event loop).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from osmosis_ai.rollout.server import wire
+from osmosis_ai.rollout.server.entry import RolloutEntry
+from osmosis_ai.rollout.server.lease import lease_matches
+from osmosis_ai.rollout.types.enums import RolloutErrorCategory, RolloutStatus
+
+if TYPE_CHECKING:
+    from osmosis_ai.rollout.server.settings import ServerSettings
+
+logger = logging.getLogger("osmosis_ai.rollout.server")
+
+LEASE_EXPIRED_MESSAGE = "polling lease expired"
+_FIRST_POLL_WAIT_SEC = 0.25
+_QUEUED = RolloutStatus.QUEUED
+
+
+class PollingMixin:
+    """Leases and long polls of :class:`~.service.RolloutService`."""
+
+    entries: dict[str, RolloutEntry]
+    settings: ServerSettings
+    _loop: asyncio.AbstractEventLoop | None
+
+    # Provided by RolloutService (declared here for the type checker).
+    _cancel_execution: Callable[[RolloutEntry], str]
+    _acknowledge: Callable[[RolloutEntry], None]
+    _finalize_forced: Callable[
+        [RolloutEntry, RolloutStatus, str | None, RolloutErrorCategory | None], None
+    ]
+
+    def _check_lease(self, entry: RolloutEntry) -> None:
+        if entry.finished or self.entries.get(entry.rollout_id) is not entry:
+            return
+        loop = self._loop or asyncio.get_running_loop()
+        if loop.time() < entry.lease_deadline:
+            entry.timer = loop.call_at(entry.lease_deadline, self._check_lease, entry)
+            return
+        entry.timer = None
+        self._expire(entry)
+
+    def _expire(self, entry: RolloutEntry) -> None:
+        logger.warning(
+            "polling lease of rollout %s expired (no poll for %.0fs); cancelling it",
+            entry.rollout_id,
+            self.settings.polling_lease_timeout_sec,
+        )
+        self._finalize_forced(
+            entry, RolloutStatus.FAILURE, LEASE_EXPIRED_MESSAGE, RolloutErrorCategory.LEASE_EXPIRED
+        )
+        self._cancel_execution(entry)
+
+    def lease_ok(self, entry: RolloutEntry, token: str) -> bool:
+        return lease_matches(token, entry.lease_digest)
+
+    def _fetched(self, entry: RolloutEntry) -> bytes:
+        if not entry.fetched:
+            entry.fetched = True
+            self._acknowledge(entry)
+        return entry.result
+
+    async def poll(self, entry: RolloutEntry) -> bytes:
+        """Answer one long poll (token already checked)."""
+        if entry.finished:
+            return self._fetched(entry)
+        loop = self._loop or asyncio.get_running_loop()
+        if entry.uses_lease:
+            now = loop.time()
+            if now >= entry.lease_deadline:
+                self._expire(entry)
+                return self._fetched(entry)
+            entry.lease_deadline = now + self.settings.polling_lease_timeout_sec
+        wait = self.settings.result_wait_timeout_sec
+        if not entry.polled:
+            entry.polled = True
+            if entry.progress.status != _QUEUED:
+                # The controller has only seen "queued" (from admission). Wait briefly for the
+                # next change (a fast rollout then needs a single poll), but report the unseen
+                # progress soon rather than after a full wait.
+                wait = min(wait, _FIRST_POLL_WAIT_SEC)
+        event = entry.progress.changed
+        try:
+            async with asyncio.timeout(wait):
+                await event.wait()
+        except TimeoutError:
+            pass
+        if entry.finished:
+            return self._fetched(entry)
+        return wire.in_progress_json(entry.rollout_id, entry.progress.status)
