@@ -89,6 +89,19 @@ async def test_usage_is_collected_per_block_apart_from_the_policy() -> None:
     assert summary["models"] == ["openai/m"]
 
 
+async def test_a_hosted_model_name_on_a_local_server_has_no_price() -> None:
+    # The template's offline recipe: the judge keeps its openai/... name but calls the scripted
+    # judge on 127.0.0.1, which must not be charged OpenAI's price.
+    async with ScriptedPolicyServer(scripted_judge(lambda a: 1.0)) as s:
+        judge = Judge("openai/gpt-4o-mini", base_url=s.url)
+        with collect_judge_usage() as usage:
+            await judge.score(solution_str="a", rubric=RUBRIC)
+    assert usage.calls == 1
+    assert usage.prompt_tokens > 0
+    assert usage.cost_usd is None
+    assert usage.as_dict()["unpriced_calls"] == 1
+
+
 async def test_timeouts_are_retried_then_reported() -> None:
     script = [delayed(1.0, judge_verdict(1.0)), delayed(1.0, judge_verdict(1.0))]
     async with ScriptedPolicyServer(script) as s:

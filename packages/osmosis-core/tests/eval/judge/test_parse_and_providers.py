@@ -6,7 +6,12 @@ import pytest
 
 from osmosis_ai.errors import ConfigurationError
 from osmosis_ai.eval.judge.parse import MalformedReplyError, parse_reply
-from osmosis_ai.eval.judge.providers import KEYLESS_PLACEHOLDER, PROVIDERS, resolve_target
+from osmosis_ai.eval.judge.providers import (
+    KEYLESS_PLACEHOLDER,
+    PROVIDERS,
+    pricing_provider,
+    resolve_target,
+)
 from osmosis_ai.eval.judge.retry import retry_after
 
 
@@ -81,3 +86,16 @@ def test_provider_table_and_base_url_precedence() -> None:
         assert name in PROVIDERS
     with pytest.raises(ConfigurationError, match="provider"):
         resolve_target("unknown/model", environ={})
+
+
+def test_a_judge_is_priced_as_its_provider_only_at_that_provider_s_endpoint() -> None:
+    env = {"OPENAI_API_KEY": "k"}
+    assert pricing_provider(resolve_target("openai/gpt-4o", environ=env)) == "openai"
+    assert pricing_provider(resolve_target("gpt-4o", environ=env)) == "openai"
+    # the same shorthand sent elsewhere: priced by that URL (a local server has no price)
+    local = resolve_target("openai/gpt-4o", base_url="http://127.0.0.1:8124/v1", environ=env)
+    assert pricing_provider(local) is None
+    moved = {**env, "OPENAI_BASE_URL": "http://127.0.0.1:8000/v1"}
+    assert pricing_provider(resolve_target("openai/gpt-4o", environ=moved)) is None
+    served = resolve_target("Qwen/Qwen3-8B", base_url="http://127.0.0.1:8000/v1", environ={})
+    assert pricing_provider(served) is None

@@ -30,7 +30,7 @@ from osmosis_ai.eval.judge import prompt as _prompt
 from osmosis_ai.eval.judge.cache import JudgeCache, cache_key, resolve_cache
 from osmosis_ai.eval.judge.errors import ProviderRequestError
 from osmosis_ai.eval.judge.exchange import Exchange, run_exchange
-from osmosis_ai.eval.judge.providers import JudgeTarget, resolve_target
+from osmosis_ai.eval.judge.providers import JudgeTarget, pricing_provider, resolve_target
 from osmosis_ai.eval.judge.result import RubricResult
 from osmosis_ai.eval.judge.transport import (
     DEFAULT_MAX_CONCURRENCY,
@@ -262,9 +262,11 @@ class Judge:
         split = {"input": prompt_tokens, "output": completion_tokens}
         if self.prices is not None:
             return ModelPrice(input=self.prices[0], output=self.prices[1]).cost(split)
-        provider = None if self.target.provider == "custom" else self.target.provider
         return _PRICER.price(
-            self.target.model, split, provider=provider, base_url=self.target.base_url
+            self.target.model,
+            split,
+            provider=pricing_provider(self.target),
+            base_url=self.target.base_url,
         ).usd
 
     @staticmethod

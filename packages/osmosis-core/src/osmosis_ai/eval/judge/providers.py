@@ -25,6 +25,7 @@ __all__ = [
     "PROVIDERS",
     "JudgeTarget",
     "ProviderSpec",
+    "pricing_provider",
     "resolve_target",
 ]
 
@@ -98,6 +99,17 @@ def resolve_target(
     return JudgeTarget(
         provider=spec.name, model=bare, base_url=resolved_base, api_key=key, key_env=spec.key_env
     )
+
+
+def pricing_provider(target: JudgeTarget) -> str | None:
+    """The provider whose price list applies to ``target``'s calls: its provider when they go
+    to that provider's own endpoint, else ``None`` (priced by the URL the calls go to, so a
+    judge shorthand pointed at a local server by ``base_url=`` or ``<PROVIDER>_BASE_URL`` is
+    not charged the hosted model's price)."""
+    spec = PROVIDERS.get(target.provider)
+    if spec is None or target.base_url != _clean_base_url(spec.base_url):
+        return None
+    return spec.name
 
 
 def _infer(model: str) -> ProviderSpec | None:
