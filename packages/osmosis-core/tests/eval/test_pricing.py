@@ -96,6 +96,16 @@ def test_judge_cost_is_reported_apart_from_policy_cost() -> None:
     assert unpriced_judge["judge_usd"] is None
     assert unpriced_judge["total_usd"] is None
     assert "judge" in unpriced_judge["unknown_reason"]
+    # The run's reason names the judge model and no single row's count: rows with one and
+    # with three unpriced judge calls give the same words.
+    rows = [
+        pricer([USAGE], {"calls": n, "unpriced_calls": n, "models": ["openai/x"]}) for n in (1, 3)
+    ]
+    assert rows[0]["unknown_reason"] == rows[1]["unknown_reason"]
+    totals = run_cost(rows)
+    assert totals is not None
+    assert totals["unpriced_rows"] == 2
+    assert totals["unknown_reason"] == "judge calls with no known price (judge model openai/x)"
 
 
 async def test_judge_on_an_unpriced_server_records_unknown_cost() -> None:

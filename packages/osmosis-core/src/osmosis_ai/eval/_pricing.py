@@ -227,9 +227,15 @@ def judge_cost(judge: Mapping[str, Any] | None) -> float | None:
 
 
 def _judge_reason(judge: Mapping[str, Any] | None) -> str | None:
-    if judge and judge.get("unpriced_calls"):
-        return f"{int(judge['unpriced_calls'])} judge call(s) of a model with no known price"
-    return None
+    """Why a row's judge spend is unknown, the same words for every row of that judge (the
+    row's count is ``judge.unpriced_calls``), so that a run's reason stays true for the run."""
+    if not (judge and judge.get("unpriced_calls")):
+        return None
+    models = judge.get("models")
+    named = ", ".join(str(m) for m in models) if isinstance(models, list) and models else None
+    if named is None:
+        return "judge calls of a model with no known price"
+    return f"judge calls with no known price (judge model {named})"
 
 
 def run_cost(rows: Iterable[Mapping[str, Any] | None]) -> dict[str, Any] | None:
