@@ -10,6 +10,7 @@ import pytest
 
 from osmosis_ai.eval._proxy import PolicyProxy
 from osmosis_ai.eval._proxy_calls import CallRecord, RetryPolicy
+from osmosis_ai.eval._proxy_upstream import UpstreamCaller
 from osmosis_ai.eval._upstream import Upstream
 from osmosis_ai.testing import ErrorReply, ScriptedPolicyServer, tool_call_reply
 
@@ -129,7 +130,9 @@ async def test_upstream_429_and_500_are_retried(http: httpx.AsyncClient) -> None
     async with (
         ScriptedPolicyServer(script) as policy,
         PolicyProxy(
-            _upstream(policy), retry=FAST_RETRY, on_event=lambda kind, d: events.append(kind)
+            UpstreamCaller(
+                _upstream(policy), retry=FAST_RETRY, on_event=lambda kind, d: events.append(kind)
+            )
         ) as proxy,
     ):
         url, token = proxy.register("r")
@@ -150,7 +153,7 @@ async def test_upstream_429_and_500_are_retried(http: httpx.AsyncClient) -> None
 async def test_streaming_request_is_retried_before_any_byte(http: httpx.AsyncClient) -> None:
     async with (
         ScriptedPolicyServer([ErrorReply(503), "ok"]) as policy,
-        PolicyProxy(_upstream(policy), retry=FAST_RETRY) as proxy,
+        PolicyProxy(UpstreamCaller(_upstream(policy), retry=FAST_RETRY)) as proxy,
     ):
         url, token = proxy.register("r")
         response = await http.post(
@@ -166,7 +169,7 @@ async def test_exhausted_retries_return_the_upstream_error(http: httpx.AsyncClie
     retry = RetryPolicy(max_attempts=2, base_delay=0.01)
     async with (
         ScriptedPolicyServer([ErrorReply(500), ErrorReply(500, "still broken")]) as policy,
-        PolicyProxy(_upstream(policy), retry=retry) as proxy,
+        PolicyProxy(UpstreamCaller(_upstream(policy), retry=retry)) as proxy,
     ):
         url, token = proxy.register("r")
         response = await http.post(
@@ -183,7 +186,9 @@ async def test_exhausted_retries_return_the_upstream_error(http: httpx.AsyncClie
 
 async def test_unreachable_upstream_is_a_502_naming_the_upstream(http: httpx.AsyncClient) -> None:
     upstream = Upstream(model="m", base_url="http://user:hunter2@127.0.0.1:9/v1")
-    async with PolicyProxy(upstream, retry=RetryPolicy(max_attempts=2, base_delay=0.01)) as proxy:
+    async with PolicyProxy(
+        UpstreamCaller(upstream, retry=RetryPolicy(max_attempts=2, base_delay=0.01))
+    ) as proxy:
         url, token = proxy.register("r")
         response = await http.post(
             f"{url}/chat/completions",

@@ -32,6 +32,7 @@ from osmosis_ai.eval._preflight import preflight_model
 from osmosis_ai.eval._pricing import Pricer, RowPricer, parse_overrides
 from osmosis_ai.eval._proxy import PolicyProxy
 from osmosis_ai.eval._proxy_calls import PolicyRoutes
+from osmosis_ai.eval._proxy_upstream import UpstreamCaller
 from osmosis_ai.eval._run_layout import RunPaths
 from osmosis_ai.eval._run_log import RunLog
 from osmosis_ai.eval._scheduler import DispatchHalted, Scheduler, WorkItem
@@ -180,13 +181,13 @@ async def _start_proxy(
     limit: AdaptiveLimit | None = None,
 ) -> PolicyProxy:
     plan, log, on_event = job.plan, job.log, job.on_event
-    proxy = PolicyProxy(
+    caller = UpstreamCaller(
         upstream,
         limit=limit,
         retry=plan.retry_policy,
         on_event=lambda kind, d: on_event("warning", kind, d),
-        token_ids=plan.token_ids,
     )
+    proxy = PolicyProxy(caller, token_ids=plan.token_ids)
     # Beyond loopback only when asked (--proxy-host); every rollout has its own bearer token.
     await proxy.start(plan.proxy_host, plan.proxy_port)
     stack.push_async_callback(proxy.aclose)

@@ -34,14 +34,12 @@ import json
 import secrets
 import socket
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 from urllib.parse import quote
 
 import httpx
 
-from osmosis_ai.eval._adaptive import AdaptiveLimit
 from osmosis_ai.eval._asgi import (
     QuietServer,
     Receive,
@@ -55,7 +53,6 @@ from osmosis_ai.eval._asgi import (
 from osmosis_ai.eval._proxy_calls import (
     CallRecord,
     CallSummary,
-    RetryPolicy,
     SSEWatcher,
     save_calls,
     summarize_calls,
@@ -87,26 +84,12 @@ def public_text(text: str, base_url: str, rollout_id: str, display_url: str) -> 
 class PolicyProxy:
     """Serves ``/v1/rollouts/<id>/chat/completions`` on 127.0.0.1 and forwards upstream."""
 
-    def __init__(
-        self,
-        upstream: Upstream,
-        *,
-        retry: RetryPolicy | None = None,
-        request_timeout_sec: float = 600.0,
-        on_event: Callable[[str, dict[str, Any]], None] | None = None,
-        upstream_clients: int = 16,
-        token_ids: bool = False,
-        limit: AdaptiveLimit | None = None,
-    ) -> None:
-        self.upstream = upstream
-        self.caller = UpstreamCaller(
-            upstream,
-            retry=retry,
-            request_timeout_sec=request_timeout_sec,
-            on_event=on_event,
-            clients=upstream_clients,
-            limit=limit,
-        )
+    def __init__(self, upstream: Upstream | UpstreamCaller, *, token_ids: bool = False) -> None:
+        """``upstream``: an :class:`UpstreamCaller` with its retry schedule, timeout, events and
+        adaptive limit, or an :class:`Upstream` to call with the defaults."""
+        caller = upstream if isinstance(upstream, UpstreamCaller) else UpstreamCaller(upstream)
+        self.caller = caller
+        self.upstream = caller.upstream
         #: Ask the upstream for token ids (vLLM's ``return_token_ids``); opt-in, because
         #: providers that validate requests strictly reject unknown fields.
         self.token_ids = token_ids

@@ -32,6 +32,7 @@ from typing import Any
 from osmosis_ai.eval._asgi import Scope, bearer, route_token
 from osmosis_ai.eval._proxy import PolicyProxy, ProxyRoute
 from osmosis_ai.eval._proxy_calls import RetryPolicy
+from osmosis_ai.eval._proxy_upstream import UpstreamCaller
 from osmosis_ai.eval._upstream import Upstream
 
 #: Longest generation number a token may carry (a bound on what ``int()`` parses).
@@ -42,8 +43,8 @@ class SignedRoutesProxy(PolicyProxy):
     """A :class:`PolicyProxy` whose routes are opened by their signed tokens (see the module
     docstring) and closed by the controller's ``close``."""
 
-    def __init__(self, upstream: Upstream, key: bytes, **options: Any) -> None:
-        super().__init__(upstream, **options)
+    def __init__(self, caller: UpstreamCaller, key: bytes, *, token_ids: bool = False) -> None:
+        super().__init__(caller, token_ids=token_ids)
         self._key = key
         self._closed: set[str] = set()
 
@@ -82,13 +83,12 @@ async def _serve(config: dict[str, Any], reader: asyncio.StreamReader, out: Any)
     def send(message: dict[str, Any]) -> None:
         out.write(json.dumps(message, separators=(",", ":")).encode() + b"\n")
 
-    proxy = SignedRoutesProxy(
+    caller = UpstreamCaller(
         Upstream(**config["upstream"]),
-        bytes.fromhex(config["key"]),
         retry=RetryPolicy(**config["retry"]),
-        token_ids=config["token_ids"],
         on_event=lambda kind, details: send({"op": "event", "kind": kind, "details": details}),
     )
+    proxy = SignedRoutesProxy(caller, bytes.fromhex(config["key"]), token_ids=config["token_ids"])
     try:
         await proxy.start(config["host"], config["port"])
     except OSError as exc:
