@@ -31,8 +31,9 @@ def try_lock(path: Path) -> int | None:
 def is_locked(path: Path) -> bool:
     """Whether a descriptor holds ``path``'s lock now (``False`` when the file does not exist).
 
-    Probes with a shared lock that it drops at once, so it never blocks; a :func:`try_lock` in
-    that instant fails, which is why holders that matter retry briefly (``RunLock``)."""
+    Probes with a shared lock that it drops at once, so it never blocks and creates nothing;
+    a :func:`try_lock` in that instant fails, which is why ``RunLock`` retries briefly (a server
+    choosing its outbox folder moves on to the next one, as it always did)."""
     try:
         fd = os.open(path, os.O_RDONLY)
     except FileNotFoundError:

@@ -309,6 +309,7 @@ def load_run(path: Path, *, transcripts: bool = True) -> RunData:
 def _run_status(path: Path, name: str, finished: str | None) -> str:
     """``running`` while a session holds the run; else the last session's status, or
     ``interrupted`` when no session finished (killed, or stopped before writing metrics)."""
+    # An archive (``<name>.archive-<stamp>``) shares the run's name, never its lock.
     if path.name == name and session_running(path, name):
         return "running"
     return finished or "interrupted"

@@ -390,12 +390,11 @@ def default_outbox_dir(root: Path, backend_name: str) -> Path:
 
 
 def is_locked(directory: Path) -> bool:
-    if not (directory / LOCK_NAME).exists():
-        return False
+    """Whether a running server holds the outbox in ``directory`` (an unreadable lock file
+    counts as free: opening the outbox then says what is wrong)."""
+    from osmosis_ai._file_lock import is_locked as lock_held
+
     try:
-        os.close(lock_directory(directory))
-    except OutboxLocked:
-        return True
+        return lock_held(directory / LOCK_NAME)
     except OSError:
         return False
-    return False
