@@ -3,6 +3,8 @@ signed per-rollout tokens, re-dispatch, and a clear error when the process dies.
 
 from __future__ import annotations
 
+import asyncio
+import gc
 import json
 import os
 import signal
@@ -14,6 +16,7 @@ from typing import Any
 import httpx
 import pytest
 
+from osmosis_ai.eval._api import loop_factory
 from osmosis_ai.eval._proxy import PolicyProxy
 from osmosis_ai.eval._proxy_calls import CallSummary, ProxyGone
 from osmosis_ai.eval._proxy_process import ProxyProcess, ProxyStartError
@@ -185,3 +188,35 @@ async def test_a_taken_port_is_a_clear_start_error(tmp_path: Path) -> None:
             await second.start("127.0.0.1", port)
     finally:
         await first.aclose()
+
+
+def test_a_row_finishing_as_the_proxy_dies_is_left_pending_not_a_crash(tmp_path: Path) -> None:
+    """The moment between the child's exit and the handle noticing it: the pipe to the child is
+    already closed. Finishing (or discarding) a row then must give ``ProxyGone`` (the row stays
+    pending), not uvloop's ``RuntimeError`` on the closed pipe, which crashed ``eval run`` and
+    left the row's future with an exception nobody retrieved. Run on uvloop, as ``eval run``."""
+    factory = loop_factory()
+    assert factory is not None, "the eval extra (uvloop) is installed in the test environment"
+    unhandled: list[dict[str, Any]] = []
+
+    async def scenario() -> None:
+        asyncio.get_running_loop().set_exception_handler(lambda _loop, ctx: unhandled.append(ctx))
+        async with _started_proxy(TURNS, tmp_path / "c") as proxy:
+            proxy.register("s")
+            process = proxy._process  # pyright: ignore[reportPrivateUsage]
+            assert process is not None
+            assert process.stdin is not None
+            os.kill(process.pid, signal.SIGKILL)
+            finishing: list[asyncio.Task[CallSummary]] = []
+            while proxy.gone is None:  # one loop turn at a time, to act inside that moment
+                if process.stdin.is_closing():
+                    proxy.discard("s")
+                    finishing.append(asyncio.create_task(proxy.finish(f"r{len(finishing)}")))
+                await asyncio.sleep(0)
+            assert finishing, "the pipe closed before the handle noticed the exit"
+            results = await asyncio.gather(*finishing, return_exceptions=True)
+            assert all(isinstance(result, ProxyGone) for result in results), results
+
+    asyncio.run(scenario(), loop_factory=factory)
+    gc.collect()  # a future dropped with its exception unread is reported when collected
+    assert unhandled == []

@@ -162,8 +162,8 @@ class ProxyProcess:
             raise self.gone
         future = asyncio.get_running_loop().create_future()
         self._waiting[rollout_id] = future
-        self._send({"op": "close", "id": rollout_id, "keep": True})
         try:
+            self._send({"op": "close", "id": rollout_id, "keep": True})
             return CallSummary.from_json(await future)
         finally:
             self._waiting.pop(rollout_id, None)
@@ -177,8 +177,8 @@ class ProxyProcess:
             raise self.gone
         future = asyncio.get_running_loop().create_future()
         self._waiting[""] = future
-        self._send({"op": "preflight"})
         try:
+            self._send({"op": "preflight"})
             answer = await future
         finally:
             self._waiting.pop("", None)
@@ -187,8 +187,16 @@ class ProxyProcess:
     # ---- the pipe ----------------------------------------------------------------------------
 
     def _send(self, message: dict[str, Any]) -> None:
+        """One line to the child; nothing once it is gone. Between the child's exit and
+        :meth:`_read` noticing it (it waits for the exit code and the last stderr lines), the
+        pipe is already closed and ``gone`` still unset: the message is dropped, and ``_read``
+        fails whatever waits for an answer."""
         process = self._process
-        if self.gone is None and process is not None and process.stdin is not None:
+        if self.gone is not None or process is None or process.stdin is None:
+            return
+        if process.stdin.is_closing():  # uvloop raises RuntimeError on a write to it
+            return
+        with contextlib.suppress(ConnectionError):  # the child died since the last loop turn
             process.stdin.write(_dumps(message).encode() + b"\n")
 
     async def _read(self) -> None:
