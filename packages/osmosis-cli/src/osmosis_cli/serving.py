@@ -64,9 +64,11 @@ def serve_rollout(
         bound_port = resolve_port(port)
     except ValueError as exc:
         raise CLIError(CLIErrorCode.VALIDATION, str(exc)) from None
+    # Port 0 asks the system for a free port: its URL is logged once the server listens.
+    where = f"http://{host}:{bound_port}" if bound_port else f"{host}, on a free port"
     output.progress(
-        f"Serving {target.rollout_label}/{target.entrypoint_label}:{attr} on "
-        f"http://{host}:{bound_port} (Ctrl-C to stop)"
+        f"Serving {target.rollout_label}/{target.entrypoint_label}:{attr} on {where} "
+        "(Ctrl-C to stop)"
     )
     if reload:
         from osmosis_ai.rollout import entrypoint as loader

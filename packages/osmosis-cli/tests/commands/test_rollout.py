@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import socket
 import subprocess
 import sys
@@ -258,6 +259,36 @@ def test_serve_runs_the_app_on_loopback(git_repo: Path, rollout_factory: Rollout
     finally:
         process.terminate()
         process.wait(timeout=15)
+
+
+def test_serve_on_port_zero_never_shows_port_zero_and_logs_the_port_it_got(
+    git_repo: Path, rollout_factory: RolloutFactory
+) -> None:
+    pytest.importorskip("uvicorn")
+    rollout_factory(git_repo, "echo", LOCAL_ROLLOUT, dependencies=["osmosis-core"])
+    process = subprocess.Popen(
+        [sys.executable, "-m", "osmosis_cli", "--plain", "rollout", "serve",
+         "rollouts/echo/main.py", "--port", "0"],
+        cwd=git_repo, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    try:
+        assert process.stdout is not None
+        seen = []
+        for line in process.stdout:
+            seen.append(line)
+            if "Uvicorn running on" in line:
+                break
+        bound = re.search(r"http://127\.0\.0\.1:(\d+)", seen[-1])
+        assert bound is not None, seen
+        port = int(bound.group(1))
+        health = httpx.get(f"http://127.0.0.1:{port}/health", timeout=5)
+    finally:
+        process.terminate()
+        process.wait(timeout=15)
+    assert port > 0
+    assert health.status_code == 200
+    assert "on 127.0.0.1, on a free port" in seen[0], seen
+    assert not any("127.0.0.1:0" in line for line in seen), seen
 
 
 def test_serve_with_workers_runs_rollouts_in_worker_processes(
