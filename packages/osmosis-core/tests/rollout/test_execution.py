@@ -31,6 +31,7 @@ from osmosis_ai.rollout import (
     RolloutSample,
     RolloutStatus,
 )
+from osmosis_ai.rollout import _execution as engine
 from osmosis_ai.rollout._execution import (
     run_grader_phase,
     run_workflow_phase,
@@ -203,6 +204,42 @@ async def test_deadline_reports_the_given_message() -> None:
     )
     assert result.err_category == RolloutErrorCategory.TIMEOUT
     assert result.err_message == "workflow exceeded its 0.01s deadline"
+
+
+async def test_a_failure_traceback_starts_at_the_rollout_code_and_keeps_its_causes() -> None:
+    class Broken(AgentWorkflow[AgentWorkflowConfig]):
+        async def run(self, ctx: AgentWorkflowContext[AgentWorkflowConfig]) -> Any:
+            try:
+                {}["missing"]
+            except KeyError as exc:
+                raise RuntimeError("the tool answered nothing") from exc
+
+    class BrokenGrader(Grader):
+        async def grade(self, ctx: GraderContext) -> None:
+            raise ValueError("cannot parse the answer")
+
+    workflow = await run_workflow_phase(
+        lambda: Broken(None), prompt=[], metadata=None, label=None, artifacts_dir=None,
+        rollout=None,
+    )  # fmt: skip
+    grader = await run_grader_phase(
+        lambda: BrokenGrader(), workflow_sample=RolloutSample(messages=ANSWER), label="42",
+        metadata=None, artifacts_dir=None,
+    )  # fmt: skip
+
+    for result, last_line in [
+        (workflow, "RuntimeError: the tool answered nothing"),
+        (grader, "ValueError: cannot parse the answer"),
+    ]:
+        assert result.extra_fields is not None
+        text = result.extra_fields["traceback"]
+        assert engine.__file__ not in text, text  # the engine's own frames are left out
+        assert text.rstrip().endswith(last_line), text
+        frames = [line for line in text.splitlines() if line.lstrip().startswith("File ")]
+        assert frames, text
+        assert all(__file__ in frame for frame in frames), text  # only the rollout code's
+    assert workflow.extra_fields is not None
+    assert "KeyError: 'missing'" in workflow.extra_fields["traceback"]  # the cause stays
 
 
 def test_engine_imports_without_server_or_integrations() -> None:

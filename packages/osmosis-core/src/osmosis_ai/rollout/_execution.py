@@ -140,9 +140,18 @@ def exception_failure(
         {
             "failed_phase": phase,
             "exception_type": type(exc).__name__,
-            "traceback": "".join(traceback.format_exception(exc))[-8000:],
+            "traceback": _user_traceback(exc)[-8000:],
         },
     )
+
+
+def _user_traceback(exc: BaseException) -> str:
+    """``exc``'s traceback from the first frame outside this module: the frames of the runner
+    that called the rollout code say nothing about the failure (as pytest hides its own)."""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None and tb.tb_frame.f_code.co_filename == __file__:
+        tb = tb.tb_next
+    return "".join(traceback.format_exception(type(exc), exc, tb))
 
 
 async def sample_from_output(
