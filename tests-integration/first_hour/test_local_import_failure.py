@@ -29,4 +29,9 @@ def test_eval_run_fails_naming_the_missing_module(tmp_path: Path, cli: Cli) -> N
     config = _typo_workspace(tmp_path)
     result = cli.run("--plain", "eval", "run", str(config), "--model", "mock", cwd=tmp_path)
     assert result.code == 1
-    assert "importing main.py failed: No module named 'numpyy'" in result.stderr
+    main = tmp_path / "rollouts" / "tiny" / "main.py"
+    line = main.read_text().splitlines().index("import numpyy") + 1
+    assert f"importing main.py failed: {main}:{line}: No module named 'numpyy'" in result.stderr
+    # The server's traceback starts at the rollout's own code, not in the loader or importlib.
+    assert "importlib" not in result.stderr
+    assert f'File "{main}", line {line}' in result.stderr

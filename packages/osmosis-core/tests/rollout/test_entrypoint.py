@@ -65,6 +65,26 @@ def test_missing_dependency_names_the_module(tmp_path: Path) -> None:
     assert error.kind == "module_not_found"
     assert error.missing_module == "numpyy_not_installed"
     assert "Install the rollout's dependencies" in str(error)
+    assert f"{root / 'main.py'}:1: No module named 'numpyy_not_installed'" in str(error)
+
+
+def test_the_traceback_starts_at_the_rollouts_own_code(tmp_path: Path) -> None:
+    """The loader's and importlib's frames above the rollout's first frame are left out."""
+    root = _rollout(
+        tmp_path,
+        "deep",
+        {"main.py": "from tools import make\napp = make()\n", "tools.py": "import gone_mod\n"},
+    )
+    with pytest.raises(RolloutEntrypointError) as info:
+        load_rollout_app(root)
+    text = info.value.traceback_text
+    assert text is not None
+    frames = [line.strip() for line in text.splitlines() if line.strip().startswith("File ")]
+    assert [frame.split(",")[0] for frame in frames] == [
+        f'File "{root / "main.py"}"',
+        f'File "{root / "tools.py"}"',
+    ], text
+    assert text.rstrip().endswith("ModuleNotFoundError: No module named 'gone_mod'")
 
 
 def test_error_in_rollout_code_points_at_its_line(tmp_path: Path) -> None:

@@ -107,6 +107,18 @@ def _location(exc: BaseException, rollout_dir: Path) -> tuple[str | None, int | 
     return chosen.filename, chosen.lineno
 
 
+def _rollout_traceback(exc: BaseException, rollout_dir: Path) -> str:
+    """``exc``'s traceback from its first frame in the rollout's own files: the loader's and
+    importlib's frames above it say nothing about the failure. All of it when no frame is the
+    rollout's (a broken installed package, say)."""
+    tb = exc.__traceback__
+    inside = str(rollout_dir)
+    while tb is not None and not tb.tb_frame.f_code.co_filename.startswith(inside):
+        tb = tb.tb_next
+    text = traceback.format_exception(type(exc), exc, tb or exc.__traceback__)
+    return "".join(text)[-4000:]
+
+
 def _import_failed(
     exc: BaseException, rollout_dir: Path, entrypoint: Path
 ) -> RolloutEntrypointError:
@@ -115,14 +127,14 @@ def _import_failed(
     where = f"{filename}:{line}: " if filename and line else ""
     if isinstance(exc, ModuleNotFoundError):
         return RolloutEntrypointError(
-            f"importing {entrypoint.name} failed: {detail}. Install the rollout's dependencies "
-            f"(e.g. `uv pip install -e {rollout_dir}`).",
+            f"importing {entrypoint.name} failed: {where}{detail}. Install the rollout's "
+            f"dependencies (e.g. `uv pip install -e {rollout_dir}`).",
             kind="module_not_found",
             error_type=type(exc).__name__,
             missing_module=exc.name,
             file=filename,
             line=line,
-            traceback_text="".join(traceback.format_exception(exc))[-4000:],
+            traceback_text=_rollout_traceback(exc, rollout_dir),
         )
     return RolloutEntrypointError(
         f"importing {entrypoint.name} failed: {where}{type(exc).__name__}: {detail}",
@@ -130,7 +142,7 @@ def _import_failed(
         error_type=type(exc).__name__,
         file=filename,
         line=line,
-        traceback_text="".join(traceback.format_exception(exc))[-4000:],
+        traceback_text=_rollout_traceback(exc, rollout_dir),
     )
 
 
