@@ -40,6 +40,9 @@ class CliResult:
     stderr: str
 
     def json(self) -> dict[str, Any]:
+        """The JSON document on stdout; when there is none, the failure shows the exit code and
+        stderr (what went wrong) rather than a bare ``JSONDecodeError``."""
+        assert self.stdout.strip(), f"no JSON on stdout (exit code {self.code}):\n{self.stderr}"
         return json.loads(self.stdout)
 
     def error(self) -> dict[str, Any]:

@@ -16,7 +16,9 @@ class Result:
     stderr: str
 
     def envelope(self) -> dict[str, Any]:
-        """The single JSON envelope on stdout (fails if there is anything else)."""
+        """The single JSON envelope on stdout (fails if there is anything else; with none, the
+        failure shows the exit code and stderr)."""
+        assert self.stdout.strip(), f"no JSON on stdout (exit code {self.code}):\n{self.stderr}"
         return json.loads(self.stdout)
 
     def error(self) -> dict[str, Any]:
