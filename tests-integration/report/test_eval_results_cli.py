@@ -163,6 +163,8 @@ def test_a_run_stopped_by_a_dead_endpoint_is_listed_as_stopped_not_running(
     assert (item["name"], item["status"], item["pending"]) == ("dead", "partial", 10)
     assert base_url in item["halt_reason"]
     assert "could not be reached" in item["halt_reason"]
+    table = eval_runs.cli.run("eval", "list", cwd=workspace)  # what a person reads
+    assert "partial, stopped" in table.stdout, table.stdout
 
 
 def test_report_is_one_self_contained_file(eval_runs: EvalRuns) -> None:

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import io
 import json
+import time
+
+import pytest
 
 from osmosis_cli.errors import CLIError, CLIErrorCode
-from osmosis_cli.output import Column, Mode, Output, json_safe
+from osmosis_cli.output import Column, Mode, Output, json_safe, local_time, time_column
 
 
 def _output(mode: Mode) -> tuple[Output, io.StringIO, io.StringIO]:
@@ -57,3 +60,34 @@ def test_list_envelope_pagination() -> None:
         "has_more": True,
         "next_offset": 1,
     }
+
+
+def test_rich_tables_show_timestamps_as_local_time_and_json_keeps_them_as_given(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("TZ", "JST-9")  # POSIX form: UTC+9, no tz database needed
+    time.tzset()
+    try:
+        item = {"name": "a", "created_at": "2026-12-03T15:41:21.426718+00:00", "state": "ok"}
+        columns = [
+            Column("name", "Name"),
+            time_column("created_at", "Created"),
+            Column("state", "State", lambda i: f"{i['state']}!"),
+        ]
+        output, out, _ = _output(Mode.RICH)
+        output.emit_list([item], columns=columns, plain=str)
+        assert "2026-12-04 00:41:21" in out.getvalue()  # 15:41 UTC is 00:41 the next day there
+        assert "ok!" in out.getvalue()
+        assert "15:41:21.426718" not in out.getvalue()
+        output, out, _ = _output(Mode.JSON)
+        output.emit_list([item], columns=columns, plain=str)
+        assert json.loads(out.getvalue())["items"] == [item]
+    finally:
+        monkeypatch.delenv("TZ")
+        time.tzset()
+
+
+def test_local_time_leaves_what_is_not_a_timestamp_alone() -> None:
+    assert local_time(None) is None
+    assert local_time("yesterday") == "yesterday"
+    assert local_time(3) == 3

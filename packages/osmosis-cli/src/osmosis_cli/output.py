@@ -53,8 +53,33 @@ def dumps(payload: Mapping[str, Any]) -> str:
 
 @dataclass(slots=True)
 class Column:
+    """A column of a list's table (rich mode); ``render`` turns the item into the cell's text
+    when the raw value is not what a person should read (JSON and plain keep the raw value)."""
+
     key: str
     header: str
+    render: Callable[[Mapping[str, Any]], Any] | None = None
+
+
+def time_column(key: str, header: str) -> Column:
+    """A column of ISO-8601 timestamps, shown as local time to the second."""
+    return Column(key, header, lambda item: local_time(item.get(key)))
+
+
+def local_time(value: Any) -> Any:
+    """``2026-12-03T15:41:21.426718+00:00`` → ``2026-12-03 15:41:21`` in the local time zone;
+    anything that is not such a timestamp is returned as it is."""
+    if not isinstance(value, str):
+        return value
+    from datetime import datetime
+
+    try:
+        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return value
+    if moment.tzinfo is not None:
+        moment = moment.astimezone()
+    return moment.strftime("%Y-%m-%d %H:%M:%S")
 
 
 @dataclass
@@ -133,7 +158,9 @@ class Output:
         for column in columns:
             table.add_column(column.header)
         for item in items:
-            table.add_row(*(_cell(item.get(c.key)) for c in columns))
+            table.add_row(
+                *(_cell(c.render(item) if c.render else item.get(c.key)) for c in columns)
+            )
         self._console().print(table)
 
     def emit_detail(self, data: Mapping[str, Any], *, title: str | None = None) -> None:

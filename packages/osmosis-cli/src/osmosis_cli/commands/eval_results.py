@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from osmosis_ai.eval import RowRecord
     from osmosis_ai.eval.report import RunComparison, RunData, RunHeader
     from osmosis_cli.output import Output
@@ -123,7 +125,7 @@ def row_summary(row: RowRecord, threshold: float) -> dict[str, Any]:
 
 def list_local(runs_dir: Path | None, limit: int, offset: int, out: Output) -> None:
     from osmosis_ai.eval.report import find_runs
-    from osmosis_cli.output import Column
+    from osmosis_cli.output import Column, time_column
 
     headers = find_runs(runs_root(runs_dir))
     page = headers[offset : offset + limit]
@@ -132,12 +134,12 @@ def list_local(runs_dir: Path | None, limit: int, offset: int, out: Output) -> N
         [header_summary(h) for h in page],
         columns=[
             Column("name", "run"),
-            Column("started_at", "started"),
+            time_column("started_at", "started"),
             Column("model", "model"),
             Column("rollout", "rollout"),
             Column("rows", "rows"),
             Column("mean_reward", "mean reward"),
-            Column("status", "status"),
+            Column("status", "status", _list_status),
         ],
         plain=lambda item: (
             "\t".join(
@@ -150,6 +152,12 @@ def list_local(runs_dir: Path | None, limit: int, offset: int, out: Output) -> N
         total_count=len(headers),
         next_offset=offset + limit if more else None,
     )
+
+
+def _list_status(item: Mapping[str, Any]) -> str:
+    """The status, and "stopped" when the run halted (its reason: ``eval show``)."""
+    status = str(item.get("status"))
+    return f"{status}, stopped" if item.get("halt_reason") else status
 
 
 # ---- eval show / status --------------------------------------------------------------------
