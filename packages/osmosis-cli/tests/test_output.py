@@ -82,6 +82,10 @@ def test_rich_tables_show_timestamps_as_local_time_and_json_keeps_them_as_given(
         output, out, _ = _output(Mode.JSON)
         output.emit_list([item], columns=columns, plain=str)
         assert json.loads(out.getvalue())["items"] == [item]
+        output, out, _ = _output(Mode.RICH)
+        output.emit_detail(item)  # a detail's "*_at" fields too
+        assert "2026-12-04 00:41:21" in out.getvalue()
+        assert "15:41:21.426718" not in out.getvalue()
     finally:
         monkeypatch.delenv("TZ")
         time.tzset()

@@ -176,8 +176,9 @@ class Output:
         table = Table(title=title, show_header=False, show_edge=False)
         table.add_column(style="bold")
         table.add_column()
-        for key, value in data.items():
-            table.add_row(str(key), _cell(value))
+        for key, value in data.items():  # "*_at" fields are timestamps: local time, to the second
+            shown = local_time(value) if str(key).endswith("_at") else value
+            table.add_row(str(key), _cell(shown))
         self._console().print(table)
 
     def emit_operation(
