@@ -68,6 +68,20 @@ def test_differences_name_each_field_and_skip_unrecorded_ones() -> None:
     assert reproducibility_differences(a, dict(a)) == []
 
 
+def test_digests_are_cut_to_twelve_hex_digits_like_git_commits() -> None:
+    one, two = "6f61f813510e" + "a" * 52, "8a4c8f4cc7f1" + "b" * 52
+    a = {"dataset_sha256": one, "harbor_tasks": [_task("t", "x", image_digest=f"sha256:{one}")]}
+    b = {"dataset_sha256": two, "harbor_tasks": [_task("t", "x", image_digest=f"sha256:{two}")]}
+    assert reproducibility_differences(a, b) == [
+        'dataset_sha256: "6f61f813510e…" vs "8a4c8f4cc7f1…"',
+        'harbor task \'t\' image_digest: "sha256:6f61f813510e…" vs "sha256:8a4c8f4cc7f1…"',
+    ]
+    # Anything else is shown whole, even when it is long hex of another length.
+    assert reproducibility_differences({"model": "ab" * 20}, {"model": "cd" * 20}) == [
+        f'model: "{"ab" * 20}" vs "{"cd" * 20}"'
+    ]
+
+
 def test_run_versions_name_python_and_osmosis_core() -> None:
     versions = run_versions()
     assert versions["python"].count(".") == 2

@@ -227,8 +227,21 @@ def _values(keys: list[str]) -> Any:
 
 
 def _short(value: Any) -> str:
-    text = json.dumps(value, sort_keys=True, default=str)
+    text = json.dumps(_abbreviated(value), sort_keys=True, default=str, ensure_ascii=False)
     return text if len(text) <= 80 else text[:79] + "…"
+
+
+def _abbreviated(value: Any) -> Any:
+    """A SHA-256 digest (``sha256:``-prefixed or bare hex) cut to 12 hex digits, as git shows a
+    commit: two different digests already differ there, and 64 digits hide the rest of the line."""
+    if isinstance(value, str):
+        head, digest = ("sha256:", value[7:]) if value.startswith("sha256:") else ("", value)
+        if len(digest) == 64 and all(c in "0123456789abcdef" for c in digest):
+            return f"{head}{digest[:12]}…"
+        return value
+    if isinstance(value, list):
+        return [_abbreviated(item) for item in value]
+    return value
 
 
 __all__ = [
