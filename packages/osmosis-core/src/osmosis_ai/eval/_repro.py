@@ -233,7 +233,7 @@ def _short(value: Any) -> str:
 
 def _abbreviated(value: Any) -> Any:
     """A SHA-256 digest (``sha256:``-prefixed or bare hex) cut to 12 hex digits, as git shows a
-    commit: two different digests already differ there, and 64 digits hide the rest of the line."""
+    commit: two different digests all but surely differ there, and 64 digits hide the line."""
     if isinstance(value, str):
         head, digest = ("sha256:", value[7:]) if value.startswith("sha256:") else ("", value)
         if len(digest) == 64 and all(c in "0123456789abcdef" for c in digest):
