@@ -210,6 +210,7 @@ def test_a_dead_policy_proxy_halts_the_run_and_a_rerun_finishes_it(
     killer.join()
 
     resource = result.json()["resource"]
+    assert "never retrieved" not in result.stderr, result.stderr
     assert "policy proxy process exited" in resource["halt_reason"]
     assert "--name" in resource["halt_reason"]
     assert resource["pending"] > 0
