@@ -6,6 +6,7 @@ server, whether it is stopped or the eval dies (its stdin pipe closes)."""
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import signal
 import sys
 from collections.abc import AsyncIterator, Callable
@@ -48,15 +49,20 @@ async def _wait_all_gone(pids: set[int]) -> set[int]:
 
 @asynccontextmanager
 async def _eval_server(
-    tmp_path: Path, workspace: Callable[..., Path]
+    tmp_path: Path, workspace: Callable[..., Path], *, mode: str = "noop", workers: int = 2
 ) -> AsyncIterator[tuple[RolloutServerProcess, dict[str, Any]]]:
-    """The tiny rollout (no policy call) served with two workers; yields it and its /health."""
-    root = workspace(mode="noop").parents[2]  # <root>/configs/eval/tiny.toml
+    """The tiny rollout (no policy call) served with ``workers`` workers (1: in the server
+    process); yields it and its /health."""
+    root = workspace(mode=mode).parents[2]  # <root>/configs/eval/tiny.toml
     server = RolloutServerProcess(
         entrypoint=root / "rollouts" / "tiny" / "main.py",
         rollout_dir=root / "rollouts" / "tiny",
         log_path=tmp_path / "server.log",
-        env={"OSMOSIS_ROLLOUT_WORKERS": "2", "TINY_MODE": "noop", "OSMOSIS_HOME": str(tmp_path)},
+        env={
+            "OSMOSIS_ROLLOUT_WORKERS": str(workers),
+            "TINY_MODE": mode,
+            "OSMOSIS_HOME": str(tmp_path),
+        },
         api_key=KEY,
     )
     try:
@@ -92,6 +98,30 @@ async def test_eval_server_workers_are_forked_from_the_zygote_and_serve(
     assert result.sample.reward == 1.0
     left = {server.pid, health["zygote_pid"], *(w["pid"] for w in health["workers"])}
     assert await _wait_all_gone({pid for pid in left if pid}) == set()
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+async def test_the_first_rollout_finds_the_policy_client_library_already_imported(
+    tmp_path: Path, workspace: Callable[..., Path], monkeypatch: pytest.MonkeyPatch, workers: int
+) -> None:
+    """Imported at start-up (before the zygote forks, so workers have it too), not by the first
+    rollout's first policy call on the event loop, where it cost the first rows about 1 s."""
+    monkeypatch.delenv(ENV_WORKER_START, raising=False)
+    async with (
+        _eval_server(tmp_path, workspace, mode="preloaded", workers=workers) as (server, _),
+        RolloutClient(url=server.url, api_key=KEY) as client,
+    ):
+        result = await client.run_rollout(
+            [{"role": "user", "content": "hi"}],
+            "http://127.0.0.1:9/v1",  # never called
+            f"eval-server-preloaded-{workers}",
+            label="1",
+        )
+    assert result.status is RolloutStatus.SUCCESS
+    assert result.sample is not None
+    installed = importlib.util.find_spec("openai") is not None  # the server's environment
+    expected = '["openai", "openai.resources.chat"]' if installed else "[]"
+    assert result.sample.messages[-1]["content"] == expected
 
 
 async def test_nothing_outlives_an_eval_that_dies(

@@ -6,6 +6,8 @@ Behaviour is chosen by ``TINY_MODE`` in the eval config's ``[env]``:
   and the grader compares ``#### <n>`` in the last message with the label;
 * ``one-call``: a single policy call, reward 1.0 (for throughput);
 * ``noop``: no policy call, reward 1.0;
+* ``preloaded``: like ``noop``, and answers which of ``openai`` and its chat resource the
+  server process had imported when the rollout started;
 * ``crash-on-start``: the entrypoint exits at import with a message on stderr;
 * ``crash-on-rollout``: the server process dies during the first rollout;
 * ``slow``: like ``multiply`` but sleeps ``TINY_SLEEP`` seconds first.
@@ -68,6 +70,9 @@ class TinyWorkflow(AgentWorkflow):
         messages = list(ctx.prompt)
         if MODE == "noop":
             return messages + [{"role": "assistant", "content": "noop"}]
+        if MODE == "preloaded":
+            loaded = [m for m in ("openai", "openai.resources.chat") if m in sys.modules]
+            return messages + [{"role": "assistant", "content": json.dumps(loaded)}]
         if MODE == "crash-on-rollout":
             print("tiny rollout: crashing the server on purpose", file=sys.stderr, flush=True)
             os._exit(9)
@@ -88,7 +93,7 @@ class TinyWorkflow(AgentWorkflow):
 
 class TinyGrader(Grader):
     async def grade(self, ctx):
-        if MODE in ("noop", "one-call"):
+        if MODE in ("noop", "one-call", "preloaded"):
             ctx.set_reward(1.0)
             return
         text = ctx.sample.messages[-1].get("content") or ""

@@ -6,7 +6,8 @@ has osmosis-core (every rollout server needs it) but maybe not this version's ``
 It therefore imports only the standard library, uvicorn, the stdlib-only
 :mod:`osmosis_ai.rollout.entrypoint` and :mod:`osmosis_ai.listening_socket`, and the entrypoint
 (plus, when that osmosis-core has them, the worker pool and the rollout server's uvicorn
-settings, :func:`osmosis_ai.rollout.server.serving.uvicorn_config`).
+settings, :func:`osmosis_ai.rollout.server.serving.uvicorn_config`), and ``openai`` when
+installed, ahead of the first rollout (see :func:`_preload_policy_client`).
 
 * The entrypoint is loaded by :func:`osmosis_ai.rollout.entrypoint.load_rollout_app`, the loader
   ``osmosis rollout validate`` and ``rollout serve`` use too: never as ``__main__`` (its
@@ -63,6 +64,28 @@ def _load_app(entrypoint: Path, rollout_dir: Path) -> Any:
         raise SystemExit(f"osmosis eval: {exc}") from None
 
 
+def _preload_policy_client() -> None:
+    """Import ``openai`` now, when installed, rather than in the first rollout's first
+    ``ctx.policy.client()`` / ``OsmosisRolloutModel`` call: there it ran on the event loop and
+    went into the first rows' durations (about 1 s each for the first wave against 70-90 ms
+    after, ``multiply-local-strands`` with ``--model mock``). Before the worker pool forks its
+    zygote, so every worker starts with it too."""
+    import contextlib
+    import importlib.util
+
+    if importlib.util.find_spec("openai") is None:
+        return
+    # Only a head start: a rollout that never calls the policy this way must serve even when
+    # this fails (an openai that does not import, or builds clients differently).
+    with contextlib.suppress(Exception):
+        import openai
+
+        # A client (never used: no request is made) and its chat resource pull in the HTTP
+        # stack and the resource modules openai imports on first use, another 150-250 ms.
+        client = openai.AsyncOpenAI(api_key="preload", base_url="http://127.0.0.1:9/v1")
+        _ = client.chat.completions
+
+
 def _use_workers(app: Any) -> None:
     """``OSMOSIS_ROLLOUT_WORKERS`` (set by ``eval run --workers``): run rollouts in worker
     processes. An osmosis-core without worker support (``--isolated`` with an older pin) serves
@@ -82,6 +105,7 @@ def main(argv: list[str]) -> None:
         raise SystemExit("usage: _server_bootstrap.py ENTRYPOINT ROLLOUT_DIR PORT_FILE")
     entrypoint, rollout_dir, port_file = Path(argv[0]), Path(argv[1]), Path(argv[2])
     app = _load_app(entrypoint.resolve(), rollout_dir.resolve())
+    _preload_policy_client()
     _use_workers(app)  # forks the workers' zygote: before any thread starts (see _workers.zygote)
     if os.environ.get("_OSMOSIS_EVAL_WATCH_STDIN") == "1":
         _watch_parent()  # the eval died during the import: PR_SET_PDEATHSIG, or EOF at once
