@@ -57,11 +57,11 @@ import asyncio
 import contextlib
 import inspect
 import math
-import traceback
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from osmosis_ai._tracebacks import traceback_from
 from osmosis_ai.judge_usage import collect_judge_usage, judge_metrics
 from osmosis_ai.rollout.agent_workflow import coerce_output
 from osmosis_ai.rollout.context import AgentWorkflowContext, GraderContext
@@ -140,18 +140,10 @@ def exception_failure(
         {
             "failed_phase": phase,
             "exception_type": type(exc).__name__,
-            "traceback": _user_traceback(exc)[-8000:],
+            # From the rollout code's first frame: this module's frames say nothing.
+            "traceback": traceback_from(exc, lambda path: path != __file__)[-8000:],
         },
     )
-
-
-def _user_traceback(exc: BaseException) -> str:
-    """``exc``'s traceback from the first frame outside this module: the frames of the runner
-    that called the rollout code say nothing about the failure (as pytest hides its own)."""
-    tb = exc.__traceback__
-    while tb is not None and tb.tb_next is not None and tb.tb_frame.f_code.co_filename == __file__:
-        tb = tb.tb_next
-    return "".join(traceback.format_exception(type(exc), exc, tb))
 
 
 async def sample_from_output(

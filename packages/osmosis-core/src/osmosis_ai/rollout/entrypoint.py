@@ -32,6 +32,7 @@ import types
 from pathlib import Path
 from typing import Any
 
+from osmosis_ai._tracebacks import traceback_from
 from osmosis_ai.errors import ConfigurationError
 
 __all__ = ["RolloutEntrypointError", "import_entrypoint", "load_rollout_app"]
@@ -107,22 +108,12 @@ def _location(exc: BaseException, rollout_dir: Path) -> tuple[str | None, int | 
     return chosen.filename, chosen.lineno
 
 
-def _rollout_traceback(exc: BaseException, rollout_dir: Path) -> str:
-    """``exc``'s traceback from its first frame in the rollout's own files: the loader's and
-    importlib's frames above it say nothing about the failure. All of it when no frame is the
-    rollout's (a broken installed package, say)."""
-    tb = exc.__traceback__
-    inside = str(rollout_dir)
-    while tb is not None and not tb.tb_frame.f_code.co_filename.startswith(inside):
-        tb = tb.tb_next
-    text = traceback.format_exception(type(exc), exc, tb or exc.__traceback__)
-    return "".join(text)[-4000:]
-
-
 def _import_failed(
     exc: BaseException, rollout_dir: Path, entrypoint: Path
 ) -> RolloutEntrypointError:
     filename, line = _location(exc, rollout_dir)
+    inside = str(rollout_dir)  # the traceback starts at the rollout's own first frame
+    text = traceback_from(exc, lambda path: path.startswith(inside))[-4000:]
     detail = exc.msg if isinstance(exc, SyntaxError) else str(exc)
     where = f"{filename}:{line}: " if filename and line else ""
     if isinstance(exc, ModuleNotFoundError):
@@ -134,7 +125,7 @@ def _import_failed(
             missing_module=exc.name,
             file=filename,
             line=line,
-            traceback_text=_rollout_traceback(exc, rollout_dir),
+            traceback_text=text,
         )
     return RolloutEntrypointError(
         f"importing {entrypoint.name} failed: {where}{type(exc).__name__}: {detail}",
@@ -142,7 +133,7 @@ def _import_failed(
         error_type=type(exc).__name__,
         file=filename,
         line=line,
-        traceback_text=_rollout_traceback(exc, rollout_dir),
+        traceback_text=text,
     )
 
 
