@@ -9,7 +9,7 @@ import time
 import pytest
 
 from osmosis_cli.errors import CLIError, CLIErrorCode
-from osmosis_cli.output import Column, Mode, Output, json_safe, local_time, time_column
+from osmosis_cli.output import Column, Mode, Output, json_safe, local_time
 
 
 def _output(mode: Mode) -> tuple[Output, io.StringIO, io.StringIO]:
@@ -71,7 +71,7 @@ def test_rich_tables_show_timestamps_as_local_time_and_json_keeps_them_as_given(
         item = {"name": "a", "created_at": "2026-12-03T15:41:21.426718+00:00", "state": "ok"}
         columns = [
             Column("name", "Name"),
-            time_column("created_at", "Created"),
+            Column("created_at", "Created"),
             Column("state", "State", lambda i: f"{i['state']}!"),
         ]
         output, out, _ = _output(Mode.RICH)

@@ -61,9 +61,9 @@ class Column:
     render: Callable[[Mapping[str, Any]], Any] | None = None
 
 
-def time_column(key: str, header: str) -> Column:
-    """A column of ISO-8601 timestamps, shown as local time to the second."""
-    return Column(key, header, lambda item: local_time(item.get(key)))
+def _shown(key: str, value: Any) -> Any:
+    """What a person reads for field ``key``: ``*_at`` fields are timestamps, in local time."""
+    return local_time(value) if key.endswith("_at") else value
 
 
 def local_time(value: Any) -> Any:
@@ -159,7 +159,10 @@ class Output:
             table.add_column(column.header)
         for item in items:
             table.add_row(
-                *(_cell(c.render(item) if c.render else item.get(c.key)) for c in columns)
+                *(
+                    _cell(c.render(item) if c.render else _shown(c.key, item.get(c.key)))
+                    for c in columns
+                )
             )
         self._console().print(table)
 
@@ -176,9 +179,8 @@ class Output:
         table = Table(title=title, show_header=False, show_edge=False)
         table.add_column(style="bold")
         table.add_column()
-        for key, value in data.items():  # "*_at" fields are timestamps: local time, to the second
-            shown = local_time(value) if str(key).endswith("_at") else value
-            table.add_row(str(key), _cell(shown))
+        for key, value in data.items():
+            table.add_row(str(key), _cell(_shown(str(key), value)))
         self._console().print(table)
 
     def emit_operation(

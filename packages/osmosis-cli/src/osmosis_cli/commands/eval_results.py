@@ -125,7 +125,7 @@ def row_summary(row: RowRecord, threshold: float) -> dict[str, Any]:
 
 def list_local(runs_dir: Path | None, limit: int, offset: int, out: Output) -> None:
     from osmosis_ai.eval.report import find_runs
-    from osmosis_cli.output import Column, time_column
+    from osmosis_cli.output import Column
 
     headers = find_runs(runs_root(runs_dir))
     page = headers[offset : offset + limit]
@@ -134,7 +134,7 @@ def list_local(runs_dir: Path | None, limit: int, offset: int, out: Output) -> N
         [header_summary(h) for h in page],
         columns=[
             Column("name", "run"),
-            time_column("started_at", "started"),
+            Column("started_at", "started"),
             Column("model", "model"),
             Column("rollout", "rollout"),
             Column("rows", "rows"),

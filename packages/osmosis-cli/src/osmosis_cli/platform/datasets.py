@@ -16,7 +16,7 @@ from typing import IO, Any
 from urllib.parse import quote
 
 from osmosis_cli.errors import CLIError, CLIErrorCode
-from osmosis_cli.output import Column, Output, time_column
+from osmosis_cli.output import Column, Output
 from osmosis_cli.platform.client import PlatformClient, Readable
 from osmosis_cli.platform.listing import Listing
 
@@ -27,7 +27,7 @@ COLUMNS = [
     Column("row_count", "Rows"),
     Column("size_bytes", "Bytes"),
     Column("status", "Status"),
-    time_column("created_at", "Created"),
+    Column("created_at", "Created"),
 ]
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from osmosis_cli.output import Column, Output, time_column
+from osmosis_cli.output import Column, Output
 from osmosis_cli.platform.listing import Listing
 
 ENDPOINT = "/api/cli/rollouts"
@@ -11,7 +11,7 @@ COLUMNS = [
     Column("branch", "Branch"),
     Column("commit_sha", "Commit"),
     Column("entrypoint", "Entrypoint"),
-    time_column("synced_at", "Synced"),
+    Column("synced_at", "Synced"),
 ]
 
 

@@ -12,7 +12,7 @@ from urllib.parse import quote
 
 from osmosis_ai.atomic_file import write_atomic
 from osmosis_cli.errors import CLIError, CLIErrorCode
-from osmosis_cli.output import Column, Output, time_column
+from osmosis_cli.output import Column, Output
 from osmosis_cli.platform.client import PlatformClient
 
 Kind = Literal["eval", "training"]
@@ -25,7 +25,7 @@ RUN_COLUMNS = [
     Column("status", "Status"),
     Column("model_name", "Model"),
     Column("dataset_name", "Dataset"),
-    time_column("created_at", "Created"),
+    Column("created_at", "Created"),
 ]
 
 

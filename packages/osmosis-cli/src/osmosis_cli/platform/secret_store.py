@@ -13,7 +13,7 @@ from typing import Literal
 from urllib.parse import quote
 
 from osmosis_cli.errors import CLIError, CLIErrorCode
-from osmosis_cli.output import Column, Output, time_column
+from osmosis_cli.output import Column, Output
 from osmosis_cli.platform.client import PlatformClient
 from osmosis_cli.platform.listing import Listing
 
@@ -23,7 +23,7 @@ Scope = Literal["personal", "workspace"]
 COLUMNS = [
     Column("name", "Name"),
     Column("scope", "Scope"),
-    time_column("updated_at", "Updated"),
+    Column("updated_at", "Updated"),
 ]
 
 
