@@ -244,6 +244,37 @@ def test_summary_and_console_line(ids: int) -> None:
         "1 \N{MULTIPLICATION SIGN} reasoning_dropped; "
     )
     tail = (
-        "token ids: 0/200 rows (enable with --token-ids)" if ids == 0 else "token ids: 3/200 rows"
+        "token ids: 0/200 rows (not requested: enable with --token-ids (vLLM))" if ids == 0 else "token ids: 3/200 rows"
     )
     assert line == expected + tail
+
+
+@pytest.mark.parametrize(
+    ("requested", "reason"),
+    [
+        (None, "not requested: enable with --token-ids (vLLM)"),
+        (False, "not requested: enable with --token-ids (vLLM)"),
+        (
+            True,
+            "requested with --token-ids, but the upstream returned none (vLLM returns them; "
+            "most other servers do not)",
+        ),
+    ],
+)
+def test_the_console_line_says_why_token_ids_are_missing(
+    requested: bool | None, reason: str
+) -> None:
+    """`--token-ids` against a server that returns none must not say "enable with --token-ids"."""
+    verdicts = [{"append_only": True, "token_ids": "none"} for _ in range(4)]
+    summary = summarize_training_safety(verdicts, token_ids_requested=requested)
+    assert ("token_ids_requested" in summary) is (requested is not None)
+    assert describe_training_safety(summary) == (
+        f"4/4 rollouts append-only; token ids: 0/4 rows ({reason})"
+    )
+
+
+def test_no_reason_is_given_when_rows_carry_token_ids() -> None:
+    summary = summarize_training_safety(
+        [{"append_only": True, "token_ids": "all"}], token_ids_requested=True
+    )
+    assert describe_training_safety(summary) == "1/1 rollouts append-only; token ids: 1/1 rows"

@@ -179,7 +179,9 @@ def finalize(
         pass_threshold=plan.knobs.pass_threshold,
         total_work_items=len(items),
     )
-    summary["training_safety"] = summarize_training_safety(r.training_safety for r in rows)
+    summary["training_safety"] = summarize_training_safety(
+        (r.training_safety for r in rows), token_ids_requested=plan.token_ids
+    )
     if end.budget is not None:
         summary["budget"] = end.budget.to_json()
     if end.concurrency is not None:

@@ -19,11 +19,14 @@ def verdict_cause(verdict: Mapping[str, Any] | None) -> str | None:
     return (verdict.get("divergence") or {}).get("cause") or "token_mismatch"
 
 
-def summarize_training_safety(verdicts: Iterable[Mapping[str, Any] | None]) -> dict[str, Any]:
+def summarize_training_safety(
+    verdicts: Iterable[Mapping[str, Any] | None], *, token_ids_requested: bool | None = None
+) -> dict[str, Any]:
     """The ``training_safety`` block of ``metrics.json`` from per-row verdicts (``to_json``).
 
     Rows without a verdict (no policy call recorded, or written by an older version) are not
-    counted as rollouts.
+    counted as rollouts. ``token_ids_requested`` is whether the run asked the upstream for
+    token ids (``--token-ids``); ``None``: not known (an older run), not stored.
     """
     checked = broken = with_ids = truncated = 0
     causes: dict[str, int] = {}
@@ -39,7 +42,7 @@ def summarize_training_safety(verdicts: Iterable[Mapping[str, Any] | None]) -> d
         if cause != "ok":
             broken += 1
             causes[cause] = causes.get(cause, 0) + 1
-    return {
+    summary: dict[str, Any] = {
         "rollouts": checked,
         "append_only": checked - broken,
         "broken": broken,
@@ -47,6 +50,22 @@ def summarize_training_safety(verdicts: Iterable[Mapping[str, Any] | None]) -> d
         "token_ids_rows": with_ids,
         "length_truncated_rows": truncated,
     }
+    if token_ids_requested is not None:
+        summary["token_ids_requested"] = token_ids_requested
+    return summary
+
+
+def missing_token_ids_reason(summary: Mapping[str, Any]) -> str | None:
+    """Why no row carries token ids (``None`` when some do): not asked for, or asked for and
+    the upstream returned none. The console and the report both say this."""
+    if summary.get("token_ids_rows"):
+        return None
+    if summary.get("token_ids_requested"):
+        return (
+            "requested with --token-ids, but the upstream returned none (vLLM returns them; "
+            "most other servers do not)"
+        )
+    return "not requested: enable with --token-ids (vLLM)"
 
 
 def describe_training_safety(summary: Mapping[str, Any]) -> str:
@@ -60,11 +79,17 @@ def describe_training_safety(summary: Mapping[str, Any]) -> str:
             f"{n} \N{MULTIPLICATION SIGN} {c}" for c, n in causes.items()
         )
     text += f"; token ids: {summary.get('token_ids_rows', 0)}/{total} rows"
-    if not summary.get("token_ids_rows"):
-        text += " (enable with --token-ids)"
+    reason = missing_token_ids_reason(summary)
+    if reason is not None:
+        text += f" ({reason})"
     if summary.get("length_truncated_rows"):
         text += f"; {summary['length_truncated_rows']} rows hit the length limit"
     return text
 
 
-__all__ = ["describe_training_safety", "summarize_training_safety", "verdict_cause"]
+__all__ = [
+    "describe_training_safety",
+    "missing_token_ids_reason",
+    "summarize_training_safety",
+    "verdict_cause",
+]

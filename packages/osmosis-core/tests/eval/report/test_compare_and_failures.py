@@ -97,3 +97,38 @@ def test_failures_group_by_type_message_and_code_location(tmp_path: Path) -> Non
     assert location is not None
     assert (location.file, location.line) == ("/ws/grader.py", 12)
     assert innermost_frame("no traceback here") is None
+
+
+def test_failures_that_differ_only_by_url_id_or_number_are_one_group() -> None:
+    """Eight identical HTTP errors, each naming its own rollout's proxy URL, are one group of 8
+    (with the first message kept as the example), not eight groups of one."""
+    from osmosis_ai.eval import RowRecord
+
+    def failed(i: int, message: str, error_type: str = "http_error") -> RowRecord:
+        return RowRecord(
+            row_index=i,
+            run_index=0,
+            source_row_index=i,
+            status="failed",
+            error_type=error_type,
+            error_message=message,
+        )
+
+    rows = [
+        failed(
+            i,
+            f"HTTP 500 from http://127.0.0.1:{40000 + i}/r/{i:04d}ab12cd34ef56/v1/chat/completions:"
+            f" rollout 3f2b9c1e-1111-2222-3333-44445555{i:04d} after {i}.5s",
+        )
+        for i in range(8)
+    ]
+    rows.append(failed(8, "HTTP 404 from http://127.0.0.1:40008/r/x/v1/chat/completions: gone"))
+    rows.append(failed(9, "late", error_type="timeout"))
+    groups = group_failures(rows)
+    assert [(g.count, g.error_type) for g in groups] == [
+        (8, "http_error"),
+        (1, "http_error"),
+        (1, "timeout"),
+    ]
+    assert groups[0].message == rows[0].error_message  # one real example, not the pattern
+    assert groups[1].message.startswith("HTTP 404")  # a different status is another failure

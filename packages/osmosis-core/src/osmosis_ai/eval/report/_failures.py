@@ -1,7 +1,10 @@
 """Failures grouped by what went wrong: "17 x KeyError: 'contnet' in grader.py:12".
 
 A group is (error type, message, innermost frame of the user's code): the innermost frame of
-the traceback when there is one, so the same bug on many rows is one line to read.
+the traceback when there is one, so the same bug on many rows is one line to read. Messages are
+compared with what varies per row taken out (URLs, ids, numbers: a per-rollout proxy URL in an
+HTTP error must not make eight identical failures eight groups); each group keeps its first
+row's message as the example shown.
 """
 
 from __future__ import annotations
@@ -15,6 +18,16 @@ from osmosis_ai.eval._records import RowRecord
 
 _FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+)', re.MULTILINE)
 _MESSAGE_CHARS = 200
+#: What varies per row inside one failure's message, most specific first. An HTTP status
+#: (``HTTP 500``) is kept: a 500 and a 404 are different failures.
+_VARYING = re.compile(
+    r"(?P<keep>\bHTTP \d{3}\b)"
+    r"|(?P<url>[a-z][a-z0-9+.-]*://[^\s'\"<>()\[\]]*[^\s'\"<>()\[\].,:;])"
+    r"|(?P<id>\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b"
+    r"|\b(?=[\w-]*\d)(?=[\w-]*[a-z_-])[\w-]{12,}\b|\b[0-9a-f]{8,}\b)"
+    r"|(?P<number>(?<![\w.])\d+(?:\.\d+)?)",
+    re.IGNORECASE,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,8 +94,20 @@ def _message(row: RowRecord) -> str:
     return first[:_MESSAGE_CHARS]
 
 
+def normalized_message(message: str) -> str:
+    """``message`` with URLs, ids and numbers replaced by ``<url>``, ``<id>``, ``<n>``: the key
+    under which failures group."""
+
+    def placeholder(match: re.Match[str]) -> str:
+        if match["keep"]:
+            return match["keep"]
+        return "<url>" if match["url"] else "<id>" if match["id"] else "<n>"
+
+    return _VARYING.sub(placeholder, message)
+
+
 def group_failures(rows: Iterable[RowRecord]) -> list[FailureGroup]:
-    """Failed rows grouped by (type, message, location), largest group first."""
+    """Failed rows grouped by (type, normalized message, location), largest group first."""
     groups: dict[tuple[str, str, Location | None], FailureGroup] = {}
     for row in rows:
         if row.status != "failed":
@@ -91,7 +116,8 @@ def group_failures(rows: Iterable[RowRecord]) -> list[FailureGroup]:
         location = innermost_frame(row.traceback)
         message = _message(row)
         group = groups.setdefault(
-            (error_type, message, location), FailureGroup(error_type, message, location)
+            (error_type, normalized_message(message), location),
+            FailureGroup(error_type, message, location),
         )
         group.rows.append(row)
     return sorted(groups.values(), key=lambda g: (-g.count, g.error_type, g.message))

@@ -10,7 +10,11 @@ from collections.abc import Callable
 from typing import Any
 
 from osmosis_ai.eval._records import RowRecord
-from osmosis_ai.eval._safety_summary import summarize_training_safety, verdict_cause
+from osmosis_ai.eval._safety_summary import (
+    missing_token_ids_reason,
+    summarize_training_safety,
+    verdict_cause,
+)
 from osmosis_ai.eval.report._compare import RunComparison
 from osmosis_ai.eval.report._failures import group_failures
 from osmosis_ai.eval.report._run_data import RunData, RunHeader, outcome
@@ -84,7 +88,12 @@ def _metrics(run: RunData) -> dict[str, Any]:
 
 def _training_safety(run: RunData) -> dict[str, Any]:
     """The run's summary, recomputed from the rows (same as ``metrics.json`` when it has one)."""
-    summary = summarize_training_safety(r.training_safety for r in run.rows)
+    stored = run.header.summary.get("training_safety") or {}
+    summary = summarize_training_safety(
+        (r.training_safety for r in run.rows),
+        token_ids_requested=stored.get("token_ids_requested"),
+    )
+    summary["token_ids_missing"] = missing_token_ids_reason(summary)
     first: dict[str, list[int]] = {}
     for row in run.rows:
         cause = verdict_cause(row.training_safety)

@@ -118,7 +118,7 @@
         { id: "safety-append-only", "data-value": t.append_only, class: "value " + (t.broken ? "safety-broken" : "safety-ok") }),
       card("token ids", `${int(t.token_ids_rows)}/${int(t.rollouts)}`, t.token_ids_rows
         ? "rows whose calls all carried prompt and completion ids (checked on ids too)"
-        : "no ids: enable with --token-ids (vLLM)", { id: "safety-token-ids", "data-value": t.token_ids_rows }),
+        : `no ids: ${t.token_ids_missing || "enable with --token-ids (vLLM)"}`, { id: "safety-token-ids", "data-value": t.token_ids_rows }),
       card("length-truncated rows", int(t.length_truncated_rows), "a call stopped at finish_reason = length",
         { id: "safety-truncated", "data-value": t.length_truncated_rows }));
     const causes = Object.entries(t.causes || {});
