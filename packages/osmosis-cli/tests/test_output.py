@@ -95,3 +95,47 @@ def test_local_time_leaves_what_is_not_a_timestamp_alone() -> None:
     assert local_time(None) is None
     assert local_time("yesterday") == "yesterday"
     assert local_time(3) == 3
+
+
+def test_rich_mode_shows_brackets_in_cells_and_messages_literally() -> None:
+    """An install hint's ``[strands]`` and a ``[pricing."m"]`` hint are text, not Rich markup."""
+    hint = "not installed (optional: pip install 'osmosis-ai[openai-agents]')"
+    pricing = "no price known for model 'm'; add [pricing.'m'] to the eval config"
+    output, out, err = _output(Mode.RICH)
+    output.emit_list(
+        [{"name": "osmosis-openai-agents", "message": hint}],
+        columns=[Column("name", "Check"), Column("message", "Result")],
+        plain=str,
+    )
+    output.emit_detail({"cost unknown because": pricing, "[bold]key[/bold]": "v"})
+    output.emit_operation("x", message="wrote [b]not bold[/b]", lines=[pricing])
+    output.warn("W", pricing)
+    output.progress(hint)
+    shown = out.getvalue() + err.getvalue()
+    assert hint in shown
+    assert shown.count(pricing) == 3
+    assert "[bold]key[/bold]" in shown
+    assert "wrote [b]not bold[/b]" in shown
+
+
+def test_the_eval_run_summary_table_shows_a_pricing_hint_literally() -> None:
+    from types import SimpleNamespace
+
+    from osmosis_cli.commands.eval_run import _print_summary_table
+
+    reason = "no price known for model 'm'; add [pricing.'m'] to the eval config"
+    metrics = {"reward_stats": {}, "cost": {"unknown_reason": reason, "tokens": {}}}
+    result = SimpleNamespace(
+        run_name="r[1]",
+        metrics=metrics,
+        total_work_items=1,
+        succeeded=1,
+        failed=0,
+        skipped=0,
+        pending=0,
+        resumed=0,
+    )
+    output, out, _ = _output(Mode.RICH)
+    _print_summary_table(result, output)  # pyright: ignore[reportArgumentType]
+    assert reason in out.getvalue()
+    assert "eval r[1]" in out.getvalue()

@@ -9,6 +9,9 @@ Three modes, chosen once per process by the global flags:
   lines on stderr; errors are an envelope on stderr. Non-finite floats become ``null``.
 
 Commands never print directly; they call :func:`get_output` and one of its ``emit_*`` methods.
+Text that reaches a Rich console (a table cell, a message, a progress line) goes through
+:func:`escape_markup` first: user text, hints such as ``pip install 'osmosis-ai[strands]'`` and
+config hints such as ``[pricing."model"]`` would otherwise be eaten as markup.
 """
 
 from __future__ import annotations
@@ -160,7 +163,9 @@ class Output:
         for item in items:
             table.add_row(
                 *(
-                    _cell(c.render(item) if c.render else _shown(c.key, item.get(c.key)))
+                    escape_markup(
+                        _cell(c.render(item) if c.render else _shown(c.key, item.get(c.key)))
+                    )
                     for c in columns
                 )
             )
@@ -180,7 +185,7 @@ class Output:
         table.add_column(style="bold")
         table.add_column()
         for key, value in data.items():
-            table.add_row(str(key), _cell(_shown(str(key), value)))
+            table.add_row(escape_markup(str(key)), escape_markup(_cell(_shown(str(key), value))))
         self._console().print(table)
 
     def emit_operation(
@@ -250,7 +255,7 @@ class Output:
         elif self.mode is Mode.PLAIN:
             self._print(f"Warning: {message}", stderr=True)
         else:
-            self._console(stderr=True).print(f"[yellow]Warning:[/yellow] {_escape(message)}")
+            self._console(stderr=True).print(f"[yellow]Warning:[/yellow] {escape_markup(message)}")
 
     def progress(self, message: str) -> None:
         """A human-only milestone on stderr (silent in JSON mode)."""
@@ -259,7 +264,7 @@ class Output:
         if self.mode is Mode.PLAIN:
             self._print(message, stderr=True)
         else:
-            self._console(stderr=True).print(f"[dim]{_escape(message)}[/dim]")
+            self._console(stderr=True).print(f"[dim]{escape_markup(message)}[/dim]")
 
     def error(self, error: CLIError) -> None:
         if self.is_json:
@@ -282,7 +287,7 @@ class Output:
             self._print(f"Error: {error.message}", stderr=True)
         else:
             self._console(stderr=True).print(
-                f"[bold red]Error:[/bold red] {_escape(error.message)}"
+                f"[bold red]Error:[/bold red] {escape_markup(error.message)}"
             )
 
     # -- interaction ----------------------------------------------------------------------
@@ -324,15 +329,19 @@ def _cell(value: Any) -> str:
     return str(value)
 
 
-def _escape(text: str) -> str:
-    return text.replace("[", "\\[")
+def escape_markup(text: str) -> str:
+    """``text`` as a Rich console shows it literally: the one escape for everything printed in
+    rich mode (Rich's own rule, which also handles a backslash before a bracket)."""
+    from rich.markup import escape
+
+    return escape(text)
 
 
 def _operation_text(
     status: str, message: str | None, lines: Sequence[str], next_steps: Sequence[str], *, rich: bool
 ) -> list[str]:
     """The human lines of :meth:`Output.emit_operation`: Rich markup, or plain text."""
-    text = _escape if rich else str
+    text = escape_markup if rich else str
     out: list[str] = []
     if message:
         mark = "[green]✓[/green] " if status == "success" else "[yellow]![/yellow] "

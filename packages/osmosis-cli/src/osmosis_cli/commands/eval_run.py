@@ -319,7 +319,7 @@ def _safety_lines(result: EvalRun) -> list[str]:
 def _print_summary_table(result: EvalRun, out: Output) -> None:
     from rich.table import Table
 
-    from osmosis_cli.output import make_console
+    from osmosis_cli.output import escape_markup, make_console
 
     metrics = result.metrics
     stats = metrics.get("reward_stats", {})
@@ -327,7 +327,9 @@ def _print_summary_table(result: EvalRun, out: Output) -> None:
     def fmt(value: Any) -> str:
         return "-" if value is None else f"{value:.4f}" if isinstance(value, float) else str(value)
 
-    table = Table(title=f"eval {result.run_name}", show_header=False, show_edge=False)
+    table = Table(
+        title=escape_markup(f"eval {result.run_name}"), show_header=False, show_edge=False
+    )
     table.add_column(style="bold")
     table.add_column()
     rows = [
@@ -363,7 +365,7 @@ def _print_summary_table(result: EvalRun, out: Output) -> None:
         )
     rows.extend(_cost_rows(metrics.get("cost")))
     for key, value in rows:
-        table.add_row(key, fmt(value))
+        table.add_row(escape_markup(key), escape_markup(fmt(value)))
     make_console(out.stdout).print(table)
 
 

@@ -101,10 +101,10 @@ class _RichReporter(_Reporter):
             TimeRemainingColumn,
         )
 
-        from osmosis_cli.output import make_console
+        from osmosis_cli.output import escape_markup, make_console
 
         console = make_console(self.out.stderr)
-        console.print(_plan_line(progress))
+        console.print(escape_markup(_plan_line(progress)))
         if progress.pending_at_start == 0:
             return
         self._progress = Progress(
@@ -119,7 +119,10 @@ class _RichReporter(_Reporter):
         )
         self._progress.start()
         self._task = self._progress.add_task(
-            progress.run_name, total=progress.total, completed=progress.already_done, stats=""
+            escape_markup(progress.run_name),
+            total=progress.total,
+            completed=progress.already_done,
+            stats="",
         )
 
     def row(self, progress: EvalProgress) -> None:
@@ -137,11 +140,16 @@ class _RichReporter(_Reporter):
             return
         if self._progress is not None and level in ("error", "warning"):
             reason = details.get("reason", "")
-            self._progress.console.print(f"[yellow]{level}:[/yellow] {message} {reason}".rstrip())
+            from osmosis_cli.output import escape_markup
+
+            text = escape_markup(f"{message} {reason}".rstrip())
+            self._progress.console.print(f"[yellow]{level}:[/yellow] {text}")
 
     def say(self, message: str) -> None:
         if self._progress is not None:
-            self._progress.console.print(message)
+            from osmosis_cli.output import escape_markup
+
+            self._progress.console.print(escape_markup(message))
         else:
             self.out.progress(message)
 
