@@ -82,3 +82,30 @@ async def test_timeout_through_a_rollout_is_the_one_policy_timeout_error() -> No
             agent = OsmosisStrandsAgent(model=OsmosisRolloutModel(stream=False, timeout=0.1))
             with pytest.raises(errors.PolicyTimeoutError, match="timed out"):
                 await agent.invoke_async("hi")
+
+
+@pytest.mark.parametrize("stream", [True, False], ids=["streaming", "non-streaming"])
+async def test_what_strict_servers_accept_and_no_placeholder_the_model_never_wrote(
+    stream: bool,
+) -> None:
+    """llama.cpp's server answers HTTP 500 to an assistant ``content`` that is a list of parts,
+    and Strands would send an empty reply back as the text ``[blank text]``. The policy sees
+    text-only content as a string and its own empty reply as the empty string."""
+    async with ScriptedPolicyServer(["", "first answer", "#### 42"]) as policy:
+        with RolloutContext(
+            chat_completions_url=policy.chat_completions_url("r-strict"), rollout_id="r-strict"
+        ):
+            agent = OsmosisStrandsAgent(model=OsmosisRolloutModel(stream=stream))
+            for prompt in ("What is 6 times 7?", "Again?", "Final answer?"):
+                await agent.invoke_async(prompt)
+        requests = policy.requests_for("r-strict")
+    last = requests[-1].body["messages"]
+    assert [m["role"] for m in last] == ["user", "assistant", "user", "assistant", "user"]
+    assert [m["content"] for m in last] == [
+        "What is 6 times 7?",
+        "",
+        "Again?",
+        "first answer",
+        "Final answer?",
+    ]
+    assert "[blank text]" not in str([r.body for r in requests])

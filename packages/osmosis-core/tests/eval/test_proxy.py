@@ -236,3 +236,92 @@ def test_token_ids_and_logprobs_are_collected() -> None:
     assert record.logprobs == {"content": [{"token": "a"}, {"token": "b"}]}
     assert record.total_tokens == 4
     assert record.to_json()["completion_token_ids"] == [5, 6]
+
+
+# A stream the model server broke off, as llama.cpp's server sends it when its generation raises
+# ("Automatic streaming tool choice is not supported" with chatml-function-calling): the role
+# chunk, then [DONE] with no finish_reason, then (sometimes) a connection closed mid-body.
+_ROLE_CHUNK = (
+    b'data: {"id": "c1", "object": "chat.completion.chunk", "model": "m", "choices": '
+    b'[{"index": 0, "delta": {"role": "assistant"}, "finish_reason": null}]}\r\n\r\n'
+)
+_COMPLETE = (
+    b'data: {"id": "c1", "object": "chat.completion.chunk", "model": "m", "choices": '
+    b'[{"index": 0, "delta": {"content": "hi"}, "finish_reason": "stop"}]}\r\n\r\n'
+)
+BROKEN_STREAMS = {
+    "done without finish_reason": [_ROLE_CHUNK, b"data: [DONE]\r\n\r\n"],
+    "closed mid-stream": [_ROLE_CHUNK, None],  # None: close without the final chunk
+    "ended without finish_reason": [_ROLE_CHUNK],
+}
+
+
+async def _raw_sse_upstream(parts: list[bytes | None]) -> tuple[object, str]:
+    """A loopback HTTP/1.1 server answering every POST with ``parts`` as a chunked SSE body."""
+    import asyncio
+
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        head = await reader.readuntil(b"\r\n\r\n")
+        length = next(
+            int(line.split(b":")[1])
+            for line in head.split(b"\r\n")
+            if line.lower().startswith(b"content-length:")
+        )
+        await reader.readexactly(length)
+        writer.write(
+            b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
+            b"transfer-encoding: chunked\r\n\r\n"
+        )
+        for part in parts:
+            if part is None:  # the server dies: no terminating chunk
+                writer.close()
+                return
+            writer.write(f"{len(part):x}\r\n".encode() + part + b"\r\n")
+            await writer.drain()
+        writer.write(b"0\r\n\r\n")
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(answer, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    return server, f"http://127.0.0.1:{port}/v1"
+
+
+@pytest.mark.parametrize("case", list(BROKEN_STREAMS))
+async def test_a_stream_the_upstream_broke_off_reaches_the_rollout_as_an_error(case: str) -> None:
+    """Passed on as it came, such a stream reads as a complete empty reply and the row is graded
+    on it (reward 0 for an infrastructure failure); the openai client must raise instead."""
+    import openai
+
+    server, base_url = await _raw_sse_upstream(BROKEN_STREAMS[case])
+    async with server, PolicyProxy(Upstream(model="m", base_url=base_url)) as proxy:  # type: ignore[attr-defined]
+        url, token = proxy.register("r")
+        client = openai.AsyncOpenAI(base_url=url, api_key=token, max_retries=0)
+        stream = await client.chat.completions.create(
+            model="m", messages=[{"role": "user", "content": "hi"}], stream=True
+        )
+        with pytest.raises(openai.APIError, match="stream broke off"):
+            _ = [chunk async for chunk in stream]
+        await client.close()
+        (call,) = proxy.unregister("r")
+    assert call.error is not None
+    assert "finish_reason" in call.error or "interrupted" in call.error
+
+
+async def test_a_complete_stream_is_not_marked_broken_even_if_the_connection_drops_after() -> None:
+    import openai
+
+    parts: list[bytes | None] = [_ROLE_CHUNK, _COMPLETE, b"data: [DONE]\r\n\r\n", None]
+    server, base_url = await _raw_sse_upstream(parts)
+    async with server, PolicyProxy(Upstream(model="m", base_url=base_url)) as proxy:  # type: ignore[attr-defined]
+        url, token = proxy.register("r")
+        client = openai.AsyncOpenAI(base_url=url, api_key=token, max_retries=0)
+        stream = await client.chat.completions.create(
+            model="m", messages=[{"role": "user", "content": "hi"}], stream=True
+        )
+        text = "".join([c.choices[0].delta.content or "" async for c in stream if c.choices])
+        await client.close()
+        (call,) = proxy.unregister("r")
+    assert text == "hi"
+    assert call.error is None
+    assert call.finish_reason == "stop"

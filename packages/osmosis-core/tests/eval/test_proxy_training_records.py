@@ -103,3 +103,51 @@ async def test_token_ids_are_never_asked_for_without_opt_in(http: httpx.AsyncCli
         assert all("return_token_ids" not in r.body for r in policy.requests)
     assert calls[0].prompt_token_ids is None
     assert check_append_only(calls).token_ids == "none"
+
+
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "multiply",
+            "description": "Multiply two integers.",
+            "parameters": {"type": "object", "properties": {"a": {"type": "integer"}}},
+        },
+    }
+]
+
+
+async def test_llm_calls_jsonl_keeps_the_requests_tools(http: httpx.AsyncClient) -> None:
+    """The tools the policy was offered are part of what it saw: written once per run of equal
+    tools (``tools_as_previous``) and restored by ``expand_calls``."""
+    import io
+    import json
+
+    from osmosis_ai.eval._proxy_calls import compact_calls, expand_calls
+
+    async with (
+        ScriptedPolicyServer(["a", "b", "c"]) as policy,
+        PolicyProxy(Upstream(model="m", base_url=policy.url)) as proxy,
+    ):
+        url, token = proxy.register("r")
+        headers = {"Authorization": f"Bearer {token}"}
+        for tools in (TOOLS, TOOLS, None):
+            body: dict[str, object] = {"messages": [USER]}
+            if tools is not None:
+                body["tools"] = tools
+            response = await http.post(f"{url}/chat/completions", json=body, headers=headers)
+            assert response.status_code == 200
+        proxy.calls_file = written = io.StringIO()
+        calls = proxy._routes["r"].calls  # what finish() writes, kept to compare
+        await proxy.finish("r")
+        lines = [json.loads(line) for line in written.getvalue().splitlines()]
+    assert lines[0]["tools"] == TOOLS
+    assert "tools" not in lines[1]
+    assert lines[1]["tools_as_previous"] is True
+    assert "tools" not in lines[2]
+    assert "tools_as_previous" not in lines[2]
+    restored = expand_calls(
+        [{k: v for k, v in line.items() if k != "rollout_id"} for line in lines]
+    )
+    assert [c.get("tools") for c in restored] == [TOOLS, TOOLS, None]
+    assert compact_calls(calls)[1] == {k: v for k, v in lines[1].items() if k != "rollout_id"}

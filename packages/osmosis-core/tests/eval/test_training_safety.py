@@ -244,7 +244,9 @@ def test_summary_and_console_line(ids: int) -> None:
         "1 \N{MULTIPLICATION SIGN} reasoning_dropped; "
     )
     tail = (
-        "token ids: 0/200 rows (not requested: enable with --token-ids (vLLM))" if ids == 0 else "token ids: 3/200 rows"
+        "token ids: 0/200 rows (not requested: enable with --token-ids (vLLM))"
+        if ids == 0
+        else "token ids: 3/200 rows"
     )
     assert line == expected + tail
 

@@ -21,7 +21,8 @@ Model = Annotated[
     str | None,
     typer.Option(
         "--model",
-        help="Model: 'openai/<model>' style shorthand, a served name with --base-url, or "
+        help="Model: 'openai/<model>' style shorthand, a served name with --base-url, "
+        "'local' (a real model offline: SmolLM2-135M on llama.cpp, extra 'local-model'), or "
         "'mock' (offline scripted policy: a plumbing check, its rewards mean nothing).",
     ),
 ]

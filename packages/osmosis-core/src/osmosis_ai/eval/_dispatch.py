@@ -17,7 +17,7 @@ import os
 import secrets
 import signal
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -92,7 +92,7 @@ async def dispatch(
             # Off the event loop while the child imports the rollout (after its spawn: the
             # spawn runs a preexec_fn, which must not fork a process with other threads).
             pricing = warm_pricer(plan, stack)
-            upstream = await _start_upstream(plan, log, stack)
+            upstream = await _start_upstream(plan, job.paths, log, stack)
             proxy = await _start_proxy(job, upstream, stack, limit)
             if not upstream.is_mock:
                 await preflight_model(proxy, plan.upstream, log)
@@ -154,10 +154,28 @@ def _spawn_server(
     return server
 
 
-async def _start_upstream(plan: EvalPlan, log: RunLog, stack: AsyncExitStack) -> Upstream:
-    """``mock``: start the scripted policy (the multiply solver, or the ``--mock-script``) and
-    point the upstream at it."""
+async def _start_upstream(
+    plan: EvalPlan, paths: RunPaths, log: RunLog, stack: AsyncExitStack
+) -> Upstream:
+    """``mock``: start the scripted policy (the multiply solver, or the ``--mock-script``);
+    ``local``: start the embedded real model (its output in ``local_model.log``); then point
+    the upstream at it."""
     upstream = plan.upstream
+    if upstream.is_local:
+        from osmosis_ai.testing.local_model import LocalModelServer
+
+        model = LocalModelServer(log_path=paths.local_model_log)
+        log.info("upstream", "starting the local model", command=" ".join(model.command()))
+        stack.push_async_callback(model.astop)
+        await model.astart()
+        log.info(
+            "upstream",
+            "local model serving (SmolLM2-135M-Instruct on llama.cpp's server)",
+            url=model.base_url,
+            model_file=str(model.model_path),
+            pid=model.pid,
+        )
+        return replace(upstream, base_url=model.base_url)
     if not upstream.is_mock:
         return upstream
     from osmosis_ai.testing import ScriptedPolicyServer
@@ -287,10 +305,19 @@ def _row_pricer(plan: EvalPlan) -> RowPricer:
         Pricer(overrides),
         upstream.model,
         None if upstream.is_mock else upstream.base_url,
-        fixed_reason="the mock policy has no price"
-        if upstream.is_mock and upstream.model not in overrides
-        else None,
+        fixed_reason=_fixed_price_reason(upstream, overrides),
     )
+
+
+def _fixed_price_reason(upstream: Upstream, overrides: Mapping[str, Any]) -> str | None:
+    """Why a run's own policy server has no price (unless ``[pricing]`` gives one)."""
+    if upstream.model in overrides:
+        return None
+    if upstream.is_mock:
+        return "the mock policy has no price"
+    if upstream.is_local:
+        return "the local model runs on this machine and has no price"
+    return None
 
 
 async def _run_watched(

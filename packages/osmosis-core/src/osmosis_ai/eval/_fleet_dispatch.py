@@ -50,7 +50,7 @@ async def dispatch_fleet(job: DispatchJob) -> DispatchOutcome:
     fleet: Fleet | None = None
     try:
         async with AsyncExitStack() as stack:
-            upstream = await _start_upstream(plan, log, stack)
+            upstream = await _start_upstream(plan, job.paths, log, stack)
             pricing = warm_pricer(plan, stack)  # on a thread while the proxy process starts
             # The servers' /health probes run while the proxy process starts (imports take a
             # second); the model's preflight still decides first.

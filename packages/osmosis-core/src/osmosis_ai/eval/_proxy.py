@@ -31,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import re
 import secrets
 import socket
 import time
@@ -355,13 +356,45 @@ class PolicyProxy:
         watcher = SSEWatcher(record) if response.status_code == 200 else None
         if watcher is None:
             record.error = f"HTTP {response.status_code}"
+        # Passed on as it came, a stream the server broke off would read to the rollout as a
+        # complete (often empty) reply, graded as if the model said it; an error event in OpenAI's
+        # shape makes the client raise instead (openai: APIError), so the row fails as http_error.
+        broken: str | None = None
         try:
             async for chunk in response.aiter_raw():
                 if record.first_byte_ms is None:
                     record.first_byte_ms = (time.perf_counter() - start) * 1000
                 if watcher is not None:
                     watcher.feed(chunk)
+                    if watcher.done and record.finish_reason is None:
+                        # [DONE] with no finish_reason: the generation failed (llama.cpp's server
+                        # does this when it raises mid-stream); the error goes in its place.
+                        broken = "the stream ended with no finish_reason"
+                        chunk = _DONE.sub(_stream_error_data(broken), chunk, count=1)
                 await send({"type": "http.response.body", "body": chunk, "more_body": True})
+                if broken is not None:
+                    break
+            ended = "the stream ended with no finish_reason and no [DONE]"
         except httpx.HTTPError as exc:
-            record.error = f"stream interrupted: {type(exc).__name__}"
+            ended = f"stream interrupted: {type(exc).__name__}"
+        if watcher is not None and broken is None and not watcher.finished:
+            broken = ended
+            body = b"\n\n" + _stream_error_data(broken) + b"\n\n"
+            await send({"type": "http.response.body", "body": body, "more_body": True})
+        if broken is not None:
+            record.error = broken
         await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+#: The SSE line that ends an OpenAI-style stream.
+_DONE = re.compile(rb"data:[ \t]*\[DONE\]")
+
+
+def _stream_error_data(reason: str) -> bytes:
+    """The SSE ``data:`` line that tells the client its stream broke upstream (OpenAI's error
+    shape)."""
+    error = {
+        "message": f"the model server's response stream broke off ({reason}); its own log says why",
+        "type": "upstream_stream_interrupted",
+    }
+    return b"data: " + json.dumps({"error": error}).encode()

@@ -79,6 +79,7 @@ class CallRecord:
             "logprobs": self.logprobs,
             "error": self.error,
             "messages": self.messages,
+            "tools": self.tools,
             "response": self.response,
             "finish_reason": self.finish_reason,
             "system_fingerprint": self.system_fingerprint,
@@ -260,11 +261,15 @@ def compact_calls(calls: list[CallRecord]) -> list[dict[str, Any]]:
     A call whose messages start with the previous call's messages + response (the usual case)
     stores ``messages_from: {"call": k, "count": m}`` and only ``messages_suffix``; :func:`expand_calls`
     restores ``messages``. Keeps ``llm_calls.jsonl`` and trajectories linear in the conversation.
+    Tools the same as the previous call's are stored once: ``tools_as_previous: true``.
     """
     out: list[dict[str, Any]] = []
     previous: list[Any] | None = None
     for index, call in enumerate(calls):
         data = call.to_json()
+        if index and call.tools is not None and call.tools == calls[index - 1].tools:
+            del data["tools"]
+            data["tools_as_previous"] = True
         messages = call.messages
         if previous is not None and messages is not None:
             count = _common_prefix(previous, messages)
@@ -292,6 +297,8 @@ def expand_calls(calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for call in calls:
         data = dict(call)
+        if data.pop("tools_as_previous", False) and out:
+            data["tools"] = out[-1].get("tools")
         ref = data.pop("messages_from", None)
         suffix = data.pop("messages_suffix", None)
         if isinstance(ref, dict) and isinstance(suffix, list):
@@ -310,6 +317,13 @@ class SSEWatcher:
     def __init__(self, record: CallRecord) -> None:
         self._record = record
         self._buffer = b""
+        #: The stream's ``data: [DONE]`` was seen.
+        self.done = False
+
+    @property
+    def finished(self) -> bool:
+        """The stream said it was complete: ``[DONE]``, or a choice's ``finish_reason``."""
+        return self.done or self._record.finish_reason is not None
 
     def feed(self, chunk: bytes) -> None:
         self._buffer += chunk
@@ -319,7 +333,10 @@ class SSEWatcher:
             if not line.startswith(b"data:"):
                 continue
             payload = line[5:].strip()
-            if payload == b"[DONE]" or not payload:
+            if payload == b"[DONE]":
+                self.done = True
+                continue
+            if not payload:
                 continue
             try:
                 self._record.absorb_response(json.loads(payload))

@@ -87,6 +87,11 @@ class RunPaths:
         return self.root / "rollout_server.log"
 
     @property
+    def local_model_log(self) -> Path:
+        """``--model local``: the model server's output."""
+        return self.root / "local_model.log"
+
+    @property
     def llm_calls(self) -> Path:
         return self.root / "llm_calls.jsonl"
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ctypes
 import os
 import signal
 import subprocess
@@ -31,10 +30,10 @@ from typing import IO, Any
 
 import httpx
 
+from osmosis_ai._child_process import die_with_parent
 from osmosis_ai.errors import EvalError
 
 BOOTSTRAP = Path(__file__).with_name("_server_bootstrap.py")
-_PR_SET_PDEATHSIG = 1
 
 
 class RolloutServerError(EvalError):
@@ -48,15 +47,6 @@ class RolloutServerError(EvalError):
             else ""
         )
         super().__init__(message + detail)
-
-
-def _set_parent_death_signal() -> None:
-    """preexec hook: SIGTERM this child when its parent dies (Linux only; harmless elsewhere)."""
-    if sys.platform.startswith("linux"):
-        with contextlib.suppress(OSError, AttributeError):
-            libc = ctypes.CDLL("libc.so.6", use_errno=True)
-            libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
-    os.setpgid(0, 0)  # own process group, so stop() can reach grandchildren (uv run)
 
 
 def find_uv() -> str:
@@ -154,7 +144,7 @@ class RolloutServerProcess:
             stderr=subprocess.STDOUT,
             env=env,
             cwd=str(self.rollout_dir),
-            preexec_fn=_set_parent_death_signal,
+            preexec_fn=die_with_parent,  # its own group: stop() reaches uv run's child
         )
 
     async def wait_healthy(self, *, timeout_sec: float = 120.0) -> str:

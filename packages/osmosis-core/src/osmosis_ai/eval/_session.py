@@ -220,6 +220,14 @@ class _Session:
                 "any model.",
                 {"code": "MOCK_MODEL"},
             )
+        if plan.upstream.is_local:
+            self._notice(
+                "warning",
+                "--model local runs SmolLM2-135M-Instruct on llama.cpp's server on this machine: "
+                "a real model, so the rollout meets a real server's schemas and prose answers, "
+                "but a tiny one; its rewards say little about the model you will train.",
+                {"code": "LOCAL_MODEL"},
+            )
         if self.code_change is not None:
             old, new = self.code_change
             self._notice(

@@ -4,7 +4,9 @@ Why shorthands: ``openai/gpt-4.1-mini`` is what users type (and what eval TOMLs 
 ``model_path``); it means "model ``gpt-4.1-mini`` at ``https://api.openai.com/v1`` with the key
 in ``OPENAI_API_KEY``". With an explicit ``--base-url`` (vLLM, SGLang, Ollama, llama.cpp, any
 gateway) the model name is sent verbatim, since served names such as ``Qwen/Qwen3-8B`` contain
-slashes. ``mock`` is the offline scripted policy (a plumbing check; its rewards mean nothing).
+slashes. ``mock`` is the offline scripted policy (a plumbing check; its rewards mean nothing);
+``local`` is a real model offline (SmolLM2-135M-Instruct on llama.cpp's server, started for the
+run: :class:`osmosis_ai.testing.LocalModelServer`, extra ``local-model``).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from osmosis_ai.errors import ConfigurationError
 from osmosis_ai.eval._providers import known_names, lookup
 
 MOCK_MODEL = "mock"
+LOCAL_MODEL = "local"
 
 
 class UpstreamError(ConfigurationError):
@@ -32,6 +35,8 @@ class Upstream:
     api_key: str | None = field(default=None, repr=False)
     key_env: str | None = None
     is_mock: bool = False
+    #: ``local``: the run starts the embedded real model and points ``base_url`` at it.
+    is_local: bool = False
     #: Sampling parameters set on every forwarded request (``--temperature``, ``--model-arg``...);
     #: empty: the rollout's own values apply.
     sampling: dict[str, Any] = field(default_factory=dict)
@@ -57,7 +62,8 @@ class Upstream:
         """What the run manifest locks (never the key, nor credentials in the URL)."""
         identity: dict[str, Any] = {
             "model": self.model,
-            "base_url": None if self.is_mock else self.display_url,
+            # mock and local: a server the run starts itself, on a new port each time
+            "base_url": None if self.is_mock or self.is_local else self.display_url,
         }
         if self.mock_script:  # only when set, like sampling
             identity["mock_script"] = {"path": self.mock_script, "sha256": self.mock_script_sha256}
@@ -85,6 +91,9 @@ def resolve_upstream(
         raise UpstreamError("no model given: pass --model or set experiment.model_path")
     if model == MOCK_MODEL and base_url is None:
         return Upstream(model=MOCK_MODEL, base_url="", is_mock=True)
+    if model == LOCAL_MODEL and base_url is None:
+        _check_local_model()
+        return Upstream(model=LOCAL_MODEL, base_url="", is_local=True)
     if base_url is not None:
         base = _check_base_url(base_url)
         key = api_key or _read_key(api_key_env, env, required=api_key_env is not None)
@@ -96,13 +105,23 @@ def resolve_upstream(
         raise UpstreamError(
             f"cannot tell where to send model {model!r}: use a provider shorthand "
             f"('<provider>/<model>', providers: {known}), pass --base-url for any "
-            "OpenAI-compatible server, or --model mock for an offline plumbing check"
+            "OpenAI-compatible server, --model local for a real model offline, or --model "
+            "mock for an offline plumbing check"
         )
     key_env = api_key_env or provider.key_env
     if api_key:
         return Upstream(model=provider_model, base_url=provider.base_url, api_key=api_key)
     key = _read_key(key_env, env, required=provider.key_required or api_key_env is not None)
     return Upstream(model=provider_model, base_url=provider.base_url, api_key=key, key_env=key_env)
+
+
+def _check_local_model() -> None:
+    """``--model local`` fails here, before anything starts, when the model or its server is
+    not installed (the error names ``pip install 'osmosis-ai[local-model]'``)."""
+    from osmosis_ai.testing.local_model import check_server_installed, find_model_file
+
+    find_model_file()
+    check_server_installed()
 
 
 def _check_base_url(url: str) -> str:

@@ -17,6 +17,8 @@ about that call that does not depend on the framework lives here:
   :class:`~osmosis_ai.errors.PolicyHTTPError` (``http_error``) or
   :class:`~osmosis_ai.errors.PolicyTimeoutError` (``timeout``) with status, body excerpt and URL,
   so a failing policy is an infrastructure failure, never reward 0;
+* :func:`strict_chat_messages` — the request's messages in the shape strict OpenAI-compatible
+  servers accept (llama.cpp's server, vLLM's validation): text-only content as a string;
 * :func:`usage_dict` and :class:`PolicyCall` — one usage normaliser and one per-call record (the
   serving model and token usage the trajectory needs on each assistant message);
   :class:`CallObserver` fills a record from chat-completions responses or stream chunks.
@@ -50,6 +52,7 @@ __all__ = [
     "policy_client",
     "public_url",
     "require_active_rollout",
+    "strict_chat_messages",
     "sync_policy_client",
     "translate_policy_error",
     "translating_policy_errors",
@@ -303,6 +306,8 @@ def translate_policy_error(exc: BaseException, url: str) -> PolicyHTTPError | No
             cause = exc.__cause__ or exc.__context__
             detail = f"{type(cause).__name__}: {cause}" if cause is not None else str(exc)
             return PolicyHTTPError(None, f"could not reach the policy ({detail})", url)
+        if type(exc).__name__ == "APIError":  # an error event inside a 200 stream
+            return PolicyHTTPError(None, f"the policy's stream reported an error: {exc}", url)
         return None
     if module_root in _TRANSPORT_MODULES:
         detail = f"{type(exc).__name__}: {exc}".strip()
@@ -326,6 +331,49 @@ def translating_policy_errors(url: str) -> Iterator[None]:
         if translated is None or translated is exc:
             raise
         raise translated from exc
+
+
+# -- request shape ---------------------------------------------------------------------------
+
+
+def _text_parts(content: Any) -> list[str] | None:
+    """The texts of ``content`` when it is a list of text parts only, else ``None``."""
+    if not isinstance(content, list) or not content:
+        return None
+    texts: list[str] = []
+    for part in cast("list[Any]", content):
+        if not isinstance(part, Mapping):
+            return None
+        part = cast("Mapping[str, Any]", part)
+        if part.get("type") != "text" or not isinstance(part.get("text"), str):
+            return None
+        texts.append(part["text"])
+    return texts
+
+
+def strict_chat_messages(messages: Any) -> Any:
+    """``messages`` as strict OpenAI-compatible servers accept them; the same list otherwise.
+
+    Frameworks send content as a list of parts even when it is only text. The OpenAI API takes
+    that, but strict servers do not: llama.cpp's server validates an assistant message's
+    ``content`` as a string (HTTP 500 otherwise), and many chat templates concatenate
+    ``content`` as a string. So an assistant message whose content is text parts gets their
+    concatenation, and any other message with exactly one text part gets that text. The model
+    sees the same tokens either way; images, audio and other parts are left as they are.
+    """
+    if not isinstance(messages, list):
+        return messages
+    out: list[Any] = []
+    changed = False
+    for message in cast("list[Any]", messages):
+        if isinstance(message, Mapping):
+            message = cast("Mapping[str, Any]", message)
+            texts = _text_parts(message.get("content"))
+            if texts is not None and (message.get("role") == "assistant" or len(texts) == 1):
+                message = {**message, "content": "".join(texts)}
+                changed = True
+        out.append(message)
+    return out if changed else messages
 
 
 # -- usage and per-call records ----------------------------------------------------------------

@@ -15,6 +15,9 @@ Three tools:
 * reply scripts (:mod:`osmosis_ai.testing.script`) — :func:`load_reply_script` turns a JSONL
   file of replies per dataset row or prompt (or a Python ``respond(body)``) into a policy for
   the server; ``osmosis eval run --model mock --mock-script FILE`` uses the same loader.
+* :class:`LocalModelServer` (:mod:`osmosis_ai.testing.local_model`) — a *real* model
+  (SmolLM2-135M-Instruct) on llama.cpp's OpenAI-compatible server on ``127.0.0.1``, offline
+  (extra ``local-model``): what a strict real server accepts, real tokens, prose answers.
 * :func:`serve_app` (:mod:`osmosis_ai.testing.serving`) — serves an ASGI app, such as your
   ``create_rollout_server(...)``, under real uvicorn on ``127.0.0.1`` and yields its base URL.
 
@@ -80,6 +83,9 @@ _EXPORTS = {
     "malformed_verdict": f"{_P}.judge",
     "scripted_judge": f"{_P}.judge",
     "candidate_text": f"{_P}.judge",
+    "LocalModelServer": f"{_P}.local_model",
+    "LocalModelError": f"{_P}.local_model",
+    "LocalModelUnavailable": f"{_P}.local_model",
 }
 __all__ = sorted(_EXPORTS)
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
@@ -89,6 +95,9 @@ if TYPE_CHECKING:  # the same names as _EXPORTS (checked by a core test)
     from osmosis_ai.testing.judge import judge_verdict as judge_verdict
     from osmosis_ai.testing.judge import malformed_verdict as malformed_verdict
     from osmosis_ai.testing.judge import scripted_judge as scripted_judge
+    from osmosis_ai.testing.local_model import LocalModelError as LocalModelError
+    from osmosis_ai.testing.local_model import LocalModelServer as LocalModelServer
+    from osmosis_ai.testing.local_model import LocalModelUnavailable as LocalModelUnavailable
     from osmosis_ai.testing.policy_server import RecordedRequest as RecordedRequest
     from osmosis_ai.testing.policy_server import ScriptedPolicyServer as ScriptedPolicyServer
     from osmosis_ai.testing.policy_server import rollout_scope as rollout_scope

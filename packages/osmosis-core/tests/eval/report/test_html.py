@@ -91,6 +91,7 @@ def test_training_safety_summary_rows_and_details_are_embedded(tmp_path: Path) -
         "token_ids_rows": 0,
         "length_truncated_rows": 1,
         "first_rows": {"history_edited": [1, 0]},
+        "token_ids_missing": "not requested: enable with --token-ids (vLLM)",
     }
     embedded = _blob(page, "rows-0")
     assert isinstance(embedded, list)

@@ -188,20 +188,34 @@ async def test_429_and_malformed_replies_are_retried_then_succeed() -> None:
     assert result.call.attempts == 3
 
 
-async def test_unstructured_model_is_asked_in_text_and_parsed_tolerantly() -> None:
+async def test_unstructured_model_is_asked_with_less_structure_and_parsed_tolerantly(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """json_schema refused -> json_object; that refused too -> a prompt-only JSON answer. The
+    endpoint's choice is remembered: the next call asks in text at once, and it is said once."""
     from osmosis_ai import evaluate_rubric
 
     prose = '<think>hmm</think>Sure! ```json\n{"score": 0.9, "explanation": "close"}\n```'
-    script = [error_reply(400, "response_format json_schema is not supported"), prose]
+    script = [
+        error_reply(400, "response_format json_schema is not supported"),
+        error_reply(422, "response_format json_object is not supported"),
+        prose,
+        prose,
+    ]
     async with ScriptedPolicyServer(script) as s:
-        result = await evaluate_rubric(
-            solution_str="x", rubric=RUBRIC, model="vllm/Qwen/Qwen3-8B", base_url=s.url
-        )
+        for _ in range(2):
+            result = await evaluate_rubric(
+                solution_str="x", rubric=RUBRIC, model="vllm/Qwen/Qwen3-8B", base_url=s.url
+            )
+            assert (result.score, result.explanation) == (0.9, "close")
         bodies = [r.body for r in s.requests]
-    assert (result.score, result.explanation) == (0.9, "close")
-    assert "response_format" in bodies[0]
-    assert "response_format" not in bodies[1]
-    assert bodies[1]["model"] == "Qwen/Qwen3-8B"
+    modes = [b.get("response_format", {}).get("type") for b in bodies]
+    assert modes == ["json_schema", "json_object", None, None]
+    assert bodies[2]["model"] == "Qwen/Qwen3-8B"
+    said = [r.getMessage() for r in caplog.records if r.name == "osmosis_ai.eval.judge"]
+    assert len(said) == 2  # one line per fallback, not one per call
+    assert "asking with 'json_object' from now on" in said[0]
+    assert "asking with 'text' from now on" in said[1]
 
 
 async def test_bad_arguments_are_clear_errors() -> None:
@@ -222,3 +236,21 @@ async def test_bad_arguments_are_clear_errors() -> None:
 def test_verdict_json_is_what_the_scripted_judge_sends() -> None:
     reply = judge_verdict(0.5, "ok")
     assert json.loads(reply.content or "") == {"score": 0.5, "explanation": "ok"}
+
+
+async def test_a_5xx_naming_response_format_degrades_but_a_plain_5xx_is_retried() -> None:
+    """llama.cpp's server answers a json_schema request with HTTP 500 and a validation error
+    about response_format: that is a refusal, not an outage."""
+    from osmosis_ai import evaluate_rubric
+
+    refusal = error_reply(
+        500, "1 validation error: ('body', 'response_format', 'type') Input should be 'text'"
+    )
+    outage = error_reply(503, "overloaded", headers={"Retry-After": "0"})
+    async with ScriptedPolicyServer([refusal, outage, judge_verdict(1.0, "ok")]) as s:
+        result = await evaluate_rubric(
+            solution_str="x", rubric=RUBRIC, model="openai/m", base_url=s.url
+        )
+        modes = [r.body.get("response_format", {}).get("type") for r in s.requests]
+    assert result.score == 1.0
+    assert modes == ["json_schema", "json_object", "json_object"]  # the 503 was retried as is

@@ -7,6 +7,7 @@ usage) so that the retry policy reads in one place.
 from __future__ import annotations
 
 import asyncio
+import logging
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,8 +19,47 @@ from osmosis_ai.eval.judge.providers import JudgeTarget
 from osmosis_ai.eval.judge.retry import backoff, is_retryable, retry_after
 from osmosis_ai.eval.judge.transport import client_for
 
-#: ``(base_url, model)`` pairs that rejected structured output with HTTP 400: asked in text.
-_TEXT_ONLY: set[tuple[str, str]] = set()
+_log = logging.getLogger("osmosis_ai.eval.judge")
+
+#: The next output mode to try when an endpoint rejects one: structured output degrades to JSON
+#: mode, JSON mode to a prompt-only JSON answer (the parser reads JSON out of plain text).
+_FALLBACK: dict[str, str] = {
+    "json_schema": "json_object",
+    "tool": "json_object",
+    "json_object": "text",
+}
+#: ``(base_url, model)`` -> the output mode that endpoint accepts, once one was rejected. Every
+#: later call (any Judge, this process) asks that way at once instead of failing first.
+_ACCEPTED_MODE: dict[tuple[str, str], str] = {}
+#: Words in an error body that say the structured-output request itself was refused (strict
+#: servers answer 500 for a schema violation: llama.cpp's says "Input should be 'text' or
+#: 'json_object'" about ``response_format``).
+_STRUCTURE_WORDS = ("response_format", "json_schema", "json_object", "tool_choice", "tools")
+
+
+def _rejects_structure(status: int, detail: str) -> bool:
+    """Whether an error answer refuses the request's structured-output fields."""
+    if status in (400, 415, 422):
+        return True
+    return status >= 500 and any(word in detail for word in _STRUCTURE_WORDS)
+
+
+def _degrade(target: JudgeTarget, mode: str, status: int, detail: str) -> str:
+    """The next mode after ``mode`` was refused; remembered for the endpoint, said once."""
+    fallback = _FALLBACK[mode]
+    key = (target.base_url, target.model)
+    if _ACCEPTED_MODE.get(key) != fallback:
+        _ACCEPTED_MODE[key] = fallback
+        _log.warning(
+            "judge %s at %s refused output_mode %r (HTTP %s: %s); asking with %r from now on",
+            target.model,
+            target.base_url,
+            mode,
+            status,
+            detail[:200],
+            fallback,
+        )
+    return fallback
 
 
 @dataclass(slots=True)
@@ -133,7 +173,9 @@ async def run_exchange(
 
     target = exchange.target
     client = client_for(target, request_timeout)
-    mode = "text" if (target.base_url, target.model) in _TEXT_ONLY else exchange.output_mode
+    mode = _ACCEPTED_MODE.get((target.base_url, target.model), exchange.output_mode)
+    if exchange.output_mode == "text":
+        mode = "text"
     attempt = 0
     failures = 0
     spent = [0, 0]  # prompt and completion tokens over every answered attempt
@@ -160,10 +202,9 @@ async def run_exchange(
                     status_code=404,
                     attempts=attempt,
                 ) from exc
-            if status == 400 and mode != "text":
-                _TEXT_ONLY.add((target.base_url, target.model))
-                mode = "text"
-                continue  # asked again without structured output; not a failure
+            if mode != "text" and _rejects_structure(status, detail):
+                mode = _degrade(target, mode, status, detail)
+                continue  # asked again with less structure; not a failure
             if not is_retryable(status) or failures >= max_retries:
                 raise ProviderRequestError(
                     target.provider, target.model, detail, status_code=status, attempts=attempt

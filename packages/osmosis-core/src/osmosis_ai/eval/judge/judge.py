@@ -5,8 +5,11 @@ What it does for every call:
 * resolves ``provider/model`` to an OpenAI-compatible endpoint (:mod:`.providers`);
 * waits for a slot of the per-endpoint, per-event-loop concurrency bound (:mod:`.transport`);
 * asks for structured output (``output_mode``: ``"json_schema"`` by default, ``"tool"``,
-  ``"json_object"`` or ``"text"``); a provider rejecting the structured request with HTTP 400 is
-  asked again in plain text, and the reply is read by a tolerant parser (:mod:`.parse`);
+  ``"json_object"`` or ``"text"``); an endpoint that refuses it (HTTP 400/422, or a 5xx naming
+  ``response_format``, as llama.cpp's server answers) is asked again with less: ``json_schema``
+  and ``tool`` fall back to ``json_object``, that to a prompt-only JSON answer. The mode that
+  worked is remembered per endpoint and the fallback logged once; the reply is read by a
+  tolerant parser (:mod:`.parse`);
 * retries 408/409/429/5xx, timeouts, connection failures and unreadable replies up to
   ``max_retries`` times, waiting ``Retry-After`` when the provider sends it (:mod:`.retry`);
 * clamps the score to ``[score_min, score_max]``;

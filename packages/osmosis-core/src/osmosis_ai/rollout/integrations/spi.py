@@ -17,7 +17,8 @@ What an integration needs, in one place:
   :func:`share_in_config_copies` (objects that ``LocalBackend`` may share between config copies);
 * the policy layer (:mod:`osmosis_ai.rollout.policy`): :func:`require_active_rollout`,
   :func:`policy_client`, :func:`aclose_policy_clients`, :func:`translate_policy_error`,
-  :func:`translating_policy_errors`, :func:`usage_dict`, :class:`PolicyCall`, :class:`CallObserver`;
+  :func:`translating_policy_errors`, :func:`usage_dict`, :func:`strict_chat_messages`,
+  :class:`PolicyCall`, :class:`CallObserver`;
 * for execution backends (``osmosis-harbor``): the one execution engine that every backend runs
   (:func:`run_workflow_phase`, :func:`run_grader_phase`, :func:`validate_reward`, :func:`failure`)
   where osmosis keeps files (:func:`rollout_dir`, :func:`osmosis_cache_dir`) and which files
@@ -52,7 +53,7 @@ _EXPORTS = exports_from(
         "osmosis_ai.rollout.backend.local": "share_in_config_copies",
         _POLICY: (
             "require_active_rollout policy_client aclose_policy_clients translate_policy_error "
-            "translating_policy_errors usage_dict PolicyCall CallObserver"
+            "translating_policy_errors usage_dict strict_chat_messages PolicyCall CallObserver"
         ),
         _ERRORS: (
             "OsmosisError PolicyError PolicyHTTPError PolicyTimeoutError NoActiveRolloutError "
@@ -86,6 +87,7 @@ if TYPE_CHECKING:  # the same names as _EXPORTS (tests/test_lazy_exports.py chec
     from osmosis_ai.rollout.policy import aclose_policy_clients as aclose_policy_clients
     from osmosis_ai.rollout.policy import policy_client as policy_client
     from osmosis_ai.rollout.policy import require_active_rollout as require_active_rollout
+    from osmosis_ai.rollout.policy import strict_chat_messages as strict_chat_messages
     from osmosis_ai.rollout.policy import translate_policy_error as translate_policy_error
     from osmosis_ai.rollout.policy import translating_policy_errors as translating_policy_errors
     from osmosis_ai.rollout.policy import usage_dict as usage_dict

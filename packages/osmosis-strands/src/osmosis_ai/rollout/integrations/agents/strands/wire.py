@@ -14,7 +14,12 @@ wire-level problems of older Strands releases:
   completion's attributes directly, which the wrapper passes through.
 
 It also sends earlier tool calls' arguments back exactly as the policy wrote them
-(:mod:`._raw_arguments`): Strands re-renders them with ``json.dumps``.
+(:mod:`._raw_arguments`): Strands re-renders them with ``json.dumps``. And it sends what the
+model produced, in the shape strict servers accept: Strands replaces an empty assistant reply by
+the placeholder ``[blank text]``, a text the model never wrote (it breaks the trajectory's token
+exactness), which goes back as the empty string; text-only content goes as a string (core's
+``strict_chat_messages``), since llama.cpp's server rejects an assistant ``content`` list with
+HTTP 500.
 """
 
 from __future__ import annotations
@@ -22,6 +27,11 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
+
+from osmosis_ai.rollout.integrations.spi import strict_chat_messages
+
+#: What Strands' event loop puts in an assistant message the model left empty.
+BLANK_TEXT_PLACEHOLDER = "[blank text]"
 
 if TYPE_CHECKING:
     from osmosis_ai.rollout.integrations.spi import CallObserver
@@ -68,6 +78,8 @@ class _Completions:
         raw = self._raw
         if raw is not None:
             raw.restore(request.get("messages"))
+        if "messages" in request:
+            request["messages"] = strict_chat_messages(_without_placeholder(request["messages"]))
         if not request.get("stream"):
             request.pop("stream_options", None)
             completion = await self._completions.create(**request)
@@ -77,6 +89,21 @@ class _Completions:
             return _IterableCompletion(completion)
         stream = await self._completions.create(**request)
         return _ObservedStream(stream, self._observer, raw)
+
+
+def _without_placeholder(messages: Any) -> Any:
+    """Assistant text parts that hold only Strands' placeholder become empty text again."""
+    if not isinstance(messages, list):
+        return messages
+    for message in messages:
+        if not isinstance(message, dict) or message.get("role") != "assistant":
+            continue
+        content = message.get("content")
+        if isinstance(content, list):
+            for part in content:
+                if isinstance(part, dict) and part.get("text") == BLANK_TEXT_PLACEHOLDER:
+                    part["text"] = ""
+    return messages
 
 
 class _ObservedStream:
