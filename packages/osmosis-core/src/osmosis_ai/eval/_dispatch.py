@@ -30,6 +30,7 @@ from osmosis_ai.eval._journal import Journal
 from osmosis_ai.eval._plan import EvalPlan
 from osmosis_ai.eval._preflight import preflight_model
 from osmosis_ai.eval._pricing import Pricer, RowPricer, parse_overrides
+from osmosis_ai.eval._providers import LOCAL_MODEL_BASE_URL_ENV
 from osmosis_ai.eval._proxy import PolicyProxy
 from osmosis_ai.eval._proxy_calls import PolicyRoutes
 from osmosis_ai.eval._proxy_upstream import UpstreamCaller
@@ -42,6 +43,7 @@ from osmosis_ai.eval._upstream import Upstream
 if TYPE_CHECKING:
     from osmosis_ai.eval._proxy_process import ProxyProcess
     from osmosis_ai.rollout.client import RolloutClient
+    from osmosis_ai.testing.local_model import LocalModelServer
 
 #: Default concurrency when neither the arguments, the config nor the server say otherwise.
 DEFAULT_MAX_IN_FLIGHT = 8
@@ -88,11 +90,12 @@ async def dispatch(
             # A per-session key: no other local process can admit rollouts to (or cancel) ours.
             server_key = secrets.token_urlsafe(24)
             log.redact.add(server_key)
-            server = _spawn_server(plan, job.paths, log, server_key, stack)
+            local = local_model_for(plan, job.paths)
+            server = _spawn_server(plan, job.paths, log, server_key, stack, local)
             # Off the event loop while the child imports the rollout (after its spawn: the
             # spawn runs a preexec_fn, which must not fork a process with other threads).
             pricing = warm_pricer(plan, stack)
-            upstream = await _start_upstream(plan, job.paths, log, stack)
+            upstream = await _start_upstream(plan, log, stack, local)
             proxy = await _start_proxy(job, upstream, stack, limit)
             if not upstream.is_mock:
                 await preflight_model(proxy, plan.upstream, log)
@@ -123,7 +126,9 @@ def _close_quietly(file: IO[str]) -> None:
         file.close()
 
 
-def _child_env(plan: EvalPlan, paths: RunPaths) -> dict[str, str]:
+def _child_env(
+    plan: EvalPlan, paths: RunPaths, local: LocalModelServer | None = None
+) -> dict[str, str]:
     env = dict(os.environ)
     # The rollout reaches the model only through the proxy; it never sees the upstream key
     # unless it declares that variable as one of its own secrets.
@@ -133,17 +138,24 @@ def _child_env(plan: EvalPlan, paths: RunPaths) -> dict[str, str]:
     env.update(plan.secrets)
     env["_OSMOSIS_ROLLOUT_ARTIFACT_ROOT"] = str(paths.rollout_trials)
     env["OSMOSIS_ROLLOUT_WORKERS"] = str(plan.workers)
+    if local is not None:  # a grader's Judge("local/...") reaches the same model
+        env[LOCAL_MODEL_BASE_URL_ENV] = local.base_url
     return env
 
 
 def _spawn_server(
-    plan: EvalPlan, paths: RunPaths, log: RunLog, server_key: str, stack: AsyncExitStack
+    plan: EvalPlan,
+    paths: RunPaths,
+    log: RunLog,
+    server_key: str,
+    stack: AsyncExitStack,
+    local: LocalModelServer | None = None,
 ) -> RolloutServerProcess:
     server = RolloutServerProcess(
         entrypoint=plan.entrypoint,
         rollout_dir=plan.rollout_dir,
         log_path=paths.server_log,
-        env=_child_env(plan, paths),
+        env=_child_env(plan, paths, local),
         isolated=plan.isolated,
         api_key=server_key,
         redact=log.redact,
@@ -154,17 +166,26 @@ def _spawn_server(
     return server
 
 
+def local_model_for(plan: EvalPlan, paths: RunPaths) -> LocalModelServer | None:
+    """``--model local``: the model server to start (its port already chosen, so the rollout
+    server can be told it before either starts), its output in ``local_model.log``."""
+    if not plan.upstream.is_local:
+        return None
+    from osmosis_ai.testing.local_model import LocalModelServer
+
+    model = LocalModelServer(log_path=paths.local_model_log)
+    model.choose_port()
+    return model
+
+
 async def _start_upstream(
-    plan: EvalPlan, paths: RunPaths, log: RunLog, stack: AsyncExitStack
+    plan: EvalPlan, log: RunLog, stack: AsyncExitStack, model: LocalModelServer | None = None
 ) -> Upstream:
     """``mock``: start the scripted policy (the multiply solver, or the ``--mock-script``);
-    ``local``: start the embedded real model (its output in ``local_model.log``); then point
-    the upstream at it."""
+    ``local``: start the embedded real model (``model``, from :func:`local_model_for`); then
+    point the upstream at it."""
     upstream = plan.upstream
-    if upstream.is_local:
-        from osmosis_ai.testing.local_model import LocalModelServer
-
-        model = LocalModelServer(log_path=paths.local_model_log)
+    if model is not None:
         log.info("upstream", "starting the local model", command=" ".join(model.command()))
         stack.push_async_callback(model.astop)
         await model.astart()

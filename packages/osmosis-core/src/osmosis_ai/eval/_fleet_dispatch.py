@@ -24,6 +24,7 @@ from osmosis_ai.eval._dispatch import (
     _start_upstream,
     announce_proxy,
     build_scheduler,
+    local_model_for,
     warm_pricer,
 )
 from osmosis_ai.eval._fleet import is_loopback_url
@@ -50,7 +51,7 @@ async def dispatch_fleet(job: DispatchJob) -> DispatchOutcome:
     fleet: Fleet | None = None
     try:
         async with AsyncExitStack() as stack:
-            upstream = await _start_upstream(plan, job.paths, log, stack)
+            upstream = await _start_upstream(plan, log, stack, local_model_for(plan, job.paths))
             pricing = warm_pricer(plan, stack)  # on a thread while the proxy process starts
             # The servers' /health probes run while the proxy process starts (imports take a
             # second); the model's preflight still decides first.

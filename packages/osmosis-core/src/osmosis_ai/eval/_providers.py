@@ -2,7 +2,10 @@
 
 For each provider: the default base URL, the variable holding its key, and the variable that
 overrides the base URL (``<PROVIDER>_BASE_URL``; the judge reads it). Local servers (vLLM,
-SGLang, Ollama) need no key. :mod:`._upstream` (``--model openai/gpt-4.1-mini``) and
+SGLang, Ollama, llama.cpp) need no key. ``local/<name>`` is a llama.cpp server on this machine:
+the one ``eval run --model local`` started (it exports :data:`LOCAL_MODEL_BASE_URL_ENV` to the
+rollout, so a grader's ``Judge("local/judge")`` reaches the same model), else llama.cpp's default
+``127.0.0.1:8080``. :mod:`._upstream` (``--model openai/gpt-4.1-mini``) and
 :mod:`.judge.providers` (``Judge("openai/gpt-4.1-mini")``) both resolve through it.
 """
 
@@ -32,6 +35,9 @@ def _spec(name: str, base_url: str, key_env: str | None, *, local: bool = False)
     )
 
 
+#: Where ``local/<name>`` points: set by ``eval run --model local`` for the rollout it runs.
+LOCAL_MODEL_BASE_URL_ENV = "OSMOSIS_LOCAL_MODEL_BASE_URL"
+
 PROVIDERS: dict[str, ProviderSpec] = {
     spec.name: spec
     for spec in (
@@ -50,6 +56,7 @@ PROVIDERS: dict[str, ProviderSpec] = {
         _spec("vllm", "http://127.0.0.1:8000/v1", "VLLM_API_KEY", local=True),
         _spec("sglang", "http://127.0.0.1:30000/v1", "SGLANG_API_KEY", local=True),
         _spec("ollama", "http://127.0.0.1:11434/v1", "OLLAMA_API_KEY", local=True),
+        ProviderSpec("local", "http://127.0.0.1:8080/v1", None, LOCAL_MODEL_BASE_URL_ENV, False),
     )
 }
 #: 0.3 / LiteLLM spellings accepted as the same provider.

@@ -9,7 +9,10 @@ about that call that does not depend on the framework lives here:
 * :func:`policy_client` — an ``openai.AsyncOpenAI`` addressed at one rollout's endpoint. There is
   one base client per running event loop (building one costs ~20 ms of CPU, and an HTTP pool must
   never be used from two loops); each rollout gets a memoised ``with_options(base_url, api_key)``
-  copy sharing that pool. Header hygiene: the base client never sends the user's
+  copy sharing that pool. Every request's messages go out as :func:`strict_chat_messages`
+  shapes them (the client's ``_prepare_options`` hook, as ``AzureOpenAI`` uses it), so every
+  integration and hand-written loop meets strict servers the same way. Header hygiene: the
+  base client never sends the user's
   ``OPENAI_ORG_ID`` / ``OPENAI_PROJECT_ID`` (``OpenAI-Organization`` / ``OpenAI-Project``
   headers), nor ``OPENAI_API_KEY`` or ``OPENAI_BASE_URL``, to the policy;
   :func:`sync_policy_client` builds a blocking ``openai.OpenAI`` with the same hygiene;
@@ -30,6 +33,7 @@ depend on ``openai`` (each integration distribution does).
 from __future__ import annotations
 
 import asyncio
+import functools
 import threading
 import weakref
 from collections.abc import Iterator, Mapping
@@ -144,7 +148,7 @@ def _hygienic_headers() -> dict[str, str]:
 
 
 def _new_base_client() -> AsyncOpenAI:
-    from openai import DEFAULT_CONNECTION_LIMITS, AsyncOpenAI, DefaultAsyncHttpxClient
+    from openai import DEFAULT_CONNECTION_LIMITS, DefaultAsyncHttpxClient
 
     # openai keeps at most 100 idle connections of its 1000: with more policy calls than that in
     # flight on one loop (hundreds of rollouts per server or worker), every call beyond them
@@ -159,7 +163,7 @@ def _new_base_client() -> AsyncOpenAI:
         max_keepalive_connections=connections,
         keepalive_expiry=POLICY_KEEPALIVE_EXPIRY_SEC,
     )
-    return AsyncOpenAI(
+    return _strict_clients()[1](
         # Explicit values so OPENAI_API_KEY / OPENAI_BASE_URL from the environment are never used.
         api_key=NO_API_KEY,
         base_url=_UNBOUND_URL,
@@ -183,18 +187,44 @@ def sync_policy_client(
 
     Not pooled (a thread may not share an event loop's pool); the caller closes it.
     """
-    from openai import OpenAI
-
     options: dict[str, Any] = {}
     if timeout is not None:
         options["timeout"] = timeout
-    return OpenAI(
+    return _strict_clients()[0](
         api_key=api_key or NO_API_KEY,
         base_url=base_url,
         max_retries=max_retries,
         default_headers=_hygienic_headers(),
         **options,
     )
+
+
+@functools.cache
+def _strict_clients() -> tuple[type[OpenAI], type[AsyncOpenAI]]:
+    """``OpenAI`` and ``AsyncOpenAI`` that send chat messages as :func:`strict_chat_messages`
+    shapes them (``with_options`` copies keep the class)."""
+    from openai import AsyncOpenAI, OpenAI
+
+    def strict(options: Any) -> Any:
+        data = getattr(options, "json_data", None)
+        if isinstance(data, Mapping) and str(getattr(options, "url", "")).endswith(
+            "/chat/completions"
+        ):
+            messages = cast("Mapping[str, Any]", data).get("messages")
+            shaped = strict_chat_messages(messages)
+            if shaped is not messages:
+                options.json_data = {**cast("Mapping[str, Any]", data), "messages": shaped}
+        return options
+
+    class StrictOpenAI(OpenAI):
+        def _prepare_options(self, options: Any) -> Any:  # pyright: ignore[reportIncompatibleMethodOverride]
+            return strict(super()._prepare_options(options))
+
+    class StrictAsyncOpenAI(AsyncOpenAI):
+        async def _prepare_options(self, options: Any) -> Any:  # pyright: ignore[reportIncompatibleMethodOverride]
+            return strict(await super()._prepare_options(options))
+
+    return StrictOpenAI, StrictAsyncOpenAI
 
 
 def _loop_clients() -> _LoopClients:
@@ -354,12 +384,14 @@ def _text_parts(content: Any) -> list[str] | None:
 def strict_chat_messages(messages: Any) -> Any:
     """``messages`` as strict OpenAI-compatible servers accept them; the same list otherwise.
 
-    Frameworks send content as a list of parts even when it is only text. The OpenAI API takes
-    that, but strict servers do not: llama.cpp's server validates an assistant message's
-    ``content`` as a string (HTTP 500 otherwise), and many chat templates concatenate
-    ``content`` as a string. So an assistant message whose content is text parts gets their
-    concatenation, and any other message with exactly one text part gets that text. The model
-    sees the same tokens either way; images, audio and other parts are left as they are.
+    Frameworks send content as a list of parts even when it is only text, and ``null`` beside
+    tool calls. The OpenAI API takes both, but strict servers do not: llama.cpp's server
+    validates an assistant message's ``content`` as a string (HTTP 500 for a list or ``null``),
+    and many chat templates concatenate ``content`` as a string. So an assistant message whose
+    content is text parts gets their concatenation, one with tool calls and no content gets
+    ``""``, and any other message with exactly one text part gets that text. The model sees the
+    same tokens either way (the append-only check counts ``""`` and ``null`` as the same);
+    images, audio and other parts are left as they are.
     """
     if not isinstance(messages, list):
         return messages
@@ -368,9 +400,15 @@ def strict_chat_messages(messages: Any) -> Any:
     for message in cast("list[Any]", messages):
         if isinstance(message, Mapping):
             message = cast("Mapping[str, Any]", message)
-            texts = _text_parts(message.get("content"))
+            content = message.get("content")
+            texts = _text_parts(content)
             if texts is not None and (message.get("role") == "assistant" or len(texts) == 1):
                 message = {**message, "content": "".join(texts)}
+                changed = True
+            elif content is None and message.get("role") == "assistant" and message.get(
+                "tool_calls"
+            ):
+                message = {**message, "content": ""}
                 changed = True
         out.append(message)
     return out if changed else messages

@@ -169,6 +169,10 @@ class LocalModelServer:
             str(self.port),
             "--n_ctx",
             str(self.n_ctx),
+            # By default a new request interrupts the one being generated: its stream ends with
+            # [DONE] and no finish_reason. Concurrent rollouts must queue instead.
+            "--interrupt_requests",
+            "False",
             "--n_threads",
             str(self.threads),
             "--n_threads_batch",
@@ -182,6 +186,13 @@ class LocalModelServer:
 
     # -- life cycle ------------------------------------------------------------------------
 
+    def choose_port(self) -> int:
+        """Pick a free loopback port now (``port=0``), so :attr:`base_url` is known before the
+        server starts; idempotent."""
+        if self.port == 0:
+            self.port = _free_port(self.host)
+        return self.port
+
     def spawn(self) -> None:
         """Start the child without waiting for it (spawn from a long-lived thread: see
         :mod:`osmosis_ai._child_process`)."""
@@ -189,8 +200,7 @@ class LocalModelServer:
 
         if self._process is not None:
             raise RuntimeError("LocalModelServer is already started")
-        if self.port == 0:
-            self.port = _free_port(self.host)
+        self.choose_port()
         if self.log_path is None:
             fd, name = tempfile.mkstemp(prefix="osmosis-local-model-", suffix=".log")
             os.close(fd)

@@ -44,18 +44,17 @@ def _rejects_structure(status: int, detail: str) -> bool:
     return status >= 500 and any(word in detail for word in _STRUCTURE_WORDS)
 
 
-def _degrade(target: JudgeTarget, mode: str, status: int, detail: str) -> str:
+def _degrade(target: JudgeTarget, mode: str, detail: str) -> str:
     """The next mode after ``mode`` was refused; remembered for the endpoint, said once."""
     fallback = _FALLBACK[mode]
     key = (target.base_url, target.model)
     if _ACCEPTED_MODE.get(key) != fallback:
         _ACCEPTED_MODE[key] = fallback
         _log.warning(
-            "judge %s at %s refused output_mode %r (HTTP %s: %s); asking with %r from now on",
+            "judge %s at %s refused output_mode %r (%s); asking with %r from now on",
             target.model,
             target.base_url,
             mode,
-            status,
             detail[:200],
             fallback,
         )
@@ -203,7 +202,7 @@ async def run_exchange(
                     attempts=attempt,
                 ) from exc
             if mode != "text" and _rejects_structure(status, detail):
-                mode = _degrade(target, mode, status, detail)
+                mode = _degrade(target, mode, detail)
                 continue  # asked again with less structure; not a failure
             if not is_retryable(status) or failures >= max_retries:
                 raise ProviderRequestError(

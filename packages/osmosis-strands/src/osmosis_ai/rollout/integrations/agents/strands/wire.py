@@ -17,9 +17,8 @@ It also sends earlier tool calls' arguments back exactly as the policy wrote the
 (:mod:`._raw_arguments`): Strands re-renders them with ``json.dumps``. And it sends what the
 model produced, in the shape strict servers accept: Strands replaces an empty assistant reply by
 the placeholder ``[blank text]``, a text the model never wrote (it breaks the trajectory's token
-exactness), which goes back as the empty string; text-only content goes as a string (core's
-``strict_chat_messages``), since llama.cpp's server rejects an assistant ``content`` list with
-HTTP 500.
+exactness), which goes back as the empty string (the policy client then sends text-only content
+as a string: core's ``strict_chat_messages``).
 """
 
 from __future__ import annotations
@@ -27,8 +26,6 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
-
-from osmosis_ai.rollout.integrations.spi import strict_chat_messages
 
 #: What Strands' event loop puts in an assistant message the model left empty.
 BLANK_TEXT_PLACEHOLDER = "[blank text]"
@@ -79,7 +76,7 @@ class _Completions:
         if raw is not None:
             raw.restore(request.get("messages"))
         if "messages" in request:
-            request["messages"] = strict_chat_messages(_without_placeholder(request["messages"]))
+            request["messages"] = _without_placeholder(request["messages"])
         if not request.get("stream"):
             request.pop("stream_options", None)
             completion = await self._completions.create(**request)
