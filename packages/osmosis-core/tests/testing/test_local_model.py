@@ -13,7 +13,6 @@ from typing import Any
 import pytest
 
 from osmosis_ai.errors import ConfigurationError
-from osmosis_ai.testing import local_model
 from osmosis_ai.testing.local_model import (
     INSTALL_HINT,
     LocalModelServer,
@@ -31,7 +30,7 @@ def _without(monkeypatch: pytest.MonkeyPatch, *names: str) -> None:
     def find_spec(name: str, *args: Any) -> Any:
         return None if name in names else REAL_FIND_SPEC(name, *args)
 
-    monkeypatch.setattr(local_model.importlib.util, "find_spec", find_spec)
+    monkeypatch.setattr(importlib.util, "find_spec", find_spec)
 
 
 def test_without_the_model_wheel_the_error_names_the_install_command(

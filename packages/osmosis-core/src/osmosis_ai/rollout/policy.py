@@ -405,8 +405,8 @@ def strict_chat_messages(messages: Any) -> Any:
             if texts is not None and (message.get("role") == "assistant" or len(texts) == 1):
                 message = {**message, "content": "".join(texts)}
                 changed = True
-            elif content is None and message.get("role") == "assistant" and message.get(
-                "tool_calls"
+            elif (
+                content is None and message.get("role") == "assistant" and message.get("tool_calls")
             ):
                 message = {**message, "content": ""}
                 changed = True
