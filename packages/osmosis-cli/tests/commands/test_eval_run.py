@@ -245,7 +245,7 @@ def test_require_append_only_exits_1_when_a_rollout_breaks_it(
     code, out, err = _cli(capsys, "eval", "run", str(safe), "--require-append-only", "--plain")
     assert code == 0, err
     assert "training safety: 2/2 rollouts append-only; token ids: 0/2 rows" in out
-    assert "(enable with --token-ids)" in out
+    assert "(not requested: enable with --token-ids (vLLM))" in out
 
     unsafe = _load_safety_rollout().write_safety_workspace(
         tmp_path / "unsafe", ("safe", "tool_args_reformatted")
