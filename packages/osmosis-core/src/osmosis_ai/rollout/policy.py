@@ -337,7 +337,7 @@ def translate_policy_error(exc: BaseException, url: str) -> PolicyHTTPError | No
             detail = f"{type(cause).__name__}: {cause}" if cause is not None else str(exc)
             return PolicyHTTPError(None, f"could not reach the policy ({detail})", url)
         if type(exc).__name__ == "APIError":  # an error event inside a 200 stream
-            return PolicyHTTPError(None, f"the policy's stream reported an error: {exc}", url)
+            return PolicyHTTPError(200, f"stream error: {exc}", url)
         return None
     if module_root in _TRANSPORT_MODULES:
         detail = f"{type(exc).__name__}: {exc}".strip()
