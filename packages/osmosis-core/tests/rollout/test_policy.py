@@ -125,13 +125,15 @@ def test_call_observer_keeps_the_served_model_and_the_last_usage() -> None:
 def test_an_error_event_inside_a_stream_is_an_http_error_not_the_agents_bug() -> None:
     """openai raises a bare ``APIError`` for an error event in a 200 stream (the eval proxy sends
     one when the model server broke the stream off): an infrastructure failure, never reward 0."""
-    import httpx
+    from typing import Any
+
     import openai
 
     from osmosis_ai.errors import PolicyHTTPError
     from osmosis_ai.rollout.policy import translate_policy_error
 
-    request = httpx.Request("POST", "http://127.0.0.1:9/v1/chat/completions")
+    # openai builds on httpx or its fork httpx2, whichever it ships with: its own Request type.
+    request: Any = httpx.Request("POST", "http://127.0.0.1:9/v1/chat/completions")
     exc = openai.APIError("the model server's response stream broke off", request, body=None)
     translated = translate_policy_error(exc, "http://127.0.0.1:9/v1")
     assert isinstance(translated, PolicyHTTPError)
