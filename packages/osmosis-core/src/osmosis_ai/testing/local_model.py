@@ -114,7 +114,7 @@ class LocalModelServer:
     ``start()``/``stop()`` (or ``with``/``async with``) run it as a child process that dies with
     this one; :attr:`base_url` is the OpenAI-compatible base (``http://127.0.0.1:PORT/v1``) and
     :attr:`model` the name it answers as. The server's output goes to ``log_path`` (a temporary
-    file when not given), whose tail is in every start-up error.
+    file when not given, deleted at stop), whose tail is in every start-up error.
     """
 
     def __init__(
@@ -142,6 +142,8 @@ class LocalModelServer:
         self.seed = seed
         self.start_timeout = start_timeout
         self.log_path = Path(log_path) if log_path is not None else None
+        #: The log is a temporary file of ours (no ``log_path``): removed at stop.
+        self._temporary_log = log_path is None
         self.model = MODEL_NAME
         self._process: subprocess.Popen[bytes] | None = None
         self._log: IO[bytes] | None = None
@@ -278,9 +280,14 @@ class LocalModelServer:
         await asyncio.to_thread(self.stop, grace)
 
     def _close(self) -> None:
+        """Release the process and the log (a temporary log is deleted: its tail is already in
+        any start-up error)."""
         if self._log is not None:
             self._log.close()
             self._log = None
+        if self._temporary_log and self.log_path is not None:
+            self.log_path.unlink(missing_ok=True)
+            self.log_path = None
         self._process = None
 
     def output_tail(self, lines: int = 30) -> str:
