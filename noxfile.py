@@ -93,6 +93,16 @@ def lint(session: nox.Session) -> None:
     session.run("lint-imports", "--config", "pyproject.toml", env={"PYTHONPATH": str(tree)})
 
 
+@nox.session(python="3.12", default=False, reuse_venv=True)
+def fast(session: nox.Session) -> None:
+    """The inner loop (about 3 minutes): ruff, then every package's tests in one reused workspace
+    venv with two workers. No floors, no browser, no real model, no packaging: CI runs those."""
+    _sync_workspace(session)
+    session.run("ruff", "check", ".")
+    session.run("ruff", "format", "--check", ".")
+    _pytest(session, *sorted(PACKAGES.glob("*/tests")))
+
+
 # ---- the diagonal matrix ---------------------------------------------------------------
 # Each package is tested twice: at the FLOOR of every range it declares (``--resolution
 # lowest-direct``, framework at its floor) on the oldest Python, and at the LATEST releases on

@@ -18,12 +18,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 import pytest
 from eval_support import Cli
-
-ARTIFACTS = Path(
-    os.environ.get("OSMOSIS_TEST_ARTIFACTS")
-    or Path(__file__).resolve().parents[2] / "build" / "test-artifacts" / "real-model"
-)
-TEMPLATES = ("multiply-local-plain", "multiply-local-openai", "multiply-local-strands")
+from real_model_support import ARTIFACTS, TEMPLATES
 
 
 def _require_local_model() -> None:

@@ -19,8 +19,8 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import ARTIFACTS, TEMPLATES
 from eval_support import OSMOSIS, Cli, read_jsonl
+from real_model_support import ARTIFACTS, TEMPLATES
 
 ROWS = "8"
 #: A 135M model can ramble until its context is full; 96 tokens keep each call under a second.
