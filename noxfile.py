@@ -59,7 +59,12 @@ WORKERS = 2
 
 
 def _pytest(
-    session: nox.Session, *paths: Path, ignore: tuple[Path, ...] = (), workers: int = WORKERS
+    session: nox.Session,
+    *paths: Path,
+    ignore: tuple[Path, ...] = (),
+    workers: int = WORKERS,
+    extra: tuple[str, ...] = (),
+    env: dict[str, str] | None = None,
 ) -> None:
     existing = [str(p) for p in paths if p.exists()]
     if not existing:
@@ -67,7 +72,14 @@ def _pytest(
     parallel = ["-n", str(workers)] if workers > 1 else []
     args = session.posargs or ["-q", "-p", "no:cacheprovider", *parallel]
     ignored = [f"--ignore={p}" for p in ignore]
-    session.run("pytest", *args, *ignored, *existing, env={"LITELLM_LOCAL_MODEL_COST_MAP": "True"})
+    session.run(
+        "pytest",
+        *args,
+        *extra,
+        *ignored,
+        *existing,
+        env={"LITELLM_LOCAL_MODEL_COST_MAP": "True", **(env or {})},
+    )
 
 
 @nox.session(python="3.12", tags=["lint"])
@@ -101,6 +113,38 @@ def fast(session: nox.Session) -> None:
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
     _pytest(session, *sorted(PACKAGES.glob("*/tests")))
+
+
+#: Line coverage floors per package (each package's own tests over its own source, measured by
+#: ``nox -s coverage``); a drop below a floor fails the session. Figures in docs/ci.md.
+COVERAGE_FLOORS = {
+    "osmosis-core": 0,
+    "osmosis-cli": 0,
+    "osmosis-strands": 0,
+    "osmosis-openai-agents": 0,
+    "osmosis-harbor": 0,
+}
+
+
+@nox.session(python="3.12", default=False, reuse_venv=True)
+def coverage(session: nox.Session) -> None:
+    """Line coverage of each package by its own tests, against the floors in COVERAGE_FLOORS."""
+    _sync_workspace(session)
+    for package, floor in COVERAGE_FLOORS.items():
+        source = PACKAGES / package / "src"
+        data = Path(session.create_tmp()) / f".coverage.{package}"
+        _pytest(
+            session,
+            PACKAGES / package / "tests",
+            extra=(
+                f"--cov={source}",
+                "--cov-report=",
+                f"--cov-fail-under={floor}",
+            ),
+            env={"COVERAGE_FILE": str(data)},
+        )
+        session.log(f"{package}: line coverage (%) follows")
+        session.run("coverage", "report", f"--data-file={data}", "--format=total")
 
 
 # ---- the diagonal matrix ---------------------------------------------------------------
