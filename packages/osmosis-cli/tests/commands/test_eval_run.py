@@ -271,7 +271,7 @@ def test_full_disk_names_the_file_and_the_resume_command(
     import errno
     import os
 
-    from osmosis_ai.eval import _journal
+    from osmosis_ai.eval._impl.run_dir import journal as journal_module
 
     class NoSpace:  # the journal's ``os``: every write fails as on a full file system
         def __getattr__(self, name: str) -> Any:
@@ -280,7 +280,7 @@ def test_full_disk_names_the_file_and_the_resume_command(
         def write(self, fd: int, data: Any) -> int:
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
-    monkeypatch.setattr(_journal, "os", NoSpace())
+    monkeypatch.setattr(journal_module, "os", NoSpace())
     config = workspace(n_rows=1, mode="noop")
     where = ("--output", str(tmp_path / "runs"))
     code, _, err = _cli(capsys, "eval", "run", str(config), "--name", "full", *where, "--json")
@@ -294,7 +294,7 @@ def test_full_disk_names_the_file_and_the_resume_command(
     assert f"Resume: osmosis eval run {config} --name full --output {where[1]}" in error["message"]
     assert "OSError" not in err
 
-    monkeypatch.setattr(_journal, "os", os)
+    monkeypatch.setattr(journal_module, "os", os)
     code, out, err = _cli(capsys, "eval", "run", str(config), "--name", "full", *where, "--json")
     assert code == 0, err
     assert json.loads(out)["resource"]["succeeded"] == 1

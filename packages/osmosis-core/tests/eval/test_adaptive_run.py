@@ -8,9 +8,9 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from osmosis_ai.eval._plan import EvalOptions, build_plan
-from osmosis_ai.eval._proxy_calls import RetryPolicy
-from osmosis_ai.eval._session import run_session
+from osmosis_ai.eval._impl.plan.plan import EvalOptions, build_plan
+from osmosis_ai.eval._impl.proxy.calls import RetryPolicy
+from osmosis_ai.eval._impl.session import run_session
 from osmosis_ai.testing import ScriptedPolicyServer, error_reply
 from osmosis_ai.testing.responders import multiply_solver
 

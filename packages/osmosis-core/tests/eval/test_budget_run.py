@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from osmosis_ai.eval._budget import CostEstimate
-from osmosis_ai.eval._plan import EvalOptions, EvalPlanError, build_plan
-from osmosis_ai.eval._proxy_calls import RetryPolicy
-from osmosis_ai.eval._session import run_session
+from osmosis_ai.eval._impl.cost.budget import CostEstimate
+from osmosis_ai.eval._impl.plan.plan import EvalOptions, EvalPlanError, build_plan
+from osmosis_ai.eval._impl.proxy.calls import RetryPolicy
+from osmosis_ai.eval._impl.session import run_session
 from osmosis_ai.testing import ScriptedPolicyServer
 from osmosis_ai.testing.responders import multiply_solver
 

@@ -16,12 +16,12 @@ import pytest
 
 from osmosis_ai.errors import ConfigurationError
 from osmosis_ai.eval import EvalRunFailed, UpstreamRejected
-from osmosis_ai.eval._finalize import _command_line
-from osmosis_ai.eval._journal import iter_records
-from osmosis_ai.eval._manifest import ManifestMismatchError
-from osmosis_ai.eval._plan import EvalOptions, EvalPlanError, build_plan
-from osmosis_ai.eval._proxy_calls import RetryPolicy
-from osmosis_ai.eval._session import run_session
+from osmosis_ai.eval._impl.finalize import _command_line
+from osmosis_ai.eval._impl.plan.plan import EvalOptions, EvalPlanError, build_plan
+from osmosis_ai.eval._impl.proxy.calls import RetryPolicy
+from osmosis_ai.eval._impl.run_dir.journal import iter_records
+from osmosis_ai.eval._impl.run_dir.manifest import ManifestMismatchError
+from osmosis_ai.eval._impl.session import run_session
 from osmosis_ai.eval.report import read_header
 from osmosis_ai.testing import ErrorReply, ScriptedPolicyServer
 from osmosis_ai.testing.responders import multiply_solver

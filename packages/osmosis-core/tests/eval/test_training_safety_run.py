@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 
 from osmosis_ai.eval import EvalRun, check_append_only, expand_calls, read_index
-from osmosis_ai.eval._plan import EvalOptions, build_plan
-from osmosis_ai.eval._session import run_session
+from osmosis_ai.eval._impl.plan.plan import EvalOptions, build_plan
+from osmosis_ai.eval._impl.session import run_session
 from osmosis_ai.testing import ScriptedPolicyServer
 from osmosis_ai.testing.replies import Reply
 from osmosis_ai.testing.responders import multiply_solver
