@@ -18,7 +18,7 @@ import pytest
 from osmosis_ai import atomic_file
 from osmosis_ai.errors import EvalError
 from osmosis_ai.eval import EvalDiskFullError
-from osmosis_ai.eval._impl.plan.plan import EvalOptions, build_plan
+from osmosis_ai.eval._impl.plan.plan import EvalOptions, RunTuning, build_plan
 from osmosis_ai.eval._impl.proxy.calls import RetryPolicy
 from osmosis_ai.eval._impl.run_dir import journal as journal_module
 from osmosis_ai.eval._impl.run_dir.journal import count_unreadable, iter_records
@@ -52,7 +52,9 @@ class _FullAfter:
 
 
 def _plan(config: Path, **kwargs: Any) -> Any:
-    return build_plan(EvalOptions(target=config, name="full", retry_policy=FAST_RETRY, **kwargs))
+    return build_plan(
+        config, EvalOptions(name="full", **kwargs), tuning=RunTuning(retry_policy=FAST_RETRY)
+    )
 
 
 async def test_full_journal_names_the_file_and_the_run_resumes(

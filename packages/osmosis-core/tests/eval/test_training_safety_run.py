@@ -69,14 +69,13 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> EvalRun:
     async def main() -> EvalRun:
         async with ScriptedPolicyServer(reasoning_solver) as policy:
             options = EvalOptions(
-                target=config,
                 model="m",
                 base_url=policy.url,
                 name="s",
                 token_ids=True,
                 sampling=SAMPLING,
             )
-            return await run_session(build_plan(options))
+            return await run_session(build_plan(config, options))
 
     return asyncio.run(main())
 

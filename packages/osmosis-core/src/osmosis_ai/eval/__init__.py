@@ -27,6 +27,8 @@ _EXPORTS = {
     # local evaluation (run_eval: what `osmosis eval run` renders)
     "run_eval": "osmosis_ai.eval._impl.api",
     "run_eval_async": "osmosis_ai.eval._impl.api",
+    "EvalOptions": "osmosis_ai.eval._impl.plan.options",
+    "EvalOptionsDict": "osmosis_ai.eval._impl.plan.options",
     "EvalRun": "osmosis_ai.eval._impl.results.run",
     "RowRecord": "osmosis_ai.eval._impl.run_dir.records",
     "read_index": "osmosis_ai.eval._impl.run_dir.records",
@@ -81,6 +83,7 @@ if TYPE_CHECKING:
         load_dataset,
         missing_label_warning,
     )
+    from osmosis_ai.eval._impl.plan.options import EvalOptions, EvalOptionsDict
     from osmosis_ai.eval._impl.plan.selection import SelectionError, parse_rows_spec
     from osmosis_ai.eval._impl.plan.source import EvalPlanError
     from osmosis_ai.eval._impl.progress import EvalProgress, EvalUpdate
@@ -109,6 +112,8 @@ __all__ = [
     "Divergence",
     "EvalDiskFullError",
     "EvalExtraMissingError",
+    "EvalOptions",
+    "EvalOptionsDict",
     "EvalPlanError",
     "EvalProgress",
     "EvalRun",

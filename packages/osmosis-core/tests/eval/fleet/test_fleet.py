@@ -68,7 +68,8 @@ def test_plan_reads_the_key_and_checks_the_proxy(workspace: MakeWorkspace) -> No
 
     def plan(**kwargs: Any) -> Any:
         return build_plan(
-            EvalOptions(target=config, name="f", servers=["http://10.0.0.1:8000"], **kwargs),
+            config,
+            EvalOptions(name="f", servers=["http://10.0.0.1:8000"], **kwargs),
             environ={"OSMOSIS_ROLLOUT_API_KEY": "k-123"},
         )
 

@@ -6,55 +6,33 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import threading
-from collections.abc import Callable, Coroutine, Mapping, Sequence
-from pathlib import Path
-from typing import Any
+from collections.abc import Callable, Coroutine
+from dataclasses import fields, replace
+from typing import Any, Unpack
 
 from osmosis_ai.eval._impl.cost.budget import CostEstimate
+from osmosis_ai.eval._impl.plan.options import EvalOptions, EvalOptionsDict, PathLike
 from osmosis_ai.eval._impl.progress import ProgressCallback
 from osmosis_ai.eval._impl.results.run import EvalRun
 
-PathLike = str | os.PathLike[str]
+#: The names :func:`run_eval` accepts as keywords: :class:`EvalOptions`' fields.
+EVAL_OPTION_NAMES = frozenset(f.name for f in fields(EvalOptions))
 
 
 async def run_eval_async(
     rollout: PathLike,
+    options: EvalOptions | None = None,
     *,
-    dataset: PathLike | None = None,
-    model: str | None = None,
-    base_url: str | None = None,
-    api_key: str | None = None,
-    api_key_env: str | None = None,
-    sampling: Mapping[str, Any] | None = None,
-    n: int | None = None,
-    limit: int | None = None,
-    rows: str | Sequence[int] | None = None,
-    name: str | None = None,
-    output_dir: PathLike | None = None,
-    max_in_flight: int | None = None,
-    pass_threshold: float | None = None,
-    fresh: bool = False,
-    retry_failed: bool = False,
-    allow_changed: bool = False,
-    max_failures: int | None = None,
-    isolated: bool = False,
-    workers: int | str = "auto",
-    env: Mapping[str, str] | None = None,
-    agent_timeout_sec: float | None = None,
-    grader_timeout_sec: float | None = None,
-    token_ids: bool = False,
-    servers: Sequence[str] | None = None,
-    servers_file: PathLike | None = None,
-    proxy_host: str | None = None,
-    proxy_url: str | None = None,
-    mock_script: PathLike | None = None,
-    max_cost: float | None = None,
     confirm_cost: Callable[[CostEstimate], bool] | None = None,
     progress: ProgressCallback | None = None,
+    **kwargs: Unpack[EvalOptionsDict],
 ) -> EvalRun:
     """Evaluate ``rollout`` over a dataset against a model; returns the :class:`EvalRun`.
+
+    The run's settings are an :class:`~osmosis_ai.eval.EvalOptions` (``options=``), or the same
+    names as keyword arguments (``run_eval(config, model="mock", limit=5)``); keywords given
+    with ``options`` override its fields.
 
     ``rollout`` is an eval config (``configs/eval/x.toml``: it supplies the dataset, model, ``n``,
     timeouts, ``[env]`` and secrets, which the arguments override), a rollout folder (entrypoint
@@ -100,53 +78,42 @@ async def run_eval_async(
     returns an ``interrupted`` run that the same call resumes.
     """
     from osmosis_ai.eval._impl.errors import require_eval_extra
-    from osmosis_ai.eval._impl.plan.plan import EvalOptions, build_plan
+    from osmosis_ai.eval._impl.plan.plan import build_plan
     from osmosis_ai.eval._impl.session import run_session
 
     require_eval_extra()
-    options = EvalOptions(
-        target=Path(rollout),
-        dataset=Path(dataset) if dataset is not None else None,
-        model=model,
-        base_url=base_url,
-        api_key=api_key,
-        api_key_env=api_key_env,
-        sampling=sampling,
-        n=n,
-        limit=limit,
-        rows=rows if rows is None or isinstance(rows, str) else list(rows),
-        max_in_flight=max_in_flight,
-        pass_threshold=pass_threshold,
-        name=name,
-        fresh=fresh,
-        retry_failed=retry_failed,
-        allow_changed=allow_changed,
-        max_failures=max_failures,
-        output=Path(output_dir) if output_dir is not None else None,
-        isolated=isolated,
-        workers=workers,
-        env=env,
-        agent_timeout_sec=agent_timeout_sec,
-        grader_timeout_sec=grader_timeout_sec,
-        token_ids=token_ids,
-        servers=list(servers) if servers is not None else None,
-        servers_file=Path(servers_file) if servers_file is not None else None,
-        proxy_host=proxy_host,
-        proxy_url=proxy_url,
-        mock_script=os.fspath(mock_script) if mock_script is not None else None,
-        max_cost=max_cost,
-    )
-    plan = build_plan(options)
+    plan = build_plan(rollout, with_keywords(options, kwargs))
     return await run_session(plan, progress, confirm_cost)
 
 
-def run_eval(rollout: PathLike, **kwargs: Any) -> EvalRun:
+def with_keywords(options: EvalOptions | None, keywords: EvalOptionsDict) -> EvalOptions:
+    """``options`` (default: all defaults) with ``keywords`` set on top; an unknown keyword is
+    a ``TypeError`` as for any function."""
+    unknown = sorted(set(keywords) - EVAL_OPTION_NAMES)
+    if unknown:
+        raise TypeError(f"run_eval() got unexpected keyword arguments: {', '.join(unknown)}")
+    base = options if options is not None else EvalOptions()
+    return replace(base, **keywords) if keywords else base
+
+
+def run_eval(
+    rollout: PathLike,
+    options: EvalOptions | None = None,
+    *,
+    confirm_cost: Callable[[CostEstimate], bool] | None = None,
+    progress: ProgressCallback | None = None,
+    **kwargs: Unpack[EvalOptionsDict],
+) -> EvalRun:
     """Blocking :func:`run_eval_async` (same arguments); usable in scripts and notebooks.
 
     Runs its own event loop (uvloop when installed). Inside a running loop (Jupyter) it runs
     on a helper thread instead; use ``await run_eval_async(...)`` there to be able to interrupt.
     """
-    return _run_blocking(lambda: run_eval_async(rollout, **kwargs))
+    return _run_blocking(
+        lambda: run_eval_async(
+            rollout, options, confirm_cost=confirm_cost, progress=progress, **kwargs
+        )
+    )
 
 
 def loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:

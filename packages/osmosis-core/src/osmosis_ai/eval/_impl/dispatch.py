@@ -156,7 +156,7 @@ def _spawn_server(
         rollout_dir=plan.rollout_dir,
         log_path=paths.server_log,
         env=_child_env(plan, paths, local),
-        isolated=plan.isolated,
+        isolated=plan.options.isolated,
         api_key=server_key,
         redact=log.redact,
     )
@@ -223,10 +223,10 @@ async def _start_proxy(
     caller = UpstreamCaller(
         upstream,
         limit=limit,
-        retry=plan.retry_policy,
+        retry=plan.tuning.retry_policy,
         on_event=lambda kind, d: on_event("warning", kind, d),
     )
-    proxy = PolicyProxy(caller, token_ids=plan.token_ids)
+    proxy = PolicyProxy(caller, token_ids=plan.options.token_ids)
     # Beyond loopback only when asked (--proxy-host); every rollout has its own bearer token.
     await proxy.start(plan.proxy_host, plan.proxy_port)
     stack.push_async_callback(proxy.aclose)
@@ -296,7 +296,7 @@ def build_scheduler(
         server_alive=server_alive,
         redact=job.log.redact,
         price_row=price_row,
-        max_failures=plan.max_failures,
+        max_failures=plan.options.max_failures,
         code_digest=plan.inputs["rollout"]["source_digest"],
         on_result=job.on_record,
         on_event=job.on_event,

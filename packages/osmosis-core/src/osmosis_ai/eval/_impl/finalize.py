@@ -180,7 +180,7 @@ def finalize(
         total_work_items=len(items),
     )
     summary["training_safety"] = summarize_training_safety(
-        (r.training_safety for r in rows), token_ids_requested=plan.token_ids
+        (r.training_safety for r in rows), token_ids_requested=plan.options.token_ids
     )
     if end.budget is not None:
         summary["budget"] = end.budget.to_json()

@@ -96,8 +96,8 @@ async def _start_proxy_process(
     proxy = ProxyProcess(
         upstream,
         calls_path=job.paths.llm_calls,
-        retry=plan.retry_policy,
-        token_ids=plan.token_ids,
+        retry=plan.tuning.retry_policy,
+        token_ids=plan.options.token_ids,
         on_event=lambda kind, details: on_event("warning", kind, details),
         redact=log.redact,
     )

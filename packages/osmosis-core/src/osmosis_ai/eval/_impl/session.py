@@ -56,7 +56,7 @@ async def run_session(
     lock = RunLock(plan.output_root, plan.run_name)
     lock.acquire()
     try:
-        end.archived = archive_run(paths.root) if plan.fresh else None
+        end.archived = archive_run(paths.root) if plan.options.fresh else None
         manifest, code_change = _open_manifest(plan, paths)
         log = RunLog(paths.logs, plan_redactor(plan))
         try:
@@ -80,7 +80,7 @@ def _open_manifest(
     """The run's manifest (checked, or created) and ``(old, new)`` code digests when
     ``--allow-changed`` accepted changed rollout code."""
     manifest = read_manifest(paths.manifest)
-    if manifest is not None and plan.allow_changed:
+    if manifest is not None and plan.options.allow_changed:
         change = adopt_changed_code(manifest, paths.manifest, plan.run_name, plan.inputs)
         paths.create()
         return manifest, change
@@ -181,7 +181,7 @@ class _Session:
 
     def _plan_pending(self) -> list[WorkItem]:
         prior = load_latest(self.paths.journal)
-        retry = self.plan.retry_failed
+        retry = self.plan.options.retry_failed
         pending = [
             i for i in self.items if not _is_done(prior.get((i.row_index, i.run_index), {}), retry)
         ]

@@ -24,7 +24,13 @@ from osmosis_ai.eval._impl.plan.dataset import (
     load_dataset,
 )
 from osmosis_ai.eval._impl.plan.mock_script import attach_mock_script, mock_script_model
-from osmosis_ai.eval._impl.plan.request import EvalOptions, request_record, stored_request
+from osmosis_ai.eval._impl.plan.options import (
+    EvalOptions,
+    PathLike,
+    RunTuning,
+    request_record,
+    stored_request,
+)
 from osmosis_ai.eval._impl.plan.selection import SelectionError, select_rows
 from osmosis_ai.eval._impl.plan.source import EvalPlanError, EvalSource, resolve_source
 from osmosis_ai.eval._impl.proxy.upstream import Upstream, UpstreamError, resolve_upstream
@@ -38,9 +44,8 @@ from osmosis_ai.eval._impl.run_dir.manifest import LOCK_VERSIONS, inputs_digest,
 
 if TYPE_CHECKING:
     from osmosis_ai.config import EvalConfig
-    from osmosis_ai.eval._impl.proxy.calls import RetryPolicy
 
-__all__ = ["EvalOptions", "EvalPlan", "EvalPlanError", "build_plan"]
+__all__ = ["EvalOptions", "EvalPlan", "EvalPlanError", "RunTuning", "build_plan"]
 
 #: A work item's deadline when the agent and grader timeouts do not both say.
 DEFAULT_ITEM_DEADLINE_SEC = 3600.0
@@ -68,7 +73,11 @@ class EvalKnobs:
 
 @dataclass(slots=True)
 class EvalPlan:
-    """Everything a run needs, resolved and validated."""
+    """Everything a run needs, resolved and validated.
+
+    ``options`` is the request as given (after a resume by name filled in what it left out);
+    the other fields are what was resolved from it and the eval config.
+    """
 
     source: EvalSource
     dataset_path: Path
@@ -81,16 +90,10 @@ class EvalPlan:
     inputs: dict[str, Any]
     run_name: str
     output_root: Path
-    fresh: bool
-    retry_failed: bool
-    isolated: bool
     server_start_timeout_sec: float
+    options: EvalOptions = field(default_factory=EvalOptions)
+    tuning: RunTuning = field(default_factory=RunTuning)
     workers: int = 1
-    retry_policy: RetryPolicy | None = None
-    item_deadline_sec: float | None = None
-    token_ids: bool = False
-    max_failures: int | None = None
-    allow_changed: bool = False
     #: The explicit choices of the request that started the run (model, dataset, selection,
     #: n), stored in the manifest so a resume given only the run name reuses them.
     request: dict[str, Any] = field(default_factory=dict)
@@ -123,7 +126,7 @@ class EvalPlan:
     def deadline_sec(self) -> float:
         """A work item's deadline: ``item_deadline_sec``, else derived from the two timeouts."""
         knobs = self.knobs
-        return self.item_deadline_sec or item_deadline(
+        return self.tuning.item_deadline_sec or item_deadline(
             knobs.agent_timeout_sec, knobs.grader_timeout_sec
         )
 
@@ -227,7 +230,7 @@ def _select(
         if options.rows is None and limit is None:
             limit = source.evaluation.limit
         rows_spec = options.rows
-        if isinstance(rows_spec, list):
+        if rows_spec is not None and not isinstance(rows_spec, str):
             rows_spec = ",".join(str(int(i)) for i in rows_spec)
         selection = select_rows(len(all_rows), rows=rows_spec, limit=limit)
         model = options.model or source.model
@@ -302,8 +305,17 @@ def _workers(requested: int | str, max_in_flight: int | None, work_items: int) -
     return max(1, count)
 
 
-def build_plan(options: EvalOptions, *, environ: Mapping[str, str] | None = None) -> EvalPlan:
-    """Validate the request; raises :class:`EvalPlanError` or ``ConfigError``."""
+def build_plan(
+    target: PathLike,
+    options: EvalOptions | None = None,
+    *,
+    tuning: RunTuning | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> EvalPlan:
+    """Validate the request (``target``: an eval config, a rollout folder or an entrypoint file);
+    raises :class:`EvalPlanError` or ``ConfigError``."""
+    options = options if options is not None else EvalOptions()
+    tuning = tuning if tuning is not None else RunTuning()
     env_map: Mapping[str, str] = os.environ if environ is None else environ
     if options.max_failures is not None and options.max_failures < 1:
         raise EvalPlanError(
@@ -315,15 +327,17 @@ def build_plan(options: EvalOptions, *, environ: Mapping[str, str] | None = None
             "--allow-changed needs --retry-failed: only failed work items may run on changed "
             "rollout code (the others keep their results)"
         )
-    source = resolve_source(Path(options.target), options.workspace)
-    output_root = Path(options.output or source.workspace / DEFAULT_OUTPUT_ROOT).resolve()
+    source = resolve_source(Path(target), tuning.workspace)
+    output_root = Path(options.output_dir or source.workspace / DEFAULT_OUTPUT_ROOT).resolve()
     options = stored_request(options, output_root)
     knobs = _knobs(options, source)
     dataset_path, all_rows, selection, upstream = _select(options, source, env_map)
     mock_policy = None
     if options.mock_script is not None:
         try:
-            upstream, mock_policy = attach_mock_script(upstream, options.mock_script, all_rows)
+            upstream, mock_policy = attach_mock_script(
+                upstream, os.fspath(options.mock_script), all_rows
+            )
         except ConfigurationError as exc:
             raise EvalPlanError(str(exc)) from exc
     secrets = _resolve_secrets(source.secret_names, env_map)
@@ -351,17 +365,11 @@ def build_plan(options: EvalOptions, *, environ: Mapping[str, str] | None = None
         inputs=inputs,
         run_name=run_name,
         output_root=output_root,
-        fresh=options.fresh,
-        retry_failed=options.retry_failed,
-        isolated=options.isolated,
+        options=options,
+        tuning=tuning,
         workers=_workers(options.workers, knobs.max_in_flight, len(selection) * knobs.n),
-        server_start_timeout_sec=options.server_start_timeout_sec
+        server_start_timeout_sec=tuning.server_start_timeout_sec
         or (600.0 if options.isolated else 120.0),
-        retry_policy=options.retry_policy,
-        item_deadline_sec=options.item_deadline_sec,
-        token_ids=options.token_ids,
-        max_failures=options.max_failures,
-        allow_changed=options.allow_changed,
         **_fleet_fields(options, env_map),
         request=request_record(options, dataset_path, upstream),
         mock_policy=mock_policy,
@@ -376,7 +384,10 @@ def _fleet_fields(options: EvalOptions, env_map: Mapping[str, str]) -> dict[str,
         resolve_servers,
     )
 
-    servers = resolve_servers(options.servers, options.servers_file)
+    servers = resolve_servers(
+        options.servers,
+        Path(options.servers_file) if options.servers_file is not None else None,
+    )
     if servers and options.max_cost is not None:
         raise EvalPlanError(
             "--max-cost is not supported with --servers yet: run the budgeted eval with a local "
