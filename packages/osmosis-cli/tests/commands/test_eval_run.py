@@ -323,3 +323,27 @@ def test_max_cost_stops_the_run_with_exit_3_and_says_why(
         code, out, _ = _cli(capsys, *args, "--max-cost", "10", "--plain")
     assert code == 0, out
     assert "budget: $" in out
+
+
+#: EvalOptions fields without an `eval run` flag: the key is read from the environment only,
+#: sampling comes from --temperature/--top-p/--max-tokens/--seed/--model-arg, and [env] and the
+#: timeouts from the eval config.
+_OPTIONS_WITHOUT_A_FLAG = {"api_key", "sampling", "env", "agent_timeout_sec", "grader_timeout_sec"}
+
+
+def test_every_eval_option_is_a_flag_of_the_same_name_and_the_cli_builds_the_options() -> None:
+    import inspect
+    from dataclasses import fields
+
+    from osmosis_ai.eval import EvalOptions
+    from osmosis_cli.commands.eval_run import eval_options, run
+
+    names = {f.name for f in fields(EvalOptions)}
+    parameters = set(inspect.signature(run).parameters)
+    assert names - _OPTIONS_WITHOUT_A_FLAG <= parameters
+    assert not (_OPTIONS_WITHOUT_A_FLAG - {"sampling"}) & parameters
+    options = eval_options(
+        {"max_failures": 3, "output_dir": Path("runs"), "no_report": True, "yes": True},
+        sampling={"seed": 7},
+    )
+    assert options == EvalOptions(max_failures=3, output_dir=Path("runs"), sampling={"seed": 7})

@@ -106,3 +106,19 @@ def test_judge_failures_are_counted_apart_and_judge_usage_totalled() -> None:
         "completion_tokens": 20,
         "total_tokens": 220,
     }
+
+
+def test_run_figures_read_the_summary_compute_metrics_writes() -> None:
+    from osmosis_ai.eval._impl.results.metrics import RunFigures
+
+    items = [ItemResult(0, 0, "success", 1.0), ItemResult(0, 1, "success", 0.0)]
+    items.append(ItemResult(1, 0, "failed", None, error_type="timeout"))
+    summary = compute_metrics(items, samples_per_row=2, pass_threshold=1.0)
+    figures = RunFigures.of(summary)
+    assert (figures.graded, figures.passed, figures.failed) == (2, 1, 1)
+    assert (figures.mean_reward, figures.pass_rate) == (0.5, 0.5)
+    assert figures.failures_by_type == {"timeout": 1}
+    assert [p["k"] for p in figures.pass_at_k] == [1, 2]
+    # a run without metrics.json yet, or a hand-edited one: nothing is invented
+    assert RunFigures.of({}) == RunFigures()
+    assert RunFigures.of({"reward_stats": {"mean": "high"}, "graded": True}).mean_reward is None

@@ -75,7 +75,7 @@ def _metrics(run: RunData) -> dict[str, Any]:
         "passed": passed,
         "failed": sum(1 for r in run.rows if r.status == "failed"),
         "skipped": sum(1 for r in run.rows if r.status == "skipped"),
-        "mean": run.header.mean_reward,
+        "mean": run.header.figures.mean_reward,
         "mean_ci": mean.as_dict() if mean else None,
         "pass_rate_ci": rate.as_dict() if rate else None,
         "pass_at_k": summary.get("pass_at_k", []),

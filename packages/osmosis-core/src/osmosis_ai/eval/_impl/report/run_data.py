@@ -26,6 +26,7 @@ from osmosis_ai.eval._impl.report.transcript import (
     policy_calls,
     transcript_messages,
 )
+from osmosis_ai.eval._impl.results.metrics import RunFigures
 from osmosis_ai.eval._impl.run_dir.layout import session_running
 from osmosis_ai.eval._impl.run_dir.records import RowRecord, read_index
 
@@ -70,10 +71,13 @@ class RunHeader:
     halt_reason: str | None = None
 
     @property
+    def figures(self) -> RunFigures:
+        """The run's figures (mean reward, pass rate, pass@k, ...), typed, from ``summary``."""
+        return RunFigures.of(self.summary)
+
+    @property
     def mean_reward(self) -> float | None:
-        stats = self.summary.get("reward_stats")
-        value = stats.get("mean") if isinstance(stats, Mapping) else None
-        return float(value) if isinstance(value, int | float) else None
+        return self.figures.mean_reward
 
 
 def row_key(row: RowRecord) -> tuple[int, int]:

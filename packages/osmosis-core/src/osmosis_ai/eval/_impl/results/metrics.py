@@ -20,7 +20,7 @@ import math
 import statistics
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from osmosis_ai.eval._impl.cost.pricing import run_cost
@@ -80,6 +80,68 @@ def reward_stats(rewards: list[float]) -> dict[str, float | None]:
         "min": min(rewards),
         "max": max(rewards),
     }
+
+
+@dataclass(frozen=True, slots=True)
+class RunFigures:
+    """A run's figures, typed: the one reader of the ``summary`` block :func:`compute_metrics`
+    writes (``metrics.json``). A run just made (``EvalRun.figures``) and a run read from disk
+    (``RunHeader.figures``) both hand out this; their ``mean_reward``/``pass_rate`` read it.
+    A figure missing (no ``metrics.json`` yet) or of the wrong type (an old or hand-edited file)
+    reads as ``None`` (or empty).
+    """
+
+    total_samples: int | None = None
+    graded: int | None = None
+    passed: int | None = None
+    failed: int | None = None
+    skipped: int | None = None
+    mean_reward: float | None = None
+    median_reward: float | None = None
+    reward_std: float | None = None
+    min_reward: float | None = None
+    max_reward: float | None = None
+    #: Passed / graded (``None`` when nothing was graded); failures are never reward 0.
+    pass_rate: float | None = None
+    pass_threshold: float | None = None
+    #: ``{"k", "value", "rows"}`` per k = 1, 2, 4, ... (only with ``n >= 2``).
+    pass_at_k: tuple[Mapping[str, Any], ...] = ()
+    tokens_used: int | None = None
+    failures_by_type: Mapping[str, int] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, summary: Mapping[str, Any]) -> RunFigures:
+        stats = summary.get("reward_stats")
+        stats = stats if isinstance(stats, Mapping) else {}
+        by_type = summary.get("failures_by_type")
+        points = summary.get("pass_at_k")
+        return cls(
+            total_samples=_int(summary.get("total_samples")),
+            graded=_int(summary.get("graded")),
+            passed=_int(summary.get("passed")),
+            failed=_int(summary.get("failed")),
+            skipped=_int(summary.get("skipped")),
+            mean_reward=_float(stats.get("mean")),
+            median_reward=_float(stats.get("median")),
+            reward_std=_float(stats.get("std")),
+            min_reward=_float(stats.get("min")),
+            max_reward=_float(stats.get("max")),
+            pass_rate=_float(summary.get("pass_rate")),
+            pass_threshold=_float(summary.get("pass_threshold")),
+            pass_at_k=tuple(p for p in points if isinstance(p, Mapping))
+            if isinstance(points, list)
+            else (),
+            tokens_used=_int(summary.get("tokens_used")),
+            failures_by_type=dict(by_type) if isinstance(by_type, Mapping) else {},
+        )
+
+
+def _float(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _int(value: Any) -> int | None:
+    return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
 def compute_metrics(

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from osmosis_ai.eval._impl.results.metrics import RunFigures
 from osmosis_ai.eval._impl.run_dir.records import RowRecord
 
 RunStatus = Literal["success", "partial", "interrupted"]
@@ -19,7 +20,8 @@ class EvalRun:
     or are still pending) or ``interrupted`` (Ctrl-C/SIGTERM/cancelled; rerun with the same
     ``name`` to resume). ``rows`` holds one :class:`RowRecord` per finished work item (this
     session's and earlier sessions'), in row then sample order; ``metrics`` is the ``summary``
-    block of ``metrics.json``.
+    block of ``metrics.json`` and :attr:`figures` the same, typed. (The CLI's ``--json``
+    envelope of a run is the CLI's: ``osmosis_cli.commands.eval_run.run_resource``.)
     """
 
     status: RunStatus
@@ -57,12 +59,17 @@ class EvalRun:
         return [row for row in self.rows if row.status == "failed"]
 
     @property
+    def figures(self) -> RunFigures:
+        """The run's figures (mean reward, pass rate, pass@k, ...), typed, from ``metrics``."""
+        return RunFigures.of(self.metrics)
+
+    @property
     def mean_reward(self) -> float | None:
-        return self.metrics.get("reward_stats", {}).get("mean")
+        return self.figures.mean_reward
 
     @property
     def pass_rate(self) -> float | None:
-        return self.metrics.get("pass_rate")
+        return self.figures.pass_rate
 
     def trajectory(self, row: RowRecord) -> dict[str, Any] | None:
         """The row's ATIF trajectory document, when one was written."""
@@ -72,40 +79,3 @@ class EvalRun:
         if path is None or not path.is_file():
             return None
         return json.loads(path.read_text(encoding="utf-8"))
-
-    def resource(self) -> dict[str, Any]:
-        """The ``eval.run`` resource of ``osmosis eval run --json`` (documented in docs/cli.md)."""
-        return {
-            "run_name": self.run_name,
-            "local_run_id": self.local_run_id,
-            "output_path": str(self.run_dir),
-            "dataset_source": str(self.dataset),
-            "model": self.model,
-            "rollout": self.rollout,
-            "total_work_items": self.total_work_items,
-            "dispatched": self.dispatched,
-            "succeeded": self.succeeded,
-            "failed": self.failed,
-            "skipped": self.skipped,
-            "resumed": self.resumed,
-            "pending": self.pending,
-            "cancelled": self.pending if self.status == "interrupted" else 0,
-            "duration_ms": round(self.duration_ms, 1),
-            "metrics": self.metrics,
-            "failed_rows": [
-                {
-                    "row_index": row.row_index,
-                    "source_row_index": row.source_row_index,
-                    "run_index": row.run_index,
-                    "rollout_id": row.rollout_id,
-                    "error_type": row.error_type,
-                    "error_message": row.error_message,
-                    "rollout_dir": str(self.run_dir / "rollout_trials" / str(row.rollout_id)),
-                }
-                for row in self.failed_rows
-            ],
-            "archived_to": str(self.archived_to) if self.archived_to is not None else None,
-            "halt_reason": self.halt_reason,
-            "servers": self.servers,
-            "stop_code": self.stop_code,
-        }
