@@ -78,7 +78,7 @@ def test_parquet_without_pyarrow_names_the_extra(
     monkeypatch.setattr(builtins, "__import__", no_pyarrow)
     path = tmp_path / "d.parquet"
     path.write_bytes(b"PAR1")
-    with pytest.raises(DatasetError, match=r"osmosis-cli\[parquet\]"):
+    with pytest.raises(DatasetError, match=r"pip install 'osmosis-core\[parquet\]'"):
         load_dataset(path)
 
 

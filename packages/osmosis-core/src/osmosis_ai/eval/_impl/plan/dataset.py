@@ -199,7 +199,7 @@ def _read_parquet(path: Path) -> Iterator[Mapping[str, Any]]:
     except ImportError as exc:
         raise DatasetError(
             f"reading {path.name} needs pyarrow, which is not installed; "
-            "run: pip install 'osmosis-cli[parquet]' (or convert the file to JSONL)"
+            "run: pip install 'osmosis-core[parquet]' (or convert the file to JSONL)"
         ) from exc
     for batch in pq.ParquetFile(path).iter_batches(batch_size=1024):
         yield from batch.to_pylist()
