@@ -30,6 +30,7 @@ _EXPORTS = {
     "EvalOptions": "osmosis_ai.eval._impl.plan.options",
     "EvalOptionsDict": "osmosis_ai.eval._impl.plan.options",
     "EvalRun": "osmosis_ai.eval._impl.results.run",
+    "RunFigures": "osmosis_ai.eval._impl.results.metrics",
     "RowRecord": "osmosis_ai.eval._impl.run_dir.records",
     "read_index": "osmosis_ai.eval._impl.run_dir.records",
     "EvalProgress": "osmosis_ai.eval._impl.progress",
@@ -88,6 +89,7 @@ if TYPE_CHECKING:
     from osmosis_ai.eval._impl.plan.source import EvalPlanError
     from osmosis_ai.eval._impl.progress import EvalProgress, EvalUpdate
     from osmosis_ai.eval._impl.proxy.calls import expand_calls
+    from osmosis_ai.eval._impl.results.metrics import RunFigures
     from osmosis_ai.eval._impl.results.run import EvalRun
     from osmosis_ai.eval._impl.results.safety_summary import describe_training_safety
     from osmosis_ai.eval._impl.results.training_safety import (
@@ -125,6 +127,7 @@ __all__ = [
     "ManifestMismatchError",
     "RowRecord",
     "RubricResult",
+    "RunFigures",
     "RunLayoutError",
     "SelectionError",
     "TokenMismatch",
