@@ -62,7 +62,7 @@ class _NoVerdict:
 
 def _stub_safety_check() -> None:
     """The scheduler calls ``check_append_only`` once per finished row; make it free."""
-    import osmosis_ai.eval._scheduler as scheduler
+    import osmosis_ai.eval._impl.scheduler as scheduler
 
     scheduler.check_append_only = lambda calls: _NoVerdict()  # type: ignore[assignment]
 
@@ -84,7 +84,7 @@ def main() -> None:
     # Import the engine (and the pydantic config models) before measuring: the figures are
     # per-row costs, and one-off imports are ~0.4 s of CPU that would read as 0.4 ms per row.
     import osmosis_ai.config
-    import osmosis_ai.eval._session  # noqa: F401
+    import osmosis_ai.eval._impl.session  # noqa: F401
     from osmosis_ai.eval import run_eval
 
     tiny = load_tiny_rollout()

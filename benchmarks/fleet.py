@@ -126,7 +126,7 @@ def _proxy_process_pid() -> int | None:
             continue
         try:
             stat = (entry / "stat").read_text()
-            if b"_proxy_child" not in (entry / "cmdline").read_bytes():
+            if b"osmosis_ai.eval._impl.proxy.child" not in (entry / "cmdline").read_bytes():
                 continue
         except OSError:
             continue
@@ -171,7 +171,7 @@ def main() -> None:
         raise SystemExit("--counts takes server counts between 1 and 3, e.g. 1,2,3 or 3")
 
     import osmosis_ai.config
-    import osmosis_ai.eval._session  # noqa: F401  (imports are not per-row costs)
+    import osmosis_ai.eval._impl.session  # noqa: F401  (imports are not per-row costs)
     from osmosis_ai.eval import run_eval
 
     tiny = load_tiny_rollout()

@@ -5,7 +5,7 @@ The model is SmolLM2-135M-Instruct on llama.cpp's OpenAI-compatible server
 
 1. **Proxy overhead per policy call** at concurrency 8: the same chat-completions requests
    (fixed prompt, ``max_tokens`` 16, temperature 0) sent straight to the server and through the
-   eval's :class:`~osmosis_ai.eval._proxy.PolicyProxy`, in interleaved blocks (direct, proxied,
+   eval's :class:`~osmosis_ai.eval._impl.proxy.policy_proxy.PolicyProxy`, in interleaved blocks (direct, proxied,
    direct, ...). Reported: the client-seen latency of each path, and the proxy's own share of
    each proxied call (client-seen latency minus the upstream latency the proxy timed), as ms and
    as a share of the real call.
@@ -62,8 +62,8 @@ async def _calls(url: str, headers: dict[str, str], count: int) -> list[float]:
 
 
 async def proxy_overhead(base_url: str, calls: int, blocks: int) -> None:
-    from osmosis_ai.eval._proxy import PolicyProxy
-    from osmosis_ai.eval._upstream import Upstream
+    from osmosis_ai.eval._impl.proxy.policy_proxy import PolicyProxy
+    from osmosis_ai.eval._impl.proxy.upstream import Upstream
 
     direct: list[float] = []
     proxied: list[float] = []

@@ -160,8 +160,8 @@ def test_real_tool_calls_keep_the_transcript_append_only(
     import real_tool_workflows as workflows
 
     from osmosis_ai.eval import check_append_only
-    from osmosis_ai.eval._proxy import PolicyProxy
-    from osmosis_ai.eval._upstream import Upstream
+    from osmosis_ai.eval._impl.proxy.policy_proxy import PolicyProxy
+    from osmosis_ai.eval._impl.proxy.upstream import Upstream
     from osmosis_ai.testing import run_rollout
 
     monkeypatch.setenv("OSMOSIS_HOME", str(tmp_path))

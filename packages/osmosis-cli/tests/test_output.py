@@ -119,23 +119,32 @@ def test_rich_mode_shows_brackets_in_cells_and_messages_literally() -> None:
 
 
 def test_the_eval_run_summary_table_shows_a_pricing_hint_literally() -> None:
-    from types import SimpleNamespace
+    from pathlib import Path
 
+    from osmosis_ai.eval import EvalRun
     from osmosis_cli.commands.eval_run import _print_summary_table
 
     reason = "no price known for model 'm'; add [pricing.'m'] to the eval config"
     metrics = {"reward_stats": {}, "cost": {"unknown_reason": reason, "tokens": {}}}
-    result = SimpleNamespace(
+    result = EvalRun(
+        status="success",
         run_name="r[1]",
-        metrics=metrics,
+        run_dir=Path("r"),
+        local_run_id="id",
+        dataset=Path("d.jsonl"),
+        model="m",
+        rollout="x",
         total_work_items=1,
+        dispatched=1,
         succeeded=1,
         failed=0,
         skipped=0,
-        pending=0,
         resumed=0,
+        pending=0,
+        duration_ms=1.0,
+        metrics=metrics,
     )
     output, out, _ = _output(Mode.RICH)
-    _print_summary_table(result, output)  # pyright: ignore[reportArgumentType]
+    _print_summary_table(result, output)
     assert reason in out.getvalue()
     assert "eval r[1]" in out.getvalue()

@@ -17,16 +17,7 @@ MAX_FUNCTION_LINES = 80
 PACKAGES = Path(__file__).resolve().parents[2]
 
 #: (path under packages/, qualified name) -> (cap in lines, why it is longer than 80).
-ALLOWED_LONG_FUNCTIONS: dict[tuple[str, str], tuple[int, str]] = {
-    (
-        "osmosis-core/src/osmosis_ai/eval/_api.py",
-        "run_eval_async",
-    ): (
-        120,
-        "the public evaluation API: a 30-line keyword signature and the docstring that "
-        "documents each keyword (servers=..., max_cost=... included); the body is about 35 lines",
-    ),
-}
+ALLOWED_LONG_FUNCTIONS: dict[tuple[str, str], tuple[int, str]] = {}
 
 
 def long_functions(source: str, limit: int = MAX_FUNCTION_LINES) -> dict[str, int]:

@@ -271,7 +271,7 @@ def test_full_disk_names_the_file_and_the_resume_command(
     import errno
     import os
 
-    from osmosis_ai.eval import _journal
+    from osmosis_ai.eval._impl.run_dir import journal as journal_module
 
     class NoSpace:  # the journal's ``os``: every write fails as on a full file system
         def __getattr__(self, name: str) -> Any:
@@ -280,7 +280,7 @@ def test_full_disk_names_the_file_and_the_resume_command(
         def write(self, fd: int, data: Any) -> int:
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
-    monkeypatch.setattr(_journal, "os", NoSpace())
+    monkeypatch.setattr(journal_module, "os", NoSpace())
     config = workspace(n_rows=1, mode="noop")
     where = ("--output", str(tmp_path / "runs"))
     code, _, err = _cli(capsys, "eval", "run", str(config), "--name", "full", *where, "--json")
@@ -294,7 +294,7 @@ def test_full_disk_names_the_file_and_the_resume_command(
     assert f"Resume: osmosis eval run {config} --name full --output {where[1]}" in error["message"]
     assert "OSError" not in err
 
-    monkeypatch.setattr(_journal, "os", os)
+    monkeypatch.setattr(journal_module, "os", os)
     code, out, err = _cli(capsys, "eval", "run", str(config), "--name", "full", *where, "--json")
     assert code == 0, err
     assert json.loads(out)["resource"]["succeeded"] == 1
@@ -323,3 +323,27 @@ def test_max_cost_stops_the_run_with_exit_3_and_says_why(
         code, out, _ = _cli(capsys, *args, "--max-cost", "10", "--plain")
     assert code == 0, out
     assert "budget: $" in out
+
+
+#: EvalOptions fields without an `eval run` flag: the key is read from the environment only,
+#: sampling comes from --temperature/--top-p/--max-tokens/--seed/--model-arg, and [env] and the
+#: timeouts from the eval config.
+_OPTIONS_WITHOUT_A_FLAG = {"api_key", "sampling", "env", "agent_timeout_sec", "grader_timeout_sec"}
+
+
+def test_every_eval_option_is_a_flag_of_the_same_name_and_the_cli_builds_the_options() -> None:
+    import inspect
+    from dataclasses import fields
+
+    from osmosis_ai.eval import EvalOptions
+    from osmosis_cli.commands.eval_run import eval_options, run
+
+    names = {f.name for f in fields(EvalOptions)}
+    parameters = set(inspect.signature(run).parameters)
+    assert names - _OPTIONS_WITHOUT_A_FLAG <= parameters
+    assert not (_OPTIONS_WITHOUT_A_FLAG - {"sampling"}) & parameters
+    options = eval_options(
+        {"max_failures": 3, "output_dir": Path("runs"), "no_report": True, "yes": True},
+        sampling={"seed": 7},
+    )
+    assert options == EvalOptions(max_failures=3, output_dir=Path("runs"), sampling={"seed": 7})

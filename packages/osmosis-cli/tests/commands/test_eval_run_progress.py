@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from osmosis_ai.eval import EvalProgress, RowRecord
-from osmosis_ai.eval._adaptive import AdaptiveLimit
+from osmosis_ai.eval._impl.adaptive import AdaptiveLimit
 from osmosis_cli.commands.eval_run_progress import _stats, _status_line
 
 

@@ -11,25 +11,7 @@ import pytest
 
 from osmosis_ai.eval.judge.providers import PROVIDERS
 
-
-def _load_tiny_rollout() -> Any:
-    """Load ``tiny_rollout.py`` by path (tests run with ``--import-mode=importlib``)."""
-    import importlib.util
-    import sys
-
-    name = "osmosis_core_tests_tiny_rollout"
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name("tiny_rollout.py"))
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-write_workspace = _load_tiny_rollout().write_workspace
+from .tiny_rollout import write_workspace
 
 
 @pytest.fixture(autouse=True)

@@ -1,4 +1,4 @@
-"""The adaptive concurrency limit (:mod:`osmosis_ai.eval._adaptive`) on its own."""
+"""The adaptive concurrency limit (:mod:`osmosis_ai.eval._impl.adaptive`) on its own."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from osmosis_ai.eval._adaptive import AdaptiveLimit
+from osmosis_ai.eval._impl.adaptive import AdaptiveLimit
 
 
 async def test_congestion_backs_off_once_per_round_and_success_grows_back() -> None:

@@ -8,9 +8,9 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from osmosis_ai.eval._plan import EvalOptions, build_plan
-from osmosis_ai.eval._proxy_calls import RetryPolicy
-from osmosis_ai.eval._session import run_session
+from osmosis_ai.eval._impl.plan.plan import EvalOptions, RunTuning, build_plan
+from osmosis_ai.eval._impl.proxy.calls import RetryPolicy
+from osmosis_ai.eval._impl.session import run_session
 from osmosis_ai.testing import ScriptedPolicyServer, error_reply
 from osmosis_ai.testing.responders import multiply_solver
 
@@ -48,15 +48,11 @@ async def test_a_capped_upstream_settles_near_its_cap_with_no_failed_rows(
     upstream = CappedUpstream(service_sec=0.05)
     async with ScriptedPolicyServer(upstream) as policy:
         plan = build_plan(
-            EvalOptions(
-                target=config,
-                name="capped",
-                model="m",
-                base_url=policy.url,
-                max_in_flight=32,
-                workers=1,
-                retry_policy=RetryPolicy(max_attempts=8, base_delay=0.01, max_delay=0.05),
-            )
+            config,
+            EvalOptions(name="capped", model="m", base_url=policy.url, max_in_flight=32, workers=1),
+            tuning=RunTuning(
+                retry_policy=RetryPolicy(max_attempts=8, base_delay=0.01, max_delay=0.05)
+            ),
         )
         result = await run_session(plan)
     print("trace [s, calls in flight, limit]:", result.metrics["concurrency"]["policy"]["trace"])

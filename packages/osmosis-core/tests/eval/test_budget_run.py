@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from osmosis_ai.eval._budget import CostEstimate
-from osmosis_ai.eval._plan import EvalOptions, EvalPlanError, build_plan
-from osmosis_ai.eval._proxy_calls import RetryPolicy
-from osmosis_ai.eval._session import run_session
+from osmosis_ai.eval._impl.cost.budget import CostEstimate
+from osmosis_ai.eval._impl.plan.plan import EvalOptions, EvalPlanError, RunTuning, build_plan
+from osmosis_ai.eval._impl.proxy.calls import RetryPolicy
+from osmosis_ai.eval._impl.session import run_session
 from osmosis_ai.testing import ScriptedPolicyServer
 from osmosis_ai.testing.responders import multiply_solver
 
@@ -35,16 +35,16 @@ def _config(workspace: Callable[..., Path], n_rows: int, evaluation: str = "") -
 
 def _plan(config: Path, url: str, max_cost: float | None, max_in_flight: int = 3) -> Any:
     return build_plan(
+        config,
         EvalOptions(
-            target=config,
             name="budget",
             model="m",
             base_url=url,
             max_cost=max_cost,
             max_in_flight=max_in_flight,
             workers=1,
-            retry_policy=RetryPolicy(max_attempts=2, base_delay=0.01, max_delay=0.02),
-        )
+        ),
+        tuning=RunTuning(retry_policy=RetryPolicy(max_attempts=2, base_delay=0.01, max_delay=0.02)),
     )
 
 
@@ -69,7 +69,7 @@ async def test_the_run_stops_within_one_row_of_the_budget_and_resumes(
         assert block["spent_usd"] == pytest.approx(spent)
         assert block["estimate"]["per_row_usd"] == pytest.approx(ROW_USD)
         assert block["estimate"]["total_usd"] == pytest.approx(11 * ROW_USD)  # after the probe
-        assert stopped.resource()["stop_code"] == "budget"
+        assert stopped.stop_code == "budget"
 
         # Same budget again: the run's ledger already holds it, nothing new starts.
         again = await run_session(_plan(config, policy.url, budget))
@@ -122,7 +122,7 @@ def test_the_budget_comes_from_the_config_and_must_be_positive(
     workspace: Callable[..., Path],
 ) -> None:
     config = _config(workspace, n_rows=2, evaluation="max_cost_usd = 2.5\n")
-    assert build_plan(EvalOptions(target=config, model="mock")).knobs.max_cost == 2.5
-    assert build_plan(EvalOptions(target=config, model="mock", max_cost=1.0)).knobs.max_cost == 1.0
+    assert build_plan(config, EvalOptions(model="mock")).knobs.max_cost == 2.5
+    assert build_plan(config, EvalOptions(model="mock", max_cost=1.0)).knobs.max_cost == 1.0
     with pytest.raises(EvalPlanError, match="--max-cost"):
-        build_plan(EvalOptions(target=config, model="mock", max_cost=0.0))
+        build_plan(config, EvalOptions(model="mock", max_cost=0.0))

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from osmosis_ai.eval._plan import EvalOptions, build_plan
-from osmosis_ai.eval._proxy_calls import RetryPolicy
-from osmosis_ai.eval._session import run_session
+from osmosis_ai.eval._impl.plan.plan import EvalOptions, RunTuning, build_plan
+from osmosis_ai.eval._impl.proxy.calls import RetryPolicy
+from osmosis_ai.eval._impl.session import run_session
 from osmosis_ai.testing import ScriptedPolicyServer
 from osmosis_ai.testing.responders import multiply_solver
 
@@ -32,13 +32,9 @@ def _with_usage(body: Mapping[str, Any]) -> Any:
 
 def _plan(config: Path, url: str) -> Any:
     return build_plan(
-        EvalOptions(
-            target=config,
-            name="t",
-            model="m",
-            base_url=url,
-            retry_policy=RetryPolicy(max_attempts=2, base_delay=0.01, max_delay=0.02),
-        )
+        config,
+        EvalOptions(name="t", model="m", base_url=url),
+        tuning=RunTuning(retry_policy=RetryPolicy(max_attempts=2, base_delay=0.01, max_delay=0.02)),
     )
 
 

@@ -17,11 +17,12 @@ import pytest
 
 from osmosis_ai import atomic_file
 from osmosis_ai.errors import EvalError
-from osmosis_ai.eval import EvalDiskFullError, _journal
-from osmosis_ai.eval._journal import count_unreadable, iter_records
-from osmosis_ai.eval._plan import EvalOptions, build_plan
-from osmosis_ai.eval._proxy_calls import RetryPolicy
-from osmosis_ai.eval._session import run_session
+from osmosis_ai.eval import EvalDiskFullError
+from osmosis_ai.eval._impl.plan.plan import EvalOptions, RunTuning, build_plan
+from osmosis_ai.eval._impl.proxy.calls import RetryPolicy
+from osmosis_ai.eval._impl.run_dir import journal as journal_module
+from osmosis_ai.eval._impl.run_dir.journal import count_unreadable, iter_records
+from osmosis_ai.eval._impl.session import run_session
 
 MakeWorkspace = Callable[..., Path]
 FAST_RETRY = RetryPolicy(max_attempts=3, base_delay=0.01, max_delay=0.02)
@@ -51,7 +52,9 @@ class _FullAfter:
 
 
 def _plan(config: Path, **kwargs: Any) -> Any:
-    return build_plan(EvalOptions(target=config, name="full", retry_policy=FAST_RETRY, **kwargs))
+    return build_plan(
+        config, EvalOptions(name="full", **kwargs), tuning=RunTuning(retry_policy=FAST_RETRY)
+    )
 
 
 async def test_full_journal_names_the_file_and_the_run_resumes(
@@ -59,7 +62,7 @@ async def test_full_journal_names_the_file_and_the_run_resumes(
 ) -> None:
     config = workspace(n_rows=6)
     full = _FullAfter(allow=2)
-    monkeypatch.setattr(_journal, "os", full)
+    monkeypatch.setattr(journal_module, "os", full)
     with pytest.raises(EvalDiskFullError) as caught:
         await run_session(_plan(config, n=2, max_in_flight=1))
     error = caught.value
@@ -78,7 +81,7 @@ async def test_full_journal_names_the_file_and_the_run_resumes(
     assert count_unreadable(journal) == 0
     assert journal.read_bytes().endswith(b"\n")
 
-    monkeypatch.setattr(_journal, "os", os)  # space freed
+    monkeypatch.setattr(journal_module, "os", os)  # space freed
     resumed = await run_session(_plan(config, n=2, max_in_flight=1))
     assert (resumed.status, resumed.succeeded, resumed.failed) == ("success", 12, 0)
     assert resumed.resumed == 2  # the two counted before the disk filled were not run again

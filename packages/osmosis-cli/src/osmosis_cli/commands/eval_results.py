@@ -77,7 +77,7 @@ def _fmt(value: Any, digits: int = 4) -> str:
 
 def header_summary(header: RunHeader) -> dict[str, Any]:
     """The run as ``eval list`` / ``eval status`` show it."""
-    summary = header.summary
+    figures = header.figures
     return {
         "name": header.name,
         "status": header.status,
@@ -85,12 +85,12 @@ def header_summary(header: RunHeader) -> dict[str, Any]:
         "completed_at": header.completed_at,
         "model": header.model,
         "rollout": header.rollout,
-        "rows": summary.get("total_samples"),
-        "graded": summary.get("graded"),
-        "failed": summary.get("failed"),
-        "skipped": summary.get("skipped"),
-        "mean_reward": header.mean_reward,
-        "pass_rate": summary.get("pass_rate"),
+        "rows": figures.total_samples,
+        "graded": figures.graded,
+        "failed": figures.failed,
+        "skipped": figures.skipped,
+        "mean_reward": figures.mean_reward,
+        "pass_rate": figures.pass_rate,
         "pending": header.pending,
         "halt_reason": header.halt_reason,
         "path": str(header.path),

@@ -1,6 +1,8 @@
 """``osmosis eval run CONFIG``: evaluate a rollout locally against any OpenAI-compatible model.
 
-A renderer of :func:`osmosis_ai.eval.run_eval`: it passes the flags through, renders the
+A renderer of :func:`osmosis_ai.eval.run_eval`: it builds the run's
+:class:`~osmosis_ai.eval.EvalOptions` from the flags (a flag named like an option field is that
+option), renders the
 progress updates (a Rich bar with the live mean reward and failure count, milestones with
 ``--plain``, only warnings with ``--json``), maps the library's errors to CLI errors, and prints
 the ``eval.run`` operation envelope. Exit codes: 0 every work item
@@ -22,17 +24,10 @@ from osmosis_cli.commands.eval_budget import EXIT_BUDGET, budget_lines, confirm_
 from osmosis_cli.commands.eval_run_progress import make_reporter
 
 if TYPE_CHECKING:
-    from osmosis_ai.eval import EvalRun
+    from osmosis_ai.eval import EvalOptions, EvalRun
     from osmosis_cli.output import Output
 
 EXIT_INTERRUPTED = 130
-# Options of `run` that are not run_eval's keyword arguments (`output` is its `output_dir`).
-_NOT_RUN_EVAL_ARGUMENTS = frozenset(
-    {
-        *("config", "no_report", "require_append_only"),
-        *("temperature", "top_p", "max_tokens", "seed", "model_arg"),  # -> sampling
-    }
-)
 
 
 def run(
@@ -60,7 +55,7 @@ def run(
     retry_failed: opt.RetryFailed = False,
     allow_changed: opt.AllowChanged = False,
     max_failures: opt.MaxFailures = None,
-    output: opt.OutputDir = None,
+    output_dir: opt.OutputDir = None,
     isolated: opt.Isolated = False,
     no_report: opt.NoReport = False,
     workers: opt.Workers = "auto",
@@ -86,15 +81,13 @@ def run(
     from osmosis_cli.output import get_output
 
     out = get_output()
-    # The options are run_eval's keyword arguments, bar the CLI's own and the sampling flags.
-    arguments = {k: v for k, v in ctx.params.items() if k not in _NOT_RUN_EVAL_ARGUMENTS}
-    arguments["output_dir"] = arguments.pop("output")
     sampling = _sampling(temperature, top_p, max_tokens, seed, model_arg or [])
-    result = _execute(out, config, sampling=sampling or None, **arguments)
+    options = eval_options(ctx.params, sampling=sampling or None)
+    result = _execute(out, config, options, yes=yes)
     from osmosis_cli.commands.eval_report import finish_run
 
     report, failures = finish_run(result.run_dir, write=not no_report)
-    _emit(result, out, config, report, failures, output)
+    _emit(result, out, config, report, failures, output_dir)
     if result.status == "interrupted":
         raise typer.Exit(code=EXIT_INTERRUPTED)
     if result.stop_code == "budget":
@@ -103,6 +96,17 @@ def run(
         raise typer.Exit(code=1)
     if require_append_only and result.metrics.get("training_safety", {}).get("broken"):
         raise typer.Exit(code=1)
+
+
+def eval_options(params: dict[str, Any], **computed: Any) -> EvalOptions:
+    """The run's options: every flag named like an :class:`~osmosis_ai.eval.EvalOptions` field,
+    plus the ``computed`` ones (``sampling`` from its flags); the rest are the CLI's own."""
+    from dataclasses import fields
+
+    from osmosis_ai.eval import EvalOptions
+
+    names = {f.name for f in fields(EvalOptions)}
+    return EvalOptions(**{k: v for k, v in params.items() if k in names}, **computed)
 
 
 def _sampling(
@@ -134,7 +138,7 @@ def _sampling(
     return sampling
 
 
-def _execute(out: Output, config: Path, **arguments: Any) -> EvalRun:
+def _execute(out: Output, config: Path, options: EvalOptions, *, yes: bool) -> EvalRun:
     """Run :func:`osmosis_ai.eval.run_eval`, mapping its errors to CLI errors."""
     from osmosis_ai.config import ConfigError
     from osmosis_ai.eval import (
@@ -150,11 +154,11 @@ def _execute(out: Output, config: Path, **arguments: Any) -> EvalRun:
     )
     from osmosis_cli.errors import CLIError, CLIErrorCode
 
-    name = arguments.get("name")
+    name = options.name
     reporter = make_reporter(out)
-    confirm = confirm_cost(out, arguments.pop("yes", False), reporter.pause, reporter.resume)
+    confirm = confirm_cost(out, yes, reporter.pause, reporter.resume)
     try:
-        return run_eval(config, progress=reporter.update, confirm_cost=confirm, **arguments)
+        return run_eval(config, options, progress=reporter.update, confirm_cost=confirm)
     except ConfigError as exc:
         raise CLIError(CLIErrorCode.VALIDATION, str(exc), details=exc.as_details()) from None
     except EvalExtraMissingError as exc:
@@ -186,7 +190,8 @@ def _execute(out: Output, config: Path, **arguments: Any) -> EvalRun:
             details={"status_code": exc.status_code, "run_name": name},
         ) from None
     except EvalDiskFullError as exc:  # the message names the file; the run resumes
-        resume = _resume_command(config, exc.run_name, arguments.get("output_dir"))
+        output_dir = Path(options.output_dir) if options.output_dir is not None else None
+        resume = _resume_command(config, exc.run_name, output_dir)
         message = f"{exc}. Resume: {resume}"
         raise CLIError(CLIErrorCode.DISK_FULL, message, details=exc.details()) from None
     except EvalRunFailed as exc:
@@ -195,7 +200,7 @@ def _execute(out: Output, config: Path, **arguments: Any) -> EvalRun:
             details = {
                 "run_name": exc.result.run_name,
                 "output_path": str(exc.result.run_dir),
-                "resource": exc.result.resource(),
+                "resource": run_resource(exc.result),
             }
         raise CLIError(CLIErrorCode.INTERNAL, str(exc), details=details) from None
     except ManifestError as exc:  # unreadable manifest
@@ -220,7 +225,7 @@ def _emit(
     output: Path | None,
 ) -> None:
     status = "success" if result.status == "success" else "partial"
-    resource = {**result.resource(), "report_path": str(report) if report else None}
+    resource = {**run_resource(result), "report_path": str(report) if report else None}
     if result.status == "interrupted":
         message = (
             f"Interrupted: {result.pending} work item(s) pending. Rerun with --name "
@@ -265,11 +270,48 @@ def _emit(
     )
 
 
+def run_resource(result: EvalRun) -> dict[str, Any]:
+    """The ``eval.run`` resource of ``osmosis eval run --json`` (documented in docs/cli.md)."""
+    return {
+        "run_name": result.run_name,
+        "local_run_id": result.local_run_id,
+        "output_path": str(result.run_dir),
+        "dataset_source": str(result.dataset),
+        "model": result.model,
+        "rollout": result.rollout,
+        "total_work_items": result.total_work_items,
+        "dispatched": result.dispatched,
+        "succeeded": result.succeeded,
+        "failed": result.failed,
+        "skipped": result.skipped,
+        "resumed": result.resumed,
+        "pending": result.pending,
+        "cancelled": result.pending if result.status == "interrupted" else 0,
+        "duration_ms": round(result.duration_ms, 1),
+        "metrics": result.metrics,
+        "failed_rows": [
+            {
+                "row_index": row.row_index,
+                "source_row_index": row.source_row_index,
+                "run_index": row.run_index,
+                "rollout_id": row.rollout_id,
+                "error_type": row.error_type,
+                "error_message": row.error_message,
+                "rollout_dir": str(result.run_dir / "rollout_trials" / str(row.rollout_id)),
+            }
+            for row in result.failed_rows
+        ],
+        "archived_to": str(result.archived_to) if result.archived_to is not None else None,
+        "halt_reason": result.halt_reason,
+        "servers": result.servers,
+        "stop_code": result.stop_code,
+    }
+
+
 def _rewards(result: EvalRun) -> str:
     """The success line reports rewards over graded rows, with the denominator."""
-    metrics = result.metrics
-    graded, passed = metrics.get("graded", 0), metrics.get("passed", 0)
-    mean = result.mean_reward
+    figures = result.figures
+    graded, passed, mean = figures.graded or 0, figures.passed or 0, figures.mean_reward
     return (
         f"mean reward {'-' if mean is None else f'{mean:.4f}'} over {graded} graded, "
         f"{passed}/{graded} passed"
@@ -288,16 +330,15 @@ def _failed_lines(result: EvalRun) -> list[str]:
 
 
 def _summary_lines(result: EvalRun) -> list[str]:
-    stats = result.metrics.get("reward_stats", {})
-    mean = stats.get("mean")
-    pass_rate = result.metrics.get("pass_rate")
+    figures = result.figures
+    mean, pass_rate = figures.mean_reward, figures.pass_rate
     lines = [
         f"work items: {result.total_work_items}  succeeded: {result.succeeded}  "
         f"failed: {result.failed}  skipped: {result.skipped}  pending: {result.pending}",
         f"mean reward: {'-' if mean is None else f'{mean:.4f}'}  pass rate: "
         f"{'-' if pass_rate is None else f'{pass_rate:.4f}'}",
     ]
-    for point in result.metrics.get("pass_at_k", []):
+    for point in figures.pass_at_k:
         value = point.get("value")
         lines.append(f"pass@{point['k']}: {'-' if value is None else f'{value:.4f}'}")
     lines += [f"{key}: {value}" for key, value in _cost_rows(result.metrics.get("cost"))]
@@ -321,8 +362,7 @@ def _print_summary_table(result: EvalRun, out: Output) -> None:
 
     from osmosis_cli.output import escape_markup, make_console
 
-    metrics = result.metrics
-    stats = metrics.get("reward_stats", {})
+    metrics, figures = result.metrics, result.figures
 
     def fmt(value: Any) -> str:
         return "-" if value is None else f"{value:.4f}" if isinstance(value, float) else str(value)
@@ -339,20 +379,20 @@ def _print_summary_table(result: EvalRun, out: Output) -> None:
         ("skipped", result.skipped),
         ("pending", result.pending),
         ("resumed from earlier sessions", result.resumed),
-        ("mean reward", stats.get("mean")),
-        ("median / std", f"{fmt(stats.get('median'))} / {fmt(stats.get('std'))}"),
-        ("min / max", f"{fmt(stats.get('min'))} / {fmt(stats.get('max'))}"),
-        (f"pass rate (reward ≥ {metrics.get('pass_threshold')})", metrics.get("pass_rate")),
+        ("mean reward", figures.mean_reward),
+        ("median / std", f"{fmt(figures.median_reward)} / {fmt(figures.reward_std)}"),
+        ("min / max", f"{fmt(figures.min_reward)} / {fmt(figures.max_reward)}"),
+        (f"pass rate (reward ≥ {figures.pass_threshold})", figures.pass_rate),
     ]
-    rows += [(f"pass@{p['k']}", p.get("value")) for p in metrics.get("pass_at_k", [])]
-    if metrics.get("failures_by_type"):
+    rows += [(f"pass@{p['k']}", p.get("value")) for p in figures.pass_at_k]
+    if figures.failures_by_type:
         rows.append(
             (
                 "failures by type",
-                ", ".join(f"{k}={v}" for k, v in metrics["failures_by_type"].items()),
+                ", ".join(f"{k}={v}" for k, v in figures.failures_by_type.items()),
             )
         )
-    rows.append(("tokens", metrics.get("tokens_used")))
+    rows.append(("tokens", figures.tokens_used))
     judge = metrics.get("judge")
     if judge:  # the graders' LLM-judge calls, apart from the policy's tokens
         cost = judge.get("cost_usd")

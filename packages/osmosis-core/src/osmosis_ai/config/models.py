@@ -136,13 +136,13 @@ class EvalConfig(SubmitConfig):
     evaluation: EvaluationSection = Field(default_factory=EvaluationSection)
     secrets: SecretsSection  # required for eval (``required = []`` is fine)
     #: ``[pricing."<model>"]``: USD per million tokens (``input``, ``output``, ``cached_input``),
-    #: overriding the pricing library (checked by :func:`osmosis_ai.eval._pricing.parse_overrides`).
+    #: overriding the pricing library (checked by :func:`osmosis_ai.eval._impl.cost.pricing.parse_overrides`).
     pricing: dict[str, dict[str, float]] = Field(default_factory=dict)
 
     @field_validator("pricing")
     @classmethod
     def _check_pricing(cls, value: dict[str, dict[str, float]]) -> dict[str, dict[str, float]]:
-        from osmosis_ai.eval._pricing import parse_overrides
+        from osmosis_ai.eval._impl.cost.pricing import parse_overrides
 
         try:
             parse_overrides(value)

@@ -14,7 +14,7 @@
 (``pip install 'osmosis-ai[rubric]'``). Guide: ``docs/eval-library.md``.
 
 Names resolve on first use so that ``import osmosis_ai.eval`` stays cheap. This table is the
-public surface; everything in ``_``-modules is internal.
+public surface; everything under ``osmosis_ai.eval._impl`` (the private wing) is internal.
 """
 
 from __future__ import annotations
@@ -25,37 +25,40 @@ from osmosis_ai._lazy import lazy_exports
 
 _EXPORTS = {
     # local evaluation (run_eval: what `osmosis eval run` renders)
-    "run_eval": "osmosis_ai.eval._api",
-    "run_eval_async": "osmosis_ai.eval._api",
-    "EvalRun": "osmosis_ai.eval._run",
-    "RowRecord": "osmosis_ai.eval._records",
-    "read_index": "osmosis_ai.eval._records",
-    "EvalProgress": "osmosis_ai.eval._progress",
-    "EvalUpdate": "osmosis_ai.eval._progress",
-    "CostEstimate": "osmosis_ai.eval._budget",
-    "EvalPlanError": "osmosis_ai.eval._source",
-    "EvalRunFailed": "osmosis_ai.eval._errors",
-    "EvalDiskFullError": "osmosis_ai.eval._errors",
-    "EvalExtraMissingError": "osmosis_ai.eval._errors",
-    "UpstreamRejected": "osmosis_ai.eval._errors",
-    "ManifestError": "osmosis_ai.eval._manifest",
-    "ManifestMismatchError": "osmosis_ai.eval._manifest",
-    "RunLayoutError": "osmosis_ai.eval._run_layout",
+    "run_eval": "osmosis_ai.eval._impl.api",
+    "run_eval_async": "osmosis_ai.eval._impl.api",
+    "EvalOptions": "osmosis_ai.eval._impl.plan.options",
+    "EvalOptionsDict": "osmosis_ai.eval._impl.plan.options",
+    "EvalRun": "osmosis_ai.eval._impl.results.run",
+    "RunFigures": "osmosis_ai.eval._impl.results.metrics",
+    "RowRecord": "osmosis_ai.eval._impl.run_dir.records",
+    "read_index": "osmosis_ai.eval._impl.run_dir.records",
+    "EvalProgress": "osmosis_ai.eval._impl.progress",
+    "EvalUpdate": "osmosis_ai.eval._impl.progress",
+    "CostEstimate": "osmosis_ai.eval._impl.cost.budget",
+    "EvalPlanError": "osmosis_ai.eval._impl.plan.source",
+    "EvalRunFailed": "osmosis_ai.eval._impl.errors",
+    "EvalDiskFullError": "osmosis_ai.eval._impl.errors",
+    "EvalExtraMissingError": "osmosis_ai.eval._impl.errors",
+    "UpstreamRejected": "osmosis_ai.eval._impl.errors",
+    "ManifestError": "osmosis_ai.eval._impl.run_dir.manifest",
+    "ManifestMismatchError": "osmosis_ai.eval._impl.run_dir.manifest",
+    "RunLayoutError": "osmosis_ai.eval._impl.run_dir.layout",
     # dataset files and row selections, as run_eval reads them
-    "DatasetRow": "osmosis_ai.eval._dataset",
-    "DatasetError": "osmosis_ai.eval._dataset",
-    "iter_dataset": "osmosis_ai.eval._dataset",
-    "load_dataset": "osmosis_ai.eval._dataset",
-    "missing_label_warning": "osmosis_ai.eval._dataset",
-    "SelectionError": "osmosis_ai.eval._selection",
-    "parse_rows_spec": "osmosis_ai.eval._selection",
+    "DatasetRow": "osmosis_ai.eval._impl.plan.dataset",
+    "DatasetError": "osmosis_ai.eval._impl.plan.dataset",
+    "iter_dataset": "osmosis_ai.eval._impl.plan.dataset",
+    "load_dataset": "osmosis_ai.eval._impl.plan.dataset",
+    "missing_label_warning": "osmosis_ai.eval._impl.plan.dataset",
+    "SelectionError": "osmosis_ai.eval._impl.plan.selection",
+    "parse_rows_spec": "osmosis_ai.eval._impl.plan.selection",
     # training safety: is a rollout append-only (safe for token-in/token-out training)?
-    "check_append_only": "osmosis_ai.eval._training_safety",
-    "AppendOnlyVerdict": "osmosis_ai.eval._training_safety",
-    "Divergence": "osmosis_ai.eval._training_safety",
-    "TokenMismatch": "osmosis_ai.eval._training_safety",
-    "expand_calls": "osmosis_ai.eval._proxy_calls",
-    "describe_training_safety": "osmosis_ai.eval._safety_summary",
+    "check_append_only": "osmosis_ai.eval._impl.results.training_safety",
+    "AppendOnlyVerdict": "osmosis_ai.eval._impl.results.training_safety",
+    "Divergence": "osmosis_ai.eval._impl.results.training_safety",
+    "TokenMismatch": "osmosis_ai.eval._impl.results.training_safety",
+    "expand_calls": "osmosis_ai.eval._impl.proxy.calls",
+    "describe_training_safety": "osmosis_ai.eval._impl.results.safety_summary",
     # LLM-as-judge (osmosis_ai.eval.judge; 0.3's API in osmosis_ai.eval.rubric)
     "Judge": "osmosis_ai.eval.judge.judge",
     "JudgeUsage": "osmosis_ai.judge_usage",
@@ -66,36 +69,38 @@ _EXPORTS = {
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 if TYPE_CHECKING:
-    from osmosis_ai.eval._api import run_eval, run_eval_async
-    from osmosis_ai.eval._budget import CostEstimate
-    from osmosis_ai.eval._dataset import (
+    from osmosis_ai.eval._impl.api import run_eval, run_eval_async
+    from osmosis_ai.eval._impl.cost.budget import CostEstimate
+    from osmosis_ai.eval._impl.errors import (
+        EvalDiskFullError,
+        EvalExtraMissingError,
+        EvalRunFailed,
+        UpstreamRejected,
+    )
+    from osmosis_ai.eval._impl.plan.dataset import (
         DatasetError,
         DatasetRow,
         iter_dataset,
         load_dataset,
         missing_label_warning,
     )
-    from osmosis_ai.eval._errors import (
-        EvalDiskFullError,
-        EvalExtraMissingError,
-        EvalRunFailed,
-        UpstreamRejected,
-    )
-    from osmosis_ai.eval._manifest import ManifestError, ManifestMismatchError
-    from osmosis_ai.eval._progress import EvalProgress, EvalUpdate
-    from osmosis_ai.eval._proxy_calls import expand_calls
-    from osmosis_ai.eval._records import RowRecord, read_index
-    from osmosis_ai.eval._run import EvalRun
-    from osmosis_ai.eval._run_layout import RunLayoutError
-    from osmosis_ai.eval._safety_summary import describe_training_safety
-    from osmosis_ai.eval._selection import SelectionError, parse_rows_spec
-    from osmosis_ai.eval._source import EvalPlanError
-    from osmosis_ai.eval._training_safety import (
+    from osmosis_ai.eval._impl.plan.options import EvalOptions, EvalOptionsDict
+    from osmosis_ai.eval._impl.plan.selection import SelectionError, parse_rows_spec
+    from osmosis_ai.eval._impl.plan.source import EvalPlanError
+    from osmosis_ai.eval._impl.progress import EvalProgress, EvalUpdate
+    from osmosis_ai.eval._impl.proxy.calls import expand_calls
+    from osmosis_ai.eval._impl.results.metrics import RunFigures
+    from osmosis_ai.eval._impl.results.run import EvalRun
+    from osmosis_ai.eval._impl.results.safety_summary import describe_training_safety
+    from osmosis_ai.eval._impl.results.training_safety import (
         AppendOnlyVerdict,
         Divergence,
         TokenMismatch,
         check_append_only,
     )
+    from osmosis_ai.eval._impl.run_dir.layout import RunLayoutError
+    from osmosis_ai.eval._impl.run_dir.manifest import ManifestError, ManifestMismatchError
+    from osmosis_ai.eval._impl.run_dir.records import RowRecord, read_index
     from osmosis_ai.eval.judge.judge import Judge
     from osmosis_ai.eval.judge.result import RubricResult
     from osmosis_ai.eval.rubric.engine import evaluate_rubric, evaluate_rubric_sync
@@ -109,6 +114,8 @@ __all__ = [
     "Divergence",
     "EvalDiskFullError",
     "EvalExtraMissingError",
+    "EvalOptions",
+    "EvalOptionsDict",
     "EvalPlanError",
     "EvalProgress",
     "EvalRun",
@@ -120,6 +127,7 @@ __all__ = [
     "ManifestMismatchError",
     "RowRecord",
     "RubricResult",
+    "RunFigures",
     "RunLayoutError",
     "SelectionError",
     "TokenMismatch",

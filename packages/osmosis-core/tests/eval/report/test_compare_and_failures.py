@@ -1,13 +1,10 @@
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).parent))
-
-from run_builder import Row, write_run
-
 from osmosis_ai.eval.report import compare_runs, group_failures, innermost_frame, load_run
+
+from .run_builder import Row, write_run
 
 TB = (
     "Traceback (most recent call last):\n"

@@ -4,14 +4,11 @@ import base64
 import gzip
 import json
 import re
-import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).parent))
-
-from run_builder import Row, write_run
-
 from osmosis_ai.eval.report import load_run, render_report, write_report
+
+from .run_builder import Row, write_run
 
 HOSTILE = "</script><script>alert(1)</script>"
 

@@ -1,16 +1,11 @@
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
-
-from run_builder import Row, write_run
-
 from osmosis_ai.errors import EvalError
-from osmosis_ai.eval._run_layout import RunLock
+from osmosis_ai.eval._impl.run_dir.layout import RunLock
 from osmosis_ai.eval.report import (
     RunNotFoundError,
     find_runs,
@@ -18,6 +13,8 @@ from osmosis_ai.eval.report import (
     load_run,
     read_header,
 )
+
+from .run_builder import Row, write_run
 
 TRACEBACK = (
     "Traceback (most recent call last):\n"

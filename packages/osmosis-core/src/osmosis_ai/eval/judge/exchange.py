@@ -11,7 +11,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from osmosis_ai.eval._adaptive import CONGESTION_STATUSES, AdaptiveLimit
+from osmosis_ai.eval._impl.adaptive import CONGESTION_STATUSES, AdaptiveLimit
 from osmosis_ai.eval.judge import prompt as _prompt
 from osmosis_ai.eval.judge.errors import ModelNotFoundError, ProviderRequestError
 from osmosis_ai.eval.judge.parse import MalformedReplyError, parse_reply

@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from typing import Any, Literal
 
 from osmosis_ai.errors import ConfigurationError
-from osmosis_ai.eval._pricing import ModelPrice, Pricer
+from osmosis_ai.eval._impl.cost.pricing import ModelPrice, Pricer
 from osmosis_ai.eval.judge import prompt as _prompt
 from osmosis_ai.eval.judge.cache import JudgeCache, cache_key, resolve_cache
 from osmosis_ai.eval.judge.errors import ProviderRequestError

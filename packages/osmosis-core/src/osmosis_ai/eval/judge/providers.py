@@ -1,7 +1,7 @@
 """Where a judge model lives: 0.3's ``provider/model`` strings mapped to OpenAI-compatible endpoints.
 
 Every provider is reached through its OpenAI-compatible chat-completions endpoint with the
-``openai`` client. The table is :mod:`osmosis_ai.eval._providers` (shared with the policy
+``openai`` client. The table is :mod:`osmosis_ai.eval._impl.proxy.providers` (shared with the policy
 upstream); for each provider it gives the default base URL, the variable holding the
 key and the variable that overrides the base URL (``OPENAI_BASE_URL`` as the ``openai`` client
 reads it; ``<PROVIDER>_BASE_URL`` for the others). Local servers (vLLM, SGLang, Ollama) need no
@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from osmosis_ai.errors import ConfigurationError
-from osmosis_ai.eval._providers import ALIASES, PROVIDERS, ProviderSpec
+from osmosis_ai.eval._impl.proxy.providers import ALIASES, PROVIDERS, ProviderSpec
 from osmosis_ai.eval.judge.errors import MissingAPIKeyError
 
 __all__ = [

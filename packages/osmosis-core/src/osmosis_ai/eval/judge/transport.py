@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
 
-    from osmosis_ai.eval._adaptive import AdaptiveLimit
+    from osmosis_ai.eval._impl.adaptive import AdaptiveLimit
     from osmosis_ai.eval.judge.providers import JudgeTarget
 
 #: Concurrent calls per endpoint per event loop unless ``max_concurrency=`` says otherwise.
@@ -81,10 +81,10 @@ def client_for(target: JudgeTarget, timeout: float | None) -> AsyncOpenAI:
 def limit_for(base_url: str, ceiling: int) -> AdaptiveLimit:
     """The endpoint's adaptive concurrency limit (``ceiling``: ``max_concurrency``) in this loop.
 
-    It backs off on 429/503/timeouts and grows back on success (:mod:`osmosis_ai.eval._adaptive`),
+    It backs off on 429/503/timeouts and grows back on success (:mod:`osmosis_ai.eval._impl.adaptive`),
     apart from the policy's limit.
     """
-    from osmosis_ai.eval._adaptive import AdaptiveLimit
+    from osmosis_ai.eval._impl.adaptive import AdaptiveLimit
 
     state = _state()
     limit = state.limits.get((base_url, ceiling))

@@ -10,11 +10,10 @@
 
 from __future__ import annotations
 
-from osmosis_ai.eval._run_layout import DEFAULT_OUTPUT_ROOT as RUNS_FOLDER
-from osmosis_ai.eval.report._compare import RowPair, RunComparison, compare_runs
-from osmosis_ai.eval.report._failures import FailureGroup, group_failures, innermost_frame
-from osmosis_ai.eval.report._html import render_report, write_report
-from osmosis_ai.eval.report._run_data import (
+from osmosis_ai.eval._impl.report.compare import RowPair, RunComparison, compare_runs
+from osmosis_ai.eval._impl.report.failures import FailureGroup, group_failures, innermost_frame
+from osmosis_ai.eval._impl.report.html import render_report, write_report
+from osmosis_ai.eval._impl.report.run_data import (
     RunData,
     RunHeader,
     RunNotFoundError,
@@ -24,8 +23,14 @@ from osmosis_ai.eval.report._run_data import (
     load_run,
     read_header,
 )
-from osmosis_ai.eval.report._stats import Interval, mean_interval, paired_bootstrap, wilson_interval
-from osmosis_ai.eval.report._transcript import format_transcript
+from osmosis_ai.eval._impl.report.stats import (
+    Interval,
+    mean_interval,
+    paired_bootstrap,
+    wilson_interval,
+)
+from osmosis_ai.eval._impl.report.transcript import format_transcript
+from osmosis_ai.eval._impl.run_dir.layout import DEFAULT_OUTPUT_ROOT as RUNS_FOLDER
 
 REPORT_FILE = "report.html"
 """The report's file name inside a run folder. ``RUNS_FOLDER``: where runs live, relative to

@@ -1,0 +1,1 @@
+"""What model calls cost (pricing) and the run's budget."""

@@ -1,0 +1,269 @@
+"""The end of every session: journal → per-row records, trajectories, ``index.jsonl``, metrics.
+
+Why it runs on every path (done, partial, halted, interrupted): the results on disk must always
+describe the journal. Rows finished in this session get their trajectory assembled (the server
+has stopped, so every trajectory file is on disk); rows from earlier sessions keep theirs.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+import sys
+import time
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from osmosis_ai.eval._impl.cost.budget import Budget
+from osmosis_ai.eval._impl.plan.plan import EvalPlan
+from osmosis_ai.eval._impl.results.metrics import ItemResult, compute_metrics
+from osmosis_ai.eval._impl.results.reproducibility import (
+    harbor_tasks,
+    merged,
+    observed,
+    run_record,
+    run_versions,
+    with_harbor_tasks,
+)
+from osmosis_ai.eval._impl.results.run import EvalRun, RunStatus
+from osmosis_ai.eval._impl.results.safety_summary import summarize_training_safety
+from osmosis_ai.eval._impl.run_dir.journal import WorkKey, load_latest
+from osmosis_ai.eval._impl.run_dir.layout import RunPaths
+from osmosis_ai.eval._impl.run_dir.log import Redactor
+from osmosis_ai.eval._impl.run_dir.manifest import write_json_atomic
+from osmosis_ai.eval._impl.run_dir.records import RowRecord, write_index
+from osmosis_ai.eval._impl.run_dir.trajectories import TrajectoryListing, load_calls, trajectory_for
+from osmosis_ai.eval._impl.scheduler import WorkItem
+
+
+@dataclass(slots=True)
+class SessionEnd:
+    """How the dispatch part of a session ended."""
+
+    started_at: datetime
+    t0: float  # perf_counter at the start
+    session_ids: set[str]
+    interrupted: bool = False
+    halt_reason: str | None = None
+    dispatched: int = 0
+    archived: Path | None = None
+    servers: list[dict[str, Any]] = field(default_factory=list)
+    #: ``"budget"`` / ``"declined"`` when dispatch stopped early on purpose (:mod:`osmosis_ai.eval._impl.cost.budget`).
+    stop_code: str | None = None
+    budget: Budget | None = None
+    #: Final figures of the adaptive concurrency limits (:mod:`osmosis_ai.eval._impl.adaptive`), when dispatched.
+    concurrency: dict[str, Any] | None = None
+
+
+def row_from_journal(
+    item: WorkItem, record: dict[str, Any], *, resumed: bool, trajectory: str | None
+) -> RowRecord:
+    """The one place a journal record becomes a :class:`RowRecord`."""
+    reward = record.get("reward")
+    return RowRecord(
+        row_index=item.row_index,
+        run_index=item.run_index,
+        source_row_index=item.row.source_index,
+        status=record.get("status") or "failed",
+        rollout_id=record.get("rollout_id"),
+        reward=float(reward) if reward is not None else None,
+        error_type=record.get("error_type"),
+        error_message=record.get("error_message"),
+        tokens=int(record.get("tokens") or 0),
+        duration_ms=record.get("duration_ms"),
+        policy_calls=int(record.get("policy_calls", record.get("llm_calls")) or 0),
+        trajectory_filename=trajectory,
+        resumed=resumed,
+        attempt=record.get("attempt"),
+        judge=record.get("judge"),
+        cost=record.get("cost"),
+        training_safety=record.get("training_safety"),
+    )
+
+
+def collect_rows(
+    plan: EvalPlan,
+    paths: RunPaths,
+    items: list[WorkItem],
+    session_ids: set[str],
+    calls_by_rollout: dict[str, list[dict[str, Any]]],
+    reproducibility: dict[str, Any],
+    latest: dict[WorkKey, dict[str, Any]],
+) -> list[RowRecord]:
+    """One enriched :class:`RowRecord` per finished work item (prompt, label, answer, grader
+    metrics and, for failures, the traceback, redacted like the log)."""
+    from osmosis_ai.eval._impl.report.run_data import row_with_facts
+
+    redact = plan_redactor(plan)
+    rows: list[RowRecord] = []
+    listing = TrajectoryListing.of(paths)
+    for item in items:
+        record = latest.get((item.row_index, item.run_index))
+        if record is None:
+            continue
+        this_session = record.get("rollout_id") in session_ids
+        trajectory, document = trajectory_for(
+            paths,
+            record,
+            calls_by_rollout.get(str(record.get("rollout_id")), []),
+            rebuild=this_session,
+            reproducibility=reproducibility,
+            listing=listing,
+        )
+        row = row_with_facts(
+            paths.root,
+            row_from_journal(item, record, resumed=not this_session, trajectory=trajectory),
+            document,
+        )
+        if row.traceback:
+            row = replace(row, traceback=redact(row.traceback))
+        rows.append(row)
+    return rows
+
+
+def _update_reproducibility(
+    plan: EvalPlan,
+    paths: RunPaths,
+    manifest: dict[str, Any],
+    calls_by_rollout: dict[str, list[dict[str, Any]]],
+    latest: dict[WorkKey, dict[str, Any]],
+) -> dict[str, Any]:
+    """This session's record, merged with earlier sessions' observations, into the manifest;
+    the Harbor tasks are those of the journal's latest records (every session's)."""
+    earlier = manifest.get("reproducibility")
+    seen = observed(call for calls in calls_by_rollout.values() for call in calls)
+    record = merged(run_record(plan), earlier if isinstance(earlier, dict) else {}, seen)
+    record = with_harbor_tasks(record, harbor_tasks(latest.values()))
+    if record != earlier:
+        manifest["reproducibility"] = record
+        write_json_atomic(paths.manifest, manifest)
+    return record
+
+
+def _status(interrupted: bool, failed: int, pending: int) -> RunStatus:
+    if interrupted:
+        return "interrupted"
+    return "partial" if failed or pending else "success"
+
+
+def finalize(
+    plan: EvalPlan,
+    paths: RunPaths,
+    manifest: dict[str, Any],
+    items: list[WorkItem],
+    end: SessionEnd,
+) -> EvalRun:
+    calls_by_rollout = load_calls(paths) if end.session_ids else {}
+    latest = load_latest(paths.journal)
+    reproducibility = _update_reproducibility(plan, paths, manifest, calls_by_rollout, latest)
+    rows = collect_rows(
+        plan, paths, items, end.session_ids, calls_by_rollout, reproducibility, latest
+    )
+    summary = compute_metrics(
+        (
+            ItemResult(
+                r.row_index,
+                r.run_index,
+                r.status,
+                r.reward,
+                r.tokens,
+                r.error_type,
+                r.judge,
+                r.cost,
+            )
+            for r in rows
+        ),
+        samples_per_row=plan.knobs.n,
+        pass_threshold=plan.knobs.pass_threshold,
+        total_work_items=len(items),
+    )
+    summary["training_safety"] = summarize_training_safety(
+        (r.training_safety for r in rows), token_ids_requested=plan.options.token_ids
+    )
+    if end.budget is not None:
+        summary["budget"] = end.budget.to_json()
+    if end.concurrency is not None:
+        summary["concurrency"] = end.concurrency
+    counts = {s: sum(1 for r in rows if r.status == s) for s in ("success", "failed", "skipped")}
+    pending = len(items) - len(rows)
+    status = _status(end.interrupted, counts["failed"], pending)
+    duration_ms = (time.perf_counter() - end.t0) * 1000
+    write_index(paths.index, rows)
+    _write_metrics(plan, paths, manifest, end, status, pending, duration_ms, summary)
+    return EvalRun(
+        status=status,
+        run_name=plan.run_name,
+        run_dir=paths.root,
+        local_run_id=manifest["local_run_id"],
+        dataset=plan.dataset_path,
+        model=plan.upstream.model,
+        rollout=plan.rollout_name,
+        total_work_items=len(items),
+        dispatched=end.dispatched,
+        succeeded=counts["success"],
+        failed=counts["failed"],
+        skipped=counts["skipped"],
+        resumed=sum(1 for r in rows if r.resumed),
+        pending=pending,
+        duration_ms=duration_ms,
+        metrics=summary,
+        rows=rows,
+        archived_to=end.archived,
+        halt_reason=end.halt_reason,
+        servers=end.servers,
+        stop_code=end.stop_code,
+    )
+
+
+def _write_metrics(
+    plan: EvalPlan,
+    paths: RunPaths,
+    manifest: dict[str, Any],
+    end: SessionEnd,
+    status: str,
+    pending: int,
+    duration_ms: float,
+    summary: dict[str, Any],
+) -> None:
+    write_json_atomic(
+        paths.metrics,
+        {
+            "eval_run": {
+                "id": manifest["local_run_id"],
+                "status": status,
+                "name": plan.run_name,
+                "dataset_name": plan.dataset_path.name,
+                "model_name": plan.upstream.model,
+                "rollout_name": plan.rollout_name,
+                "duration_ms": round(duration_ms, 1),
+                "started_at": end.started_at.isoformat(),
+                "completed_at": datetime.now(UTC).isoformat(),
+                "pending": pending,
+                # why dispatch stopped early (--max-failures, a broken endpoint, the server)
+                "halt_reason": end.halt_reason,
+                # provenance of this session (the report's header)
+                "command_line": _command_line(plan),
+                "versions": run_versions(),
+            },
+            "summary": summary,
+        },
+    )
+
+
+_URL_USERINFO = re.compile(r"(\w+://)[^/@\s]+@")
+
+
+def plan_redactor(plan: EvalPlan) -> Redactor:
+    """Redacts the run's secrets: the upstream API key and the rollout's secret values."""
+    redactor = Redactor()
+    redactor.add(plan.upstream.api_key)
+    for value in plan.secrets.values():
+        redactor.add(value)
+    return redactor
+
+
+def _command_line(plan: EvalPlan) -> str:
+    """This process's command line, URL credentials and known secret values masked."""
+    return plan_redactor(plan)(_URL_USERINFO.sub(r"\1***@", shlex.join(sys.argv)))

@@ -1,0 +1,1 @@
+"""Already-running rollout servers (``--servers``): addresses, capacity, one client each."""

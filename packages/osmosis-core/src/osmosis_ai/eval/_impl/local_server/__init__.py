@@ -1,0 +1,1 @@
+"""The rollout server child process ``eval run`` starts (and its bootstrap file)."""

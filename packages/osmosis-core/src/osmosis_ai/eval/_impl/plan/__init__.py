@@ -1,0 +1,1 @@
+"""The request resolved and validated into an ``EvalPlan`` before anything starts."""

@@ -1,0 +1,1 @@
+"""The policy proxy: the rollout's model calls to the upstream, recorded per call."""

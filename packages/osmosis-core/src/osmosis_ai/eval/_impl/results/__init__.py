@@ -1,0 +1,1 @@
+"""What a run produced: the run model, metrics, training safety, reproducibility."""

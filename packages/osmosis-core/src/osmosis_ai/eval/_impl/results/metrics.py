@@ -1,0 +1,215 @@
+"""Run metrics: reward statistics, pass rate at a threshold, unbiased pass@k.
+
+Why failures are kept out of the reward numbers: a rollout that failed (a timeout, a policy
+HTTP error, a crashed server, an exception in the agent, or the grader's LLM judge failing)
+produced no reward. Counting it as reward 0 would make an outage look like a bad model. Failures
+are therefore reported by category next to the statistics, never inside them: ``reward_stats``
+and ``pass_rate`` are over *graded* items only, and pass@k is over each row's graded attempts.
+``failed = agent_failures + judge_failures + infrastructure_failures``. The graders' judge usage
+(calls, tokens, latency, cost) is totalled under ``judge``, apart from the policy's
+``tokens_used``.
+
+pass@k uses the unbiased estimator of Chen et al. (2021): for a row with ``n`` graded attempts of
+which ``c`` passed, ``pass@k = 1 - C(n-c, k) / C(n, k)``, averaged over the rows that have at
+least ``k`` graded attempts; k runs over 1, 2, 4, ... up to the samples per row.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from osmosis_ai.eval._impl.cost.pricing import run_cost
+from osmosis_ai.judge_usage import sum_judge_usage
+
+#: Error types that blame the rollout's own code; every other failure is infrastructure, except
+#: ``judge_error`` (the grader's LLM judge failed), which is counted on its own.
+AGENT_FAILURE_TYPES = frozenset({"agent_error", "validation_error"})
+JUDGE_FAILURE_TYPE = "judge_error"
+
+
+@dataclass(frozen=True, slots=True)
+class ItemResult:
+    """The terminal result of one work item (one row, one sample index)."""
+
+    row_index: int
+    run_index: int
+    status: str  # "success" | "failed" | "skipped"
+    reward: float | None = None
+    tokens: int = 0
+    error_type: str | None = None
+    judge: Mapping[str, Any] | None = None  # the row's LLM-judge usage (judge_usage)
+    cost: Mapping[str, Any] | None = None  # the row's cost object (_pricing.row_cost)
+
+
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """Unbiased probability that at least one of ``k`` draws from ``n`` attempts passed."""
+    if not 0 <= c <= n or k < 1 or k > n:
+        raise ValueError(f"pass@k needs 0 <= c <= n and 1 <= k <= n (n={n}, c={c}, k={k})")
+    if n - c < k:
+        return 1.0
+    # 1 - prod_{i=n-c+1}^{n} (1 - k/i): numerically stable form of 1 - C(n-c,k)/C(n,k).
+    product = 1.0
+    for i in range(n - c + 1, n + 1):
+        product *= 1.0 - k / i
+    return 1.0 - product
+
+
+def k_values(n: int) -> list[int]:
+    """1, 2, 4, ... up to ``n``."""
+    ks: list[int] = []
+    k = 1
+    while k <= n:
+        ks.append(k)
+        k *= 2
+    return ks
+
+
+def reward_stats(rewards: list[float]) -> dict[str, float | None]:
+    """mean, median, population std, min, max (all ``None`` when nothing was graded)."""
+    if not rewards:
+        return {"mean": None, "median": None, "std": None, "min": None, "max": None}
+    return {
+        "mean": statistics.fmean(rewards),
+        "median": statistics.median(rewards),
+        "std": statistics.pstdev(rewards) if len(rewards) > 1 else 0.0,
+        "min": min(rewards),
+        "max": max(rewards),
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class RunFigures:
+    """A run's figures, typed: the one reader of the ``summary`` block :func:`compute_metrics`
+    writes (``metrics.json``). A run just made (``EvalRun.figures``) and a run read from disk
+    (``RunHeader.figures``) both hand out this; their ``mean_reward``/``pass_rate`` read it.
+    A figure missing (no ``metrics.json`` yet) or of the wrong type (an old or hand-edited file)
+    reads as ``None`` (or empty).
+    """
+
+    total_samples: int | None = None
+    graded: int | None = None
+    passed: int | None = None
+    failed: int | None = None
+    skipped: int | None = None
+    mean_reward: float | None = None
+    median_reward: float | None = None
+    reward_std: float | None = None
+    min_reward: float | None = None
+    max_reward: float | None = None
+    #: Passed / graded (``None`` when nothing was graded); failures are never reward 0.
+    pass_rate: float | None = None
+    pass_threshold: float | None = None
+    #: ``{"k", "value", "rows"}`` per k = 1, 2, 4, ... (only with ``n >= 2``).
+    pass_at_k: tuple[Mapping[str, Any], ...] = ()
+    tokens_used: int | None = None
+    failures_by_type: Mapping[str, int] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, summary: Mapping[str, Any]) -> RunFigures:
+        stats = summary.get("reward_stats")
+        stats = stats if isinstance(stats, Mapping) else {}
+        by_type = summary.get("failures_by_type")
+        points = summary.get("pass_at_k")
+        return cls(
+            total_samples=_int(summary.get("total_samples")),
+            graded=_int(summary.get("graded")),
+            passed=_int(summary.get("passed")),
+            failed=_int(summary.get("failed")),
+            skipped=_int(summary.get("skipped")),
+            mean_reward=_float(stats.get("mean")),
+            median_reward=_float(stats.get("median")),
+            reward_std=_float(stats.get("std")),
+            min_reward=_float(stats.get("min")),
+            max_reward=_float(stats.get("max")),
+            pass_rate=_float(summary.get("pass_rate")),
+            pass_threshold=_float(summary.get("pass_threshold")),
+            pass_at_k=tuple(p for p in points if isinstance(p, Mapping))
+            if isinstance(points, list)
+            else (),
+            tokens_used=_int(summary.get("tokens_used")),
+            failures_by_type=dict(by_type) if isinstance(by_type, Mapping) else {},
+        )
+
+
+def _float(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _int(value: Any) -> int | None:
+    return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def compute_metrics(
+    results: Iterable[ItemResult],
+    *,
+    samples_per_row: int,
+    pass_threshold: float,
+    total_work_items: int | None = None,
+) -> dict[str, Any]:
+    """The ``summary`` block of ``metrics.json`` (also the envelope's ``metrics``)."""
+    items = list(results)
+    graded = [r for r in items if r.status == "success" and r.reward is not None]
+    failed = [r for r in items if r.status == "failed"]
+    skipped = [r for r in items if r.status == "skipped"]
+    rewards = [float(r.reward) for r in graded if r.reward is not None]
+    passed = sum(1 for value in rewards if value >= pass_threshold)
+    by_type = Counter(r.error_type or "rollout_failed" for r in failed)
+    agent_failures = sum(v for k, v in by_type.items() if k in AGENT_FAILURE_TYPES)
+    judge_failures = by_type.get(JUDGE_FAILURE_TYPE, 0)
+
+    summary: dict[str, Any] = {
+        "total_work_items": total_work_items if total_work_items is not None else len(items),
+        "total_samples": len(items),
+        "completed_samples": len(items) - len(skipped),
+        "graded": len(graded),
+        "passed": passed,
+        "failed": len(failed),
+        "skipped": len(skipped),
+        "agent_failures": agent_failures,
+        "judge_failures": judge_failures,
+        "infrastructure_failures": len(failed) - agent_failures - judge_failures,
+        "failures_by_type": dict(sorted(by_type.items())),
+        "pass_rate": passed / len(graded) if graded else None,
+        "pass_threshold": pass_threshold,
+        "tokens_used": sum(r.tokens for r in items),
+        "reward_stats": reward_stats(rewards),
+        "n_runs": samples_per_row,
+    }
+    judge = sum_judge_usage(r.judge for r in items)
+    if judge is not None:
+        summary["judge"] = judge  # the graders' judge calls; tokens_used is the policy's only
+    cost = run_cost(r.cost for r in items)
+    if cost is not None:
+        summary["cost"] = cost  # policy, judge and total USD (None: some row's price unknown)
+    if samples_per_row >= 2:
+        summary["pass_at_k"] = _pass_at_k_points(graded, samples_per_row, pass_threshold)
+    return summary
+
+
+def _pass_at_k_points(
+    graded: list[ItemResult], samples_per_row: int, pass_threshold: float
+) -> list[dict[str, Any]]:
+    per_row: dict[int, list[bool]] = defaultdict(list)
+    for item in graded:
+        assert item.reward is not None
+        per_row[item.row_index].append(item.reward >= pass_threshold)
+    points: list[dict[str, Any]] = []
+    for k in k_values(samples_per_row):
+        values = [
+            pass_at_k(len(outcomes), sum(outcomes), k)
+            for outcomes in per_row.values()
+            if len(outcomes) >= k
+        ]
+        points.append(
+            {
+                "k": k,
+                "value": math.fsum(values) / len(values) if values else None,
+                "rows": len(values),
+            }
+        )
+    return points

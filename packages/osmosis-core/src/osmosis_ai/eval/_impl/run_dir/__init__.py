@@ -1,0 +1,1 @@
+"""The run directory: layout and lock, manifest, journal, records, log, trajectories."""

@@ -1,0 +1,163 @@
+"""Per-work-item trajectories: the server's ATIF file plus what the policy proxy measured.
+
+The rollout server writes ``rollout_trials/<rollout_id>/trajectory.json`` (ATIF) from the
+sample's messages. Only the proxy saw the wire, so only it knows each call's latency, retries,
+and (when the upstream returns them) token ids and logprobs. This module copies the server's
+trajectory to ``trajectories/row_<r>_run_<n>.json``, adds the proxy's records and removes the
+server's copy, so each trajectory is stored once (``rollout_trials/<rollout_id>/`` keeps the
+rollout's ``diagnostics.json`` and artifacts):
+
+* all calls under ``extra.osmosis.llm_calls`` (always; each call's ``messages`` as a reference
+  to the previous call plus the appended suffix, see :func:`osmosis_ai.eval.expand_calls`),
+  and the rollout's append-only verdict under ``extra.osmosis.training_safety``;
+* the reproducibility record (:mod:`osmosis_ai.eval._impl.results.reproducibility`: the run's, plus this rollout's fingerprints,
+  sampling, seeds and Harbor task) under ``extra.osmosis.reproducibility``;
+* when the number of agent steps equals the number of calls, each step's ``metrics`` gains the
+  call's ``prompt_token_ids``, ``completion_token_ids``, ``logprobs`` and ``latency_ms`` (the
+  same matching rule the public SDK applies to reported per-call metrics).
+
+Done after the server stopped, when every trajectory is certainly on disk; best effort, never
+affects a result.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from osmosis_ai.eval._impl.results.reproducibility import rollout_record
+from osmosis_ai.eval._impl.run_dir.layout import RunPaths, trajectory_name
+
+_STEP_KEYS = ("prompt_token_ids", "completion_token_ids", "logprobs", "latency_ms")
+
+
+def load_calls(paths: RunPaths) -> dict[str, list[dict[str, Any]]]:
+    """``llm_calls.jsonl`` grouped by rollout id (each line carries its ``rollout_id``)."""
+    grouped: dict[str, list[dict[str, Any]]] = {}
+    with contextlib.suppress(OSError), paths.llm_calls.open(encoding="utf-8") as fh:
+        for line in fh:
+            try:
+                call = json.loads(line)
+            except json.JSONDecodeError:
+                continue  # a torn last line after a crash
+            if isinstance(call, dict) and isinstance(call.get("rollout_id"), str):
+                grouped.setdefault(call.pop("rollout_id"), []).append(call)
+    return grouped
+
+
+def assemble_trajectory(
+    paths: RunPaths,
+    record: dict[str, Any],
+    calls: list[dict[str, Any]],
+    reproducibility: dict[str, Any] | None = None,
+) -> tuple[str, dict[str, Any]] | None:
+    """Write the item's trajectory; returns its path relative to the run dir and the document
+    written, or ``None``."""
+    rollout_id = record.get("rollout_id")
+    if not isinstance(rollout_id, str):
+        return None
+    source = paths.rollout_trials / rollout_id / "trajectory.json"
+    target = paths.trajectory_file(int(record["row_index"]), int(record["run_index"]))
+    try:
+        document = json.loads(source.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError):
+        return None
+    if not isinstance(document, dict):
+        return None
+    extra = document.setdefault("extra", {})
+    osmosis = extra.setdefault("osmosis", {}) if isinstance(extra, dict) else {}
+    if reproducibility is not None and isinstance(osmosis, dict):
+        # The run's record with this rollout's own fingerprints, sampling, seeds, Harbor task.
+        osmosis["reproducibility"] = rollout_record(reproducibility, calls, record)
+    if calls:
+        if isinstance(osmosis, dict):
+            osmosis["llm_calls"] = calls
+            if record.get("training_safety") is not None:
+                osmosis["training_safety"] = record["training_safety"]
+        steps = [
+            s
+            for s in document.get("steps", [])
+            if isinstance(s, dict) and s.get("source") == "agent"
+        ]
+        if len(steps) == len(calls):
+            for step, call in zip(steps, calls, strict=True):
+                metrics = step.setdefault("metrics", {})
+                if isinstance(metrics, dict):
+                    for key in _STEP_KEYS:
+                        if call.get(key) is not None:
+                            metrics.setdefault(key, call[key])
+    target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        target.write_text(json.dumps(document, indent=2, allow_nan=False), encoding="utf-8")
+    except (OSError, TypeError, ValueError):
+        return None
+    with contextlib.suppress(OSError):
+        source.unlink()  # the enriched copy under trajectories/ is the one record
+    return target.relative_to(paths.root).as_posix(), document
+
+
+def existing_trajectory(
+    paths: RunPaths, record: dict[str, Any], listing: TrajectoryListing | None = None
+) -> str | None:
+    if listing is not None:  # no Path objects per row: names against the listing
+        name = trajectory_name(int(record["row_index"]), int(record["run_index"]))
+        return f"{listing.folder}/{name}" if name in listing.trajectories else None
+    target = paths.trajectory_file(int(record["row_index"]), int(record["run_index"]))
+    if target.exists():
+        return target.relative_to(paths.root).as_posix()
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class TrajectoryListing:
+    """What ``trajectories/`` and ``rollout_trials/`` hold, listed once per finalisation.
+
+    A run over ``--servers`` elsewhere has no server trajectory on this machine: without the
+    listing each row paid a failed ``open`` and a ``stat``; with it, two set look-ups.
+    """
+
+    trajectories: frozenset[str]
+    rollout_trials: frozenset[str]
+    #: ``trajectories/`` relative to the run folder, as the index records it.
+    folder: str = "trajectories"
+
+    @classmethod
+    def of(cls, paths: RunPaths) -> TrajectoryListing:
+        folder = paths.trajectories.relative_to(paths.root).as_posix()
+        return cls(_names(paths.trajectories), _names(paths.rollout_trials), folder)
+
+
+def _names(folder: Path) -> frozenset[str]:
+    try:
+        return frozenset(os.listdir(folder))
+    except OSError:
+        return frozenset()
+
+
+def trajectory_for(
+    paths: RunPaths,
+    record: dict[str, Any],
+    calls: list[dict[str, Any]],
+    *,
+    rebuild: bool,
+    reproducibility: dict[str, Any] | None = None,
+    listing: TrajectoryListing | None = None,
+) -> tuple[str | None, dict[str, Any] | None]:
+    """The item's trajectory file, building it when ``rebuild`` (item finished this session),
+    and the document when it was built now (``None``: read the file when needed).
+
+    ``listing`` (taken before the first row) skips the file system for rows whose server
+    trajectory folder or trajectory file does not exist.
+    """
+    if rebuild and (listing is None or record.get("rollout_id") in listing.rollout_trials):
+        built = assemble_trajectory(paths, record, calls, reproducibility)
+        if built is not None:
+            return built
+    return existing_trajectory(paths, record, listing), None
+
+
+__all__ = ["TrajectoryListing", "assemble_trajectory", "load_calls", "trajectory_for"]
