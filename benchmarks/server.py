@@ -223,6 +223,8 @@ def file_cost_ms(parent: str, count: int = 1000) -> tuple[float, float]:
     a temporary file with ~500 bytes, a rename), done ``count`` times under ``parent`` in this
     process: the filesystem's share of the server's figure, which on ext4 varies with the
     disk's state from one run to the next."""
+    from osmosis_ai.atomic_file import write_atomic
+
     root = os.path.join(parent, "file-cost")
     os.mkdir(root)
     data = b"x" * 500
@@ -230,11 +232,7 @@ def file_cost_ms(parent: str, count: int = 1000) -> tuple[float, float]:
     for index in range(count):
         folder = os.path.join(root, f"rollout-{index:06d}")
         os.mkdir(folder)
-        tmp = os.path.join(folder, ".trajectory.json.tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
-        os.write(fd, data)
-        os.close(fd)
-        os.replace(tmp, os.path.join(folder, "trajectory.json"))
+        write_atomic(os.path.join(folder, "trajectory.json"), data)  # as the writer does
     after = os.times()
     # The files stay until the scratch folder goes, after the run: deleting them here would
     # slow the run's own file creation on an ext4 without a journal (see filesystem_note).

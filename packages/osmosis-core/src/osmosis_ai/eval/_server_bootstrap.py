@@ -112,13 +112,12 @@ def main(argv: list[str]) -> None:
 
     import uvicorn
 
+    from osmosis_ai.atomic_file import write_atomic
     from osmosis_ai.listening_socket import bind_tcp_listener
 
     sock = bind_tcp_listener("127.0.0.1", 0)
     port = sock.getsockname()[1]
-    tmp = port_file.with_name(port_file.name + ".tmp")
-    tmp.write_text(str(port))
-    tmp.replace(port_file)
+    write_atomic(port_file, str(port))
     config = _uvicorn_config(
         app,
         log_level=os.environ.get("_OSMOSIS_EVAL_SERVER_LOG_LEVEL", "warning"),

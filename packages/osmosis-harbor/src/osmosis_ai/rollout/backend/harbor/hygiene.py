@@ -14,6 +14,8 @@ import shutil
 from collections.abc import Iterable
 from pathlib import Path
 
+from osmosis_ai.rollout.integrations.spi import write_atomic
+
 REDACTED = "[REDACTED]"
 _MIN_SECRET_LEN = 4
 
@@ -31,9 +33,7 @@ def scrub_file(path: Path, secrets: list[bytes]) -> bool:
         scrubbed = scrubbed.replace(secret, REDACTED.encode())
     if scrubbed == data:
         return False
-    tmp = path.with_name(path.name + ".osmosis-scrub")
-    tmp.write_bytes(scrubbed)
-    os.replace(tmp, path)
+    write_atomic(path, scrubbed)
     return True
 
 
