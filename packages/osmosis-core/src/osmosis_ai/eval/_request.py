@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from osmosis_ai._url_masking import mask_url
+from osmosis_ai._util.redaction import mask_url
 from osmosis_ai.eval._manifest import ManifestError, read_manifest
 from osmosis_ai.eval._run_layout import RunLayoutError, validate_run_name
 
@@ -122,6 +122,8 @@ def request_record(options: EvalOptions, dataset_path: Path, upstream: Upstream)
         "model": None if with_secret else options.model,
         "base_url": None if with_secret else base_url,
         "api_key_env": options.api_key_env,
+        # the variable the upstream key came from (its name only): the report redacts its value
+        "upstream_key_env": upstream.key_env,
         "dataset": str(dataset_path) if options.dataset is not None else None,
         "rows": ",".join(str(int(i)) for i in rows) if isinstance(rows, list) else rows,
         "limit": options.limit,

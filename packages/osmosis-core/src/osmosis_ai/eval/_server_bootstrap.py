@@ -112,12 +112,14 @@ def main(argv: list[str]) -> None:
 
     import uvicorn
 
-    from osmosis_ai.atomic_file import write_atomic
     from osmosis_ai.listening_socket import bind_tcp_listener
 
     sock = bind_tcp_listener("127.0.0.1", 0)
     port = sock.getsockname()[1]
-    write_atomic(port_file, str(port))
+    # Not osmosis_ai.atomic_file: this file may run under an older osmosis-core (see above).
+    tmp = port_file.with_name(port_file.name + ".tmp")
+    tmp.write_text(str(port))
+    tmp.replace(port_file)
     config = _uvicorn_config(
         app,
         log_level=os.environ.get("_OSMOSIS_EVAL_SERVER_LOG_LEVEL", "warning"),

@@ -5,7 +5,8 @@
   trajectory and diagnostics when the run did not store them) and their transcripts;
 * :func:`compare_runs` pairs two runs row by row (flips, deltas, paired-bootstrap interval);
 * :func:`group_failures` groups failed rows by type, message and code location;
-* :func:`write_report` writes one self-contained ``report.html`` (opens from ``file://``).
+* :func:`write_report` writes one self-contained ``report.html`` (opens from ``file://``);
+  :func:`run_redactor` is its redactor (the run's secrets, as in ``logs.txt``).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from osmosis_ai.eval._run_layout import DEFAULT_OUTPUT_ROOT as RUNS_FOLDER
 from osmosis_ai.eval.report._compare import RowPair, RunComparison, compare_runs
 from osmosis_ai.eval.report._failures import FailureGroup, group_failures, innermost_frame
 from osmosis_ai.eval.report._html import render_report, write_report
+from osmosis_ai.eval.report._redact import run_redactor
 from osmosis_ai.eval.report._run_data import (
     RunData,
     RunHeader,
@@ -53,6 +55,7 @@ __all__ = [
     "paired_bootstrap",
     "read_header",
     "render_report",
+    "run_redactor",
     "wilson_interval",
     "write_report",
 ]

@@ -309,14 +309,10 @@ def _ack_json(content: bytes) -> Any:
 
 
 def _safe_url(url: str) -> str:
-    """The URL without query string or user info, which may carry credentials."""
-    import httpx
+    """The URL with its query string and user info masked (they may carry credentials)."""
+    from osmosis_ai._util.redaction import mask_url
 
-    try:
-        parsed = httpx.URL(url)
-    except Exception:
-        return "<invalid url>"
-    return str(parsed.copy_with(query=None, fragment=None, username=None, password=None))
+    return mask_url(url)
 
 
 class _RedactQuery(logging.Filter):

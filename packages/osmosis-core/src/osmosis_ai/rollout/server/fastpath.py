@@ -17,7 +17,7 @@ from typing import Any
 from pydantic import ValidationError
 from starlette.types import Receive, Scope, Send
 
-from osmosis_ai._url_masking import mask_url
+from osmosis_ai._util.redaction import mask_url
 from osmosis_ai.rollout.server import wire
 from osmosis_ai.rollout.server.service import AdmissionError, RolloutService
 from osmosis_ai.rollout.server.settings import RETRY_AFTER_SEC
