@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from osmosis_ai.retry_after import parse_retry_after
+from osmosis_ai.rollout.integrations.spi import parse_retry_after
 from osmosis_cli.errors import CLIError, CLIErrorCode
 
 STATUS_CODES: dict[int, CLIErrorCode] = {

@@ -20,10 +20,10 @@ from urllib.parse import SplitResult, urlsplit
 
 import httpx
 
+from osmosis_ai._util.backoff import parse_retry_after
 from osmosis_ai.eval._adaptive import CONGESTION_STATUSES, AdaptiveLimit
 from osmosis_ai.eval._proxy_calls import RetryPolicy
 from osmosis_ai.eval._upstream import Upstream
-from osmosis_ai.retry_after import parse_retry_after
 
 if TYPE_CHECKING:
     from osmosis_ai.http_transport import PlainHTTPTransport
