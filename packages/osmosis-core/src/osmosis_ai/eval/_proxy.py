@@ -41,16 +41,16 @@ from urllib.parse import quote
 
 import httpx
 
-from osmosis_ai.eval._asgi import (
-    QuietServer,
+from osmosis_ai._util.asgi import (
+    ClientGone,
     Receive,
     Scope,
     Send,
-    authorized,
+    bearer_matches,
     read_body,
-    send_error,
     send_json,
 )
+from osmosis_ai.eval._asgi import QuietServer, send_error
 from osmosis_ai.eval._proxy_calls import (
     CallRecord,
     CallSummary,
@@ -165,7 +165,7 @@ class PolicyProxy:
         route = self._routes.get(rollout_id)
         if route is None:
             return 404, f"unknown or finished rollout {rollout_id!r}", "not_found"
-        if not authorized(scope, route.token):
+        if not bearer_matches(scope, route.token):
             return 401, "invalid or missing bearer token for this rollout", "auth"
         return route
 
@@ -198,7 +198,10 @@ class PolicyProxy:
         if rest != _CHAT_SUFFIX or method != "POST":
             await send_error(send, 404, f"unsupported endpoint {method} {path}", "not_found")
             return
-        body = await read_body(receive)
+        try:
+            body = await read_body(receive)
+        except ClientGone:  # nobody is left to answer
+            return
         try:
             request = json.loads(body)
         except (json.JSONDecodeError, UnicodeDecodeError):
