@@ -386,11 +386,12 @@ async def drive_poll(port: int, prefix: str, n: int, concurrency: int) -> dict[s
 
 
 async def drive_callbacks(port: int, prefix: str, n: int, concurrency: int) -> dict[str, Any]:
-    import uvicorn
     from starlette.applications import Starlette
     from starlette.requests import Request
     from starlette.responses import Response
     from starlette.routing import Route
+
+    from osmosis_ai._util.serving import start, stop, uvicorn_config, uvicorn_server
 
     waiters: dict[str, asyncio.Future[dict[str, Any]]] = {}
     loop = asyncio.get_running_loop()
@@ -413,14 +414,11 @@ async def drive_callbacks(port: int, prefix: str, n: int, concurrency: int) -> d
         ]
     )
     listen_port = free_port()
-    server = uvicorn.Server(
-        uvicorn.Config(
-            listener, host="127.0.0.1", port=listen_port, log_level="warning", lifespan="off"
-        )
+    server = uvicorn_server(
+        uvicorn_config(listener, port=listen_port, log_level="warning", lifespan="off"),
+        capture_signals=False,
     )
-    serving = asyncio.create_task(server.serve())
-    while not server.started:  # noqa: ASYNC110 - uvicorn exposes no start-up event
-        await asyncio.sleep(0.01)
+    serving = await start(server)
     base = f"http://127.0.0.1:{listen_port}"
 
     async def one(connection: Connection, index: int) -> tuple[float, float] | None:
@@ -445,8 +443,7 @@ async def drive_callbacks(port: int, prefix: str, n: int, concurrency: int) -> d
         return admitted - start, time.perf_counter() - start
 
     elapsed, admissions, latencies, lost = await run_workers(n, concurrency, one, port)
-    server.should_exit = True
-    await serving
+    await stop(server, serving)
     return {"elapsed": elapsed, "admissions": admissions, "latencies": latencies, "lost": lost}
 
 

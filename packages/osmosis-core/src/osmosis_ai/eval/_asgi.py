@@ -4,11 +4,9 @@
 from __future__ import annotations
 
 import base64
-import contextlib
 import functools
 import hashlib
 import hmac
-from collections.abc import Generator
 from typing import Any
 
 from osmosis_ai._util.asgi import Scope, Send, bearer_token, send_json
@@ -20,17 +18,11 @@ class QuietServer:
     """uvicorn server that leaves signal handling to the eval command."""
 
     def __init__(self, app: Any) -> None:
-        import uvicorn
+        from osmosis_ai._util.serving import uvicorn_config, uvicorn_server
 
-        class _Server(uvicorn.Server):
-            @contextlib.contextmanager
-            def capture_signals(self) -> Generator[None, None, None]:
-                yield
-
-        config = uvicorn.Config(
+        config = uvicorn_config(
             app,
-            log_level="warning",
-            access_log=False,
+            quiet=True,
             lifespan="off",
             # No X-Forwarded-* rewriting: the app reads neither the client address nor the
             # scheme, and the middleware would wrap every request.
@@ -38,7 +30,7 @@ class QuietServer:
             timeout_graceful_shutdown=2,
             timeout_keep_alive=120,
         )
-        self.server = _Server(config)
+        self.server = uvicorn_server(config, capture_signals=False)
 
 
 def bearer(scope: Scope) -> str | None:

@@ -109,13 +109,10 @@ class PolicyProxy:
 
         sock = bind_tcp_listener(host, port)
         self._sock = sock
+        from osmosis_ai._util.serving import start
+
         self._server = QuietServer(self).server
-        self._serve_task = asyncio.create_task(self._server.serve(sockets=[sock]))
-        while not self._server.started:
-            if self._serve_task.done():
-                self._serve_task.result()
-                raise RuntimeError("policy proxy exited during start-up")
-            await asyncio.sleep(0.005)
+        self._serve_task = await start(self._server, sockets=[sock])
         bound_host, bound_port = sock.getsockname()[:2]
         self.base_url = f"http://{bound_host}:{bound_port}"
 

@@ -126,7 +126,12 @@ def main(argv: list[str]) -> None:
         access_log=False,
         timeout_graceful_shutdown=10,
     )
-    uvicorn.Server(config).run(sockets=[sock])
+    try:
+        from osmosis_ai._util.serving import run, uvicorn_server
+    except ImportError:  # an older osmosis-core (--isolated with an older pin): plain uvicorn
+        uvicorn.Server(config).run(sockets=[sock])  # plumbing-owner: allowed (older core)
+    else:
+        run(uvicorn_server(config), sockets=[sock])
 
 
 def _uvicorn_config(app: Any, **options: Any) -> Any:
@@ -139,7 +144,7 @@ def _uvicorn_config(app: Any, **options: Any) -> Any:
     except ImportError:
         import uvicorn
 
-        return uvicorn.Config(app, timeout_keep_alive=2160, **options)
+        return uvicorn.Config(app, timeout_keep_alive=2160, **options)  # plumbing-owner: older core
     return uvicorn_config(app, port=0, **options)
 
 
