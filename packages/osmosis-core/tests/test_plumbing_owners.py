@@ -10,7 +10,9 @@ its owner module:
 * backoff (exponential formulas over an attempt count, jitter drawn from the global ``random``,
   another class named ``RetryPolicy``): :mod:`osmosis_ai._util.backoff`;
 * redaction (``[REDACTED]``, ``.replace(secret, ...)``, minimum secret lengths, URL user-info
-  regexes): :mod:`osmosis_ai._util.redaction`.
+  regexes): :mod:`osmosis_ai._util.redaction`;
+* JSON lines to and from a supervised child (``json.dumps(...).encode() + b"\n"``,
+  ``json.loads(... readline())``): :mod:`osmosis_ai._util.framing`.
 
 An exception is listed in :data:`ALLOWED` with its reason. Each rule is proven able to fail on a
 synthetic source string (``test_each_guard_catches_a_hand_rolled_copy``).
@@ -67,6 +69,14 @@ RULES = (
         ),
         frozenset({f"{CORE}/_util/redaction.py"}),
     ),
+    Rule(
+        "framing",
+        re.compile(
+            r"json\.dumps\(.*\)\.encode\(\)\s*\+\s*b\"\\n\""
+            r"|json\.loads\(\s*(await\s+)?[\w.]*readline\(\)"
+        ),
+        frozenset({f"{CORE}/_util/framing.py"}),
+    ),
 )
 
 #: (rule, path) -> why this file may keep its own copy.
@@ -81,6 +91,8 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("uvicorn", "packages/osmosis-cli/src/osmosis_cli/serving.py"): "uvicorn's reloader",
     # The eval proxy's retry numbers (serialized to its child process); delays come from Backoff.
     ("backoff", f"{CORE}/eval/_proxy_calls.py"): "RetryPolicy holds numbers over Backoff",
+    # The outbox's JSON lines are a journal on disk, not messages to a child process.
+    ("framing", f"{CORE}/rollout/server/outbox.py"): "a file journal, not a child channel",
 }
 
 
@@ -135,12 +147,14 @@ BAD = {
     "atomic-write": "    tmp.write_text(data)\n    tmp.replace(path)\n",
     "backoff": "    return min(cap, base * 2 ** (attempt - 1)) * (0.5 + random.random() / 2)\n",
     "redaction": "    for secret in secrets:\n        text = text.replace(secret, '[REDACTED]')\n",
+    "framing": '    process.stdin.write(json.dumps(message).encode() + b"\\n")\n',
 }
 GOOD = {
     "uvicorn": "    run(uvicorn_server(uvicorn_config(app)), sockets=[sock])\n",
     "atomic-write": "    write_atomic(path, data)\n    name = name.replace('-', '_')\n",
     "backoff": "    return Backoff(base, cap).delay(attempt)\n",
     "redaction": "    text = Redactor(secrets)(text)\n",
+    "framing": "    process.stdin.write(framing.encode(message))\n",
 }
 MORE_BAD = [
     ("atomic-write", "os.rename(part, dest)"),
@@ -149,6 +163,7 @@ MORE_BAD = [
     ("backoff", "class RetryPolicy:"),
     ("redaction", "values = {s for s in secrets if s and len(s) >= 4}"),
     ("redaction", '_URL_USERINFO = re.compile(r"(\\w+://)[^/@\\s]+@")'),
+    ("framing", "config = json.loads(await reader.readline())"),
 ]
 
 
