@@ -5,7 +5,7 @@ the rollout server's worker zygote): compact JSON, UTF-8, ``\\n``-terminated (JS
 contains a raw newline). :func:`encode` / :func:`decode` one message; :class:`LineSplitter`
 splits a byte stream read in arbitrary chunks (a socket); :func:`read_message` reads one from an
 ``asyncio.StreamReader`` (a pipe). The orphan rule for those children is
-:func:`osmosis_ai._child_process.die_with_parent`.
+:func:`osmosis_ai._util.child_process.die_with_parent`.
 
 The rollout workers' result channel is not a control channel: it carries pickled outcomes on the
 server's hot path, length-prefixed (:mod:`osmosis_ai.rollout.server._workers.channel`).

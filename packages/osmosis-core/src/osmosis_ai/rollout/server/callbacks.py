@@ -5,7 +5,7 @@ the public SDK gave up after about 7.5 s): capped exponential backoff with jitte
 errors, 408, 429 and 5xx, honouring ``Retry-After``. Any other 4xx is the controller saying the
 request itself is wrong; repeating it cannot help, so it is logged with the body and dropped.
 Plain ``http://`` callback URLs (the usual case: a controller on the cluster network) go through
-the lean :class:`~osmosis_ai.http_transport.PlainHTTPTransport`; anything else
+the lean :class:`~osmosis_ai._util.http_transport.PlainHTTPTransport`; anything else
 (``https://``) through one shared ``httpx.AsyncClient``. httpx is imported on the first
 callback, so a poll-only server never pays for it.
 
@@ -34,7 +34,7 @@ from osmosis_ai.rollout.types.protocol import url_origin
 if TYPE_CHECKING:
     import httpx
 
-    from osmosis_ai.http_transport import PlainHTTPTransport
+    from osmosis_ai._util.http_transport import PlainHTTPTransport
 
 logger = logging.getLogger("osmosis_ai.rollout.server")
 
@@ -190,7 +190,7 @@ class CallbackSender:
         and cancel a timer per request)."""
         if plain:
             if self._plain is None:
-                from osmosis_ai.http_transport import PlainHTTPTransport
+                from osmosis_ai._util.http_transport import PlainHTTPTransport
 
                 self._plain = PlainHTTPTransport(max_idle_per_host=self._per_receiver)
             status, raw_headers, content = await self._plain.request(
