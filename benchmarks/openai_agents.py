@@ -155,8 +155,7 @@ async def _raw(policy_url: str, rollouts: int, warmup: int, concurrency: int, st
 
 
 def _serve(concurrency: int, stream: bool, save_trajectories: bool) -> None:
-    import uvicorn
-
+    from osmosis_ai._util.serving import run, uvicorn_config, uvicorn_server
     from osmosis_ai.rollout import AgentWorkflowConfig, ConcurrencyConfig, LocalBackend
     from osmosis_ai.rollout.server import create_rollout_server
 
@@ -174,8 +173,8 @@ def _serve(concurrency: int, stream: bool, save_trajectories: bool) -> None:
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     print(f"http://127.0.0.1:{sock.getsockname()[1]}", flush=True)
-    config = uvicorn.Config(app, log_level="warning", access_log=False, timeout_keep_alive=60)
-    uvicorn.Server(config).run(sockets=[sock])
+    config = uvicorn_config(app, quiet=True, timeout_keep_alive=60)
+    run(uvicorn_server(config), sockets=[sock])
 
 
 # -- the controller (this process) ------------------------------------------------------------

@@ -21,7 +21,6 @@ import os
 import socket
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -50,10 +49,11 @@ def write_dataset(path: Path, mib: int) -> int:
 
 
 def main() -> None:
-    import uvicorn
     from platform_harness import Cli  # pyright: ignore[reportMissingImports]
     from stand_in import create_app  # pyright: ignore[reportMissingImports]
     from stand_in_state import Artifact, PlatformState  # pyright: ignore[reportMissingImports]
+
+    from osmosis_ai._util.serving import ThreadedServer, uvicorn_config, uvicorn_server
 
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--mib", type=int, default=200)
@@ -66,9 +66,8 @@ def main() -> None:
         sock = socket.socket()
         sock.bind(("127.0.0.1", 0))
         sock.listen(64)
-        server = uvicorn.Server(uvicorn.Config(create_app(state), log_level="warning"))
-        thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-        thread.start()
+        config = uvicorn_config(create_app(state), log_level="warning")
+        server = ThreadedServer(uvicorn_server(config), sockets=[sock]).start()
         env = {
             **{k: v for k, v in os.environ.items() if not k.startswith("OSMOSIS_")},
             "OSMOSIS_TOKEN": TOKEN,
@@ -98,8 +97,7 @@ def main() -> None:
             )
         finally:
             state.close()
-            server.should_exit = True
-            thread.join(timeout=10)
+            server.stop()
 
 
 if __name__ == "__main__":

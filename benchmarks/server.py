@@ -223,6 +223,8 @@ def file_cost_ms(parent: str, count: int = 1000) -> tuple[float, float]:
     a temporary file with ~500 bytes, a rename), done ``count`` times under ``parent`` in this
     process: the filesystem's share of the server's figure, which on ext4 varies with the
     disk's state from one run to the next."""
+    from osmosis_ai.atomic_file import write_atomic
+
     root = os.path.join(parent, "file-cost")
     os.mkdir(root)
     data = b"x" * 500
@@ -230,11 +232,7 @@ def file_cost_ms(parent: str, count: int = 1000) -> tuple[float, float]:
     for index in range(count):
         folder = os.path.join(root, f"rollout-{index:06d}")
         os.mkdir(folder)
-        tmp = os.path.join(folder, ".trajectory.json.tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
-        os.write(fd, data)
-        os.close(fd)
-        os.replace(tmp, os.path.join(folder, "trajectory.json"))
+        write_atomic(os.path.join(folder, "trajectory.json"), data)  # as the writer does
     after = os.times()
     # The files stay until the scratch folder goes, after the run: deleting them here would
     # slow the run's own file creation on an ext4 without a journal (see filesystem_note).
@@ -388,11 +386,12 @@ async def drive_poll(port: int, prefix: str, n: int, concurrency: int) -> dict[s
 
 
 async def drive_callbacks(port: int, prefix: str, n: int, concurrency: int) -> dict[str, Any]:
-    import uvicorn
     from starlette.applications import Starlette
     from starlette.requests import Request
     from starlette.responses import Response
     from starlette.routing import Route
+
+    from osmosis_ai._util.serving import start, stop, uvicorn_config, uvicorn_server
 
     waiters: dict[str, asyncio.Future[dict[str, Any]]] = {}
     loop = asyncio.get_running_loop()
@@ -415,14 +414,11 @@ async def drive_callbacks(port: int, prefix: str, n: int, concurrency: int) -> d
         ]
     )
     listen_port = free_port()
-    server = uvicorn.Server(
-        uvicorn.Config(
-            listener, host="127.0.0.1", port=listen_port, log_level="warning", lifespan="off"
-        )
+    server = uvicorn_server(
+        uvicorn_config(listener, port=listen_port, log_level="warning", lifespan="off"),
+        capture_signals=False,
     )
-    serving = asyncio.create_task(server.serve())
-    while not server.started:  # noqa: ASYNC110 - uvicorn exposes no start-up event
-        await asyncio.sleep(0.01)
+    serving = await start(server)
     base = f"http://127.0.0.1:{listen_port}"
 
     async def one(connection: Connection, index: int) -> tuple[float, float] | None:
@@ -447,8 +443,7 @@ async def drive_callbacks(port: int, prefix: str, n: int, concurrency: int) -> d
         return admitted - start, time.perf_counter() - start
 
     elapsed, admissions, latencies, lost = await run_workers(n, concurrency, one, port)
-    server.should_exit = True
-    await serving
+    await stop(server, serving)
     return {"elapsed": elapsed, "admissions": admissions, "latencies": latencies, "lost": lost}
 
 

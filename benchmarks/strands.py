@@ -236,8 +236,7 @@ async def _in_process(
 
 
 def _serve(stream: bool, trajectories: bool) -> None:
-    import uvicorn
-
+    from osmosis_ai._util.serving import run, uvicorn_config, uvicorn_server
     from osmosis_ai.rollout import LocalBackend
     from osmosis_ai.rollout.server import create_rollout_server
 
@@ -249,10 +248,8 @@ def _serve(stream: bool, trajectories: bool) -> None:
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     print(f"http://127.0.0.1:{sock.getsockname()[1]}", flush=True)
-    uvicorn_config = uvicorn.Config(
-        app, log_level="warning", access_log=False, timeout_keep_alive=60
-    )
-    uvicorn.Server(uvicorn_config).run(sockets=[sock])
+    config = uvicorn_config(app, quiet=True, timeout_keep_alive=60)
+    run(uvicorn_server(config), sockets=[sock])
 
 
 # -- the controller (this process) ------------------------------------------------------------

@@ -10,13 +10,13 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 import os
 import socket
-import threading
 from collections.abc import Iterator
 
 import pytest
-import uvicorn
 from platform_harness import Cli, Platform
 from stand_in import PlatformState, create_app
+
+from osmosis_ai._util.serving import ThreadedServer, uvicorn_config, uvicorn_server
 
 TOKEN = "tok-stand-in-123"
 
@@ -31,15 +31,13 @@ def platform(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Platform]:
     sock.bind(("127.0.0.1", 0))
     sock.listen(64)
     port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(create_app(state), log_level="warning", lifespan="off"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
+    config = uvicorn_config(create_app(state), log_level="warning", lifespan="off")
+    server = ThreadedServer(uvicorn_server(config), sockets=[sock]).start()
     try:
         yield Platform(f"http://127.0.0.1:{port}", state, TOKEN)
     finally:
         state.close()  # wakes long polls and paused downloads
-        server.should_exit = True
-        thread.join(timeout=10)
+        server.stop()
         sock.close()
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from osmosis_ai._group_sync import GroupSync
+from osmosis_ai._util.group_sync import GroupSync
 
 HOUR = 3600.0
 
@@ -165,7 +165,7 @@ def test_an_exception_in_the_thread_is_logged_and_the_thread_keeps_syncing(
 ) -> None:
     syncer = GroupSync(file.sync, name="test-sync-error", interval=0.0)
     file.fail_next.append(RuntimeError("disk on fire"))
-    with caplog.at_level(logging.ERROR, logger="osmosis_ai._group_sync"):
+    with caplog.at_level(logging.ERROR, logger="osmosis_ai._util.group_sync"):
         file.write()
         syncer.wake()
         file.wait_entered()
@@ -174,7 +174,7 @@ def test_an_exception_in_the_thread_is_logged_and_the_thread_keeps_syncing(
         file.wait_entered()
         assert _alive("test-sync-error")
         _stop(syncer)
-    errors = [r for r in caplog.records if r.name == "osmosis_ai._group_sync"]
+    errors = [r for r in caplog.records if r.name == "osmosis_ai._util.group_sync"]
     assert len(errors) == 1
     assert "test-sync-error" in errors[0].getMessage()
     assert errors[0].exc_info is not None

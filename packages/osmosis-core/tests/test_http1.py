@@ -1,4 +1,4 @@
-"""HTTP/1.1 framing (osmosis_ai._http1): the bytes the transport writes and how it reads heads
+"""HTTP/1.1 framing (osmosis_ai._util.http1): the bytes the transport writes and how it reads heads
 and chunked bodies. The transport itself is tested against real servers in test_http_transport."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import asyncio
 import httpx
 import pytest
 
-from osmosis_ai._http1 import next_chunk, parse_head, quoted_target, request_head
+from osmosis_ai._util.http1 import next_chunk, parse_head, quoted_target, request_head
 
 
 def test_request_head_always_states_the_body_length() -> None:

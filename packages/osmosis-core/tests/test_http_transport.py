@@ -19,7 +19,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from osmosis_ai.http_transport import PlainHTTPTransport
+from osmosis_ai._util.http_transport import PlainHTTPTransport
 from osmosis_ai.testing import ScriptedPolicyServer, serve_app
 
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]

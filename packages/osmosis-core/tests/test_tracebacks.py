@@ -1,9 +1,9 @@
-"""``osmosis_ai._tracebacks.traceback_from``: the one trimmer behind the engine's and the
+"""``osmosis_ai._util.tracebacks.traceback_from``: the one trimmer behind the engine's and the
 entrypoint loader's tracebacks."""
 
 from __future__ import annotations
 
-from osmosis_ai._tracebacks import traceback_from
+from osmosis_ai._util.tracebacks import traceback_from
 
 
 def _outer() -> None:

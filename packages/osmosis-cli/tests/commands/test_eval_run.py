@@ -347,3 +347,44 @@ def test_every_eval_option_is_a_flag_of_the_same_name_and_the_cli_builds_the_opt
         sampling={"seed": 7},
     )
     assert options == EvalOptions(max_failures=3, output_dir=Path("runs"), sampling={"seed": 7})
+
+
+def _report_text(page: str) -> str:
+    """Everything ``report.html`` embeds, its gzip+base64 blocks decoded."""
+    import base64
+    import gzip
+    import re
+
+    blobs = re.findall(r'<script type="application/octet-stream" id="[^"]+">([^<]*)</script>', page)
+    return page + "".join(gzip.decompress(base64.b64decode(b)).decode() for b in blobs)
+
+
+@pytest.mark.parametrize("secret", ["Qz7w", "Jx3Kv"])  # 4 and 5 characters
+def test_short_secrets_are_masked_in_the_log_and_the_report(
+    workspace: MakeWorkspace,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    secret: str,
+) -> None:
+    config = workspace(n_rows=1)
+    config.write_text(
+        config.read_text().replace("required = []", 'required = ["TINY_SHORT_SECRET"]')
+    )
+    upstream_key = secret[::-1]  # as long as the declared secret
+    monkeypatch.setenv("TINY_SHORT_SECRET", secret)
+    monkeypatch.setenv("TINY_UPSTREAM_KEY", upstream_key)
+    message = f"rejected: secret={secret} key={upstream_key} end"
+    with ScriptedPolicyServer(lambda body: ErrorReply(400, message)) as policy:
+        code, out, err = _cli(
+            capsys,
+            *("eval", "run", str(config), "--base-url", policy.url, "--model", "m"),
+            *("--api-key-env", "TINY_UPSTREAM_KEY", "--json"),
+        )
+    assert code == 1, err
+    run_dir = Path(json.loads(out)["resource"]["output_path"])
+    logs = (run_dir / "logs.txt").read_text()
+    report = _report_text((run_dir / "report.html").read_text())
+    for text in (logs, report):
+        assert "rejected: secret=*** key=*** end" in text  # the failure is there, masked
+        assert secret not in text
+        assert upstream_key not in text

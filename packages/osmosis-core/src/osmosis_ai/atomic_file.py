@@ -14,7 +14,7 @@ import contextlib
 import os
 import threading
 
-__all__ = ["write_atomic"]
+__all__ = ["move_into_place", "write_atomic"]
 
 
 def write_atomic(
@@ -53,6 +53,16 @@ def write_atomic(
         raise
     if durable:
         _fsync_folder(folder or ".")
+
+
+def move_into_place(
+    source: str | os.PathLike[str], target: str | os.PathLike[str], *, durable: bool = False
+) -> None:
+    """Rename a finished file (``source``, in the same folder) over ``target`` atomically:
+    readers see the old file or the whole new one. ``durable=True`` also fsyncs the folder."""
+    os.replace(source, target)
+    if durable:
+        _fsync_folder(os.path.dirname(os.fspath(target)) or ".")
 
 
 def _fsync_folder(folder: str) -> None:

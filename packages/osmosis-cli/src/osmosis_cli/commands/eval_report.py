@@ -22,27 +22,11 @@ if TYPE_CHECKING:
 
 
 def secret_redactor(run_dir: Path) -> Any:
-    """Redacts the current values of the secrets the run declared (by name) and its API key."""
-    import json
-    import os
+    """Redacts what the run's ``logs.txt`` redacts: the current values of the secrets the run
+    declared (by name), its upstream API key, URL credentials (one rule, in core)."""
+    from osmosis_ai.eval.report import run_redactor
 
-    try:
-        inputs = json.loads((run_dir / "manifest.json").read_text(encoding="utf-8"))["inputs"]
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-    names = list(inputs.get("secret_names") or [])
-    values = sorted(
-        {os.environ[n] for n in names if len(os.environ.get(n, "")) >= 6}, key=len, reverse=True
-    )
-    if not values:
-        return None
-
-    def redact(text: str) -> str:
-        for value in values:
-            text = text.replace(value, "[REDACTED]")
-        return text
-
-    return redact
+    return run_redactor(run_dir)
 
 
 def report(

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from osmosis_ai.atomic_file import write_atomic
 from osmosis_ai.errors import OsmosisError
 from osmosis_cli.deploy.task import DeploySpec
 
@@ -119,9 +120,7 @@ def write_servers_file(path: Path, urls: list[str], name: str) -> None:
         f"# rollout servers of `osmosis rollout deploy --name {name}`\n"
         "# use: osmosis eval run CONFIG --servers-file THIS_FILE (key in OSMOSIS_ROLLOUT_API_KEY)\n"
     )
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(header + "".join(f"{url}\n" for url in urls), encoding="utf-8")
-    tmp.replace(path)
+    write_atomic(path, header + "".join(f"{url}\n" for url in urls))
 
 
 def teardown(workspace: Path, name: str, runner: Runner = run_sky) -> list[str]:

@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol
 
-from osmosis_ai.retry_after import parse_retry_after
+from osmosis_ai.rollout.integrations.spi import Backoff, parse_retry_after
 from osmosis_cli import __version__
 from osmosis_cli.errors import CLIError, CLIErrorCode
 from osmosis_cli.platform.http_errors import error_from_response
@@ -164,7 +164,7 @@ class PlatformClient:
             return None
         asked = parse_retry_after(retry_after)
         if asked is None:
-            return min(0.5 * 2 ** (attempt - 1), MAX_RETRY_WAIT_SEC)
+            return Backoff(0.5, MAX_RETRY_WAIT_SEC, jitter="none").delay(attempt)
         return asked if asked <= MAX_RETRY_WAIT_SEC else None
 
     def _network_error(self, exc: BaseException, url: str) -> CLIError:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from osmosis_ai.atomic_file import move_into_place
 from osmosis_cli.errors import CLIError, CLIErrorCode
 from osmosis_cli.platform.client import PlatformClient
 
@@ -81,7 +82,7 @@ def download(client: PlatformClient, remote: RemoteFile, *, on_bytes: Callable[[
             have = part.stat().st_size if part.exists() else 0
             _write_meta(meta, remote, etag)
     _verify(remote, part, meta, have)
-    os.replace(part, remote.dest)
+    move_into_place(part, remote.dest)
     meta.unlink(missing_ok=True)
     return "resumed" if resumed else "downloaded"
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from osmosis_ai.retry_after import parse_retry_after
+from osmosis_ai.rollout.integrations.spi import parse_retry_after
 from osmosis_cli.errors import CLIError, CLIErrorCode
 
 STATUS_CODES: dict[int, CLIErrorCode] = {
@@ -29,10 +29,10 @@ retry_after_seconds = parse_retry_after
 
 
 def scrub(text: str, secrets: Iterable[str]) -> str:
-    """``text`` with every secret value replaced by ``***`` (longest first)."""
-    for secret in sorted((s for s in secrets if s), key=len, reverse=True):
-        text = text.replace(secret, "***")
-    return text
+    """``text`` with every secret value masked (core's one redaction rule)."""
+    from osmosis_ai.rollout.integrations.spi import Redactor
+
+    return Redactor(secrets)(text)
 
 
 def error_from_response(

@@ -61,7 +61,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from osmosis_ai._tracebacks import traceback_from
+from osmosis_ai._util.tracebacks import traceback_from
 from osmosis_ai.judge_usage import collect_judge_usage, judge_metrics
 from osmosis_ai.rollout.agent_workflow import coerce_output
 from osmosis_ai.rollout.context import AgentWorkflowContext, GraderContext

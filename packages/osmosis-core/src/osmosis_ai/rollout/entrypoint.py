@@ -32,7 +32,7 @@ import types
 from pathlib import Path
 from typing import Any
 
-from osmosis_ai._tracebacks import traceback_from
+from osmosis_ai._util.tracebacks import traceback_from
 from osmosis_ai.errors import ConfigurationError
 
 __all__ = ["RolloutEntrypointError", "import_entrypoint", "load_rollout_app"]

@@ -9,32 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import socket
 import threading
-from collections.abc import Generator
 from typing import Any, ClassVar, Self
 
-import uvicorn
-
+from osmosis_ai._util import serving as _serving
 from osmosis_ai.listening_socket import bind_tcp_listener
 
 __all__ = ["ServedApp"]
-
-
-class _Uvicorn(uvicorn.Server):
-    """uvicorn that signals readiness and leaves the process's signal handlers alone."""
-
-    def __init__(self, config: uvicorn.Config) -> None:
-        super().__init__(config)
-        self.ready = asyncio.Event()
-
-    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
-        await super().startup(sockets)
-        self.ready.set()
-
-    @contextlib.contextmanager
-    def capture_signals(self) -> Generator[None]:
-        yield
 
 
 class ServedApp:
@@ -50,7 +31,7 @@ class ServedApp:
         self.host = host
         self._requested_port = port
         self._port: int | None = None
-        self._server: _Uvicorn | None = None
+        self._server: Any = None
         self._task: asyncio.Task[None] | None = None
         self._thread: threading.Thread | None = None
         self._thread_loop: asyncio.AbstractEventLoop | None = None
@@ -75,34 +56,29 @@ class ServedApp:
             raise RuntimeError(f"{self._name} is already running")
         sock = bind_tcp_listener(self.host, self._requested_port)
         self._port = sock.getsockname()[1]
-        config = uvicorn.Config(
+        config = _serving.uvicorn_config(
             self.app,
-            log_level="warning",
-            access_log=False,
+            quiet=True,
             lifespan="off",
             timeout_graceful_shutdown=1,
             timeout_keep_alive=30,
         )
-        server = _Uvicorn(config)
+        server = _serving.uvicorn_server(config, capture_signals=False)
         self._server = server
-        self._task = asyncio.create_task(server.serve(sockets=[sock]))
-        ready = asyncio.create_task(server.ready.wait())
-        await asyncio.wait({ready, self._task}, return_when=asyncio.FIRST_COMPLETED)
-        if not server.ready.is_set():
-            ready.cancel()
+        try:
+            self._task = await _serving.start(server, sockets=[sock])
+        except BaseException:
             self._server = None
             sock.close()
-            await self._task  # re-raises the start-up failure
-            raise RuntimeError(f"{self._name} failed to start")
+            raise
         return self
 
     async def stop(self) -> None:
         server, task = self._server, self._task
         if server is None or task is None:
             return
-        server.should_exit = True
         with contextlib.suppress(asyncio.CancelledError):
-            await task
+            await _serving.stop(server, task)
         self._server = None
         self._task = None
 

@@ -197,8 +197,8 @@ class LocalModelServer:
 
     def spawn(self) -> None:
         """Start the child without waiting for it (spawn from a long-lived thread: see
-        :mod:`osmosis_ai._child_process`)."""
-        from osmosis_ai._child_process import die_with_parent
+        :mod:`osmosis_ai._util.child_process`)."""
+        from osmosis_ai._util.child_process import die_with_parent
 
         if self._process is not None:
             raise RuntimeError("LocalModelServer is already started")

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from osmosis_ai._jsonl import json_object_lines
+from osmosis_ai._util.jsonl import json_object_lines
 from osmosis_ai.errors import ConfigurationError
 from osmosis_ai.testing.replies import ErrorReply, Reply, as_reply, reply_from_json
 from osmosis_ai.testing.responders import message_text

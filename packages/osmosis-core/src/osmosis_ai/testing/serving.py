@@ -17,26 +17,12 @@ before the context manager returns.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any, Literal
 
-import uvicorn
-
+from osmosis_ai._util import serving as _serving
 from osmosis_ai.rollout.server.serving import uvicorn_config
-
-
-class _LoopbackServer(uvicorn.Server):
-    """A ``uvicorn.Server`` that reports when it is listening."""
-
-    def __init__(self, config: uvicorn.Config) -> None:
-        super().__init__(config)
-        self.ready = asyncio.Event()
-
-    async def startup(self, sockets: Any = None) -> None:
-        await super().startup(sockets=sockets)
-        self.ready.set()
 
 
 @asynccontextmanager
@@ -54,20 +40,9 @@ async def serve_app(
     example ``header_timeout_sec=0.3`` to test a slow client, or ``max_connections``)."""
     uvicorn_options.setdefault("log_level", "warning")
     config = uvicorn_config(app, port=port, lifespan=lifespan, **uvicorn_options)
-    server = _LoopbackServer(config)
-    task = asyncio.create_task(server.serve())
-    ready = asyncio.create_task(server.ready.wait())
-    done, _ = await asyncio.wait(
-        {task, ready}, timeout=start_timeout_sec, return_when=asyncio.FIRST_COMPLETED
-    )
-    if ready not in done:
-        ready.cancel()
-        server.should_exit = True
-        await task  # surfaces a start-up failure
-        raise RuntimeError(f"uvicorn did not start within {start_timeout_sec} s")
-    bound = server.servers[0].sockets[0].getsockname()[1]
+    server = _serving.uvicorn_server(config)
+    task = await _serving.start(server, start_timeout_sec=start_timeout_sec)
     try:
-        yield f"http://127.0.0.1:{bound}"
+        yield f"http://127.0.0.1:{server.port}"
     finally:
-        server.should_exit = True
-        await task
+        await _serving.stop(server, task)

@@ -62,14 +62,15 @@ def test_log_redacts_longest_first_and_is_private(tmp_path: Path) -> None:
     redactor = Redactor()
     redactor.add("secret")
     redactor.add("secret-long-value")
-    redactor.add("ab")  # too short to redact safely
+    redactor.add("ab")  # a secret given as one is masked at any length (one rule, one threshold)
     log = RunLog(tmp_path / "logs.txt", redactor)
-    log.info("step", "using secret-long-value and secret", key="secret", word="ab")
+    log.info("step", "using secret-long-value and secret", key="secret", word="ab", other="cd")
     log.close()
     text = (tmp_path / "logs.txt").read_text()
     assert "secret" not in text
     assert "***" in text
-    assert '"word":"ab"' in text
+    assert '"word":"***"' in text
+    assert '"other":"cd"' in text
     assert "INFO [step]" in text
     assert stat.S_IMODE((tmp_path / "logs.txt").stat().st_mode) == 0o600
 

@@ -434,16 +434,23 @@ async def test_auth_guards_every_route_before_validation(
         rejected = [
             await client.get("/health"),
             await client.get("/health", headers={"Authorization": "Bearer x"}),
-            await client.get("/health", headers={"Authorization": "bearer sek"}),
+            await client.get("/health", headers={"Authorization": "Basic sek"}),
+            await client.get("/health", headers={"Authorization": "Bearer sekX"}),
+            await client.get("/health", headers={"Authorization": "Bearer"}),
             await client.post("/rollout", json={"bad": 1}, headers={"Authorization": "Bearer x"}),
             await client.get("/openapi.json"),
             await client.get("/rollout/r1/status"),
         ]
-        ok = await client.get("/health", headers={"Authorization": "Bearer sek"})
-    for response in rejected:
+        # The scheme is case-insensitive (RFC 7235), the token is not.
+        accepted = [
+            await client.get("/health", headers={"Authorization": value})
+            for value in ("Bearer sek", "bearer sek", "BEARER sek", "Bearer  sek")
+        ]
+        wrong_case_token = await client.get("/health", headers={"Authorization": "Bearer SEK"})
+    for response in [*rejected, wrong_case_token]:
         assert response.status_code == 401
         assert response.json() == {"detail": "unauthorized"}
-    assert ok.status_code == 200
+    assert [response.status_code for response in accepted] == [200] * 4
     monkeypatch.setenv("OSMOSIS_ROLLOUT_API_KEY", "from-env")
     async with running(FakeBackend()) as (client, _):
         assert (await client.get("/health")).status_code == 401

@@ -389,7 +389,7 @@ def _rollout_client(
     """The workers' client: one :class:`RolloutClient` that makes its own HTTP client.
 
     The rollout server is plain HTTP on 127.0.0.1, so admission and long polls go straight
-    through the client's :class:`~osmosis_ai.http_transport.PlainHTTPTransport` (httpx's
+    through the client's :class:`~osmosis_ai._util.http_transport.PlainHTTPTransport` (httpx's
     request/response machinery costs more CPU than the exchange), whose cost per request does
     not grow with the connections open: the workers can share it.
     """

@@ -7,7 +7,6 @@ has stopped, so every trajectory file is on disk); rows from earlier sessions ke
 
 from __future__ import annotations
 
-import re
 import shlex
 import sys
 import time
@@ -252,9 +251,6 @@ def _write_metrics(
     )
 
 
-_URL_USERINFO = re.compile(r"(\w+://)[^/@\s]+@")
-
-
 def plan_redactor(plan: EvalPlan) -> Redactor:
     """Redacts the run's secrets: the upstream API key and the rollout's secret values."""
     redactor = Redactor()
@@ -266,4 +262,4 @@ def plan_redactor(plan: EvalPlan) -> Redactor:
 
 def _command_line(plan: EvalPlan) -> str:
     """This process's command line, URL credentials and known secret values masked."""
-    return plan_redactor(plan)(_URL_USERINFO.sub(r"\1***@", shlex.join(sys.argv)))
+    return plan_redactor(plan)(shlex.join(sys.argv))

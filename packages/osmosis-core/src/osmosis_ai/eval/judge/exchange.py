@@ -128,7 +128,9 @@ def _tokens(completion: Any) -> tuple[int, int]:
 
 
 def _redact(text: str, secret: str) -> str:
-    return text.replace(secret, "***") if len(secret) >= 8 else text
+    from osmosis_ai._util.redaction import redact
+
+    return redact(text, [secret])
 
 
 def _status_detail(exc: Any, target: JudgeTarget) -> str:

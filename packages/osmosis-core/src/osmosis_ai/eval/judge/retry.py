@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import random
 from collections.abc import Mapping
 
-from osmosis_ai.retry_after import parse_retry_after
+from osmosis_ai._util.backoff import Backoff, parse_retry_after
 
 #: HTTP statuses worth retrying: timeout, conflict, rate limit, server errors.
 RETRY_STATUSES = frozenset({408, 409, 429})
@@ -37,6 +36,5 @@ def _bounded(seconds: float) -> float:
 
 
 def backoff(attempt: int, base: float, cap: float = 8.0) -> float:
-    """Exponential backoff with jitter for the ``attempt``-th retry (1-based)."""
-    delay = min(cap, base * (2 ** (attempt - 1)))
-    return delay * (0.5 + random.random() / 2)
+    """Exponential backoff with equal jitter for the ``attempt``-th retry (1-based)."""
+    return Backoff(base, cap).delay(attempt)

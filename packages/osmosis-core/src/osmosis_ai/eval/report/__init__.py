@@ -5,7 +5,8 @@
   trajectory and diagnostics when the run did not store them) and their transcripts;
 * :func:`compare_runs` pairs two runs row by row (flips, deltas, paired-bootstrap interval);
 * :func:`group_failures` groups failed rows by type, message and code location;
-* :func:`write_report` writes one self-contained ``report.html`` (opens from ``file://``).
+* :func:`write_report` writes one self-contained ``report.html`` (opens from ``file://``);
+  :func:`run_redactor` is its redactor (the run's secrets, as in ``logs.txt``).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 from osmosis_ai.eval._impl.report.compare import RowPair, RunComparison, compare_runs
 from osmosis_ai.eval._impl.report.failures import FailureGroup, group_failures, innermost_frame
 from osmosis_ai.eval._impl.report.html import render_report, write_report
+from osmosis_ai.eval._impl.report.redact import run_redactor
 from osmosis_ai.eval._impl.report.run_data import (
     RunData,
     RunHeader,
@@ -58,6 +60,7 @@ __all__ = [
     "paired_bootstrap",
     "read_header",
     "render_report",
+    "run_redactor",
     "wilson_interval",
     "write_report",
 ]

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from osmosis_ai._jsonl import json_object_lines
+from osmosis_ai._util.jsonl import json_object_lines
 from osmosis_ai.errors import ConfigurationError
 
 

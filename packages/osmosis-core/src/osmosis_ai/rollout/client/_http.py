@@ -1,7 +1,7 @@
 """How ``RolloutClient`` sends a request: one code path over two transports.
 
 * The client made its own ``httpx.AsyncClient`` and the server URL is ``http://``: requests go
-  straight through that client's :class:`~osmosis_ai.http_transport.PlainHTTPTransport`
+  straight through that client's :class:`~osmosis_ai._util.http_transport.PlainHTTPTransport`
   (``http_client`` keeps working for anything else a caller sends with it). A long poll then
   costs a fraction of a millisecond of CPU however many are open; through httpx's default
   transport the pool's bookkeeping grows with the connections in use (about 15 ms per request
@@ -19,7 +19,7 @@ from urllib.parse import SplitResult, urlsplit
 
 import httpx
 
-from osmosis_ai.http_transport import PlainHTTPTransport, shared_tls_context
+from osmosis_ai._util.http_transport import PlainHTTPTransport, shared_tls_context
 
 # One long poll per rollout in flight, each on its own connection: the pool must not cap them,
 # and idle connections are kept for the next poll.

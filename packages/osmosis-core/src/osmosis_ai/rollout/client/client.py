@@ -19,8 +19,8 @@ from typing import Any
 import httpx
 from pydantic import ValidationError
 
+from osmosis_ai._util.backoff import parse_retry_after
 from osmosis_ai.errors import RolloutAdmissionTimeoutError, RolloutProtocolError
-from osmosis_ai.retry_after import parse_retry_after
 from osmosis_ai.rollout.client._http import Reply, Sender, owned_client
 from osmosis_ai.rollout.client.handle import RolloutHandle
 from osmosis_ai.rollout.types.protocol import (

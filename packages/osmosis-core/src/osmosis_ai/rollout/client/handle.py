@@ -10,6 +10,7 @@ from urllib.parse import quote
 import httpx
 from pydantic import ValidationError
 
+from osmosis_ai._util.backoff import Backoff
 from osmosis_ai.errors import RolloutProtocolError
 from osmosis_ai.rollout.types.enums import RolloutStatus
 from osmosis_ai.rollout.types.protocol import (
@@ -22,8 +23,8 @@ if TYPE_CHECKING:
     from osmosis_ai.rollout.client.client import RolloutClient
 
 _POLL_SLACK_SEC = 10.0
-_TRANSPORT_DELAYS = (0.1, 0.5)
-_GATEWAY_DELAYS = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0)
+_TRANSPORT_DELAYS = tuple(Backoff(0.1, multiplier=5, jitter="none").full(n) for n in (1, 2))
+_GATEWAY_DELAYS = tuple(Backoff(0.25, jitter="none").full(n) for n in range(1, 7))  # 0.25 .. 8
 _GATEWAY_STATUS = frozenset({502, 503, 504})
 _TRANSIENT = (httpx.RemoteProtocolError, httpx.NetworkError, httpx.ReadTimeout)
 _STAGE = {

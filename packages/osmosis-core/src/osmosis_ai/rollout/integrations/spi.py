@@ -24,6 +24,11 @@ What an integration needs, in one place:
   where osmosis keeps files (:func:`rollout_dir`, :func:`osmosis_cache_dir`) and which files
   make up a rollout project (:func:`iter_project_files`) and their digest (:func:`files_digest`), and the ``uv`` executable
   (:func:`find_uv`, :class:`UvNotFoundError`);
+* plumbing with one owner in core, for every sibling distribution (the CLI too):
+  :func:`write_atomic` (atomic file writes), :class:`Redactor` and :func:`mask_url` (the one
+  redaction rule: given secrets of any length, URL credentials, ``Bearer``/``Basic`` values),
+  :class:`Backoff` (exponential backoff with jitter from a private generator) and
+  :func:`parse_retry_after`;
 * the errors integrations raise or subclass: :class:`OsmosisError`, :class:`PolicyError`,
   :class:`PolicyHTTPError`, :class:`PolicyTimeoutError`, :class:`NoActiveRolloutError`,
   :class:`ConfigurationError`.
@@ -48,6 +53,9 @@ _EXPORTS = exports_from(
         _HOME: "rollout_dir osmosis_cache_dir",
         "osmosis_ai.rollout.project_files": "iter_project_files files_digest",
         "osmosis_ai.uv_binary": "find_uv UvNotFoundError",
+        "osmosis_ai.atomic_file": "write_atomic",
+        "osmosis_ai._util.redaction": "Redactor mask_url",
+        "osmosis_ai._util.backoff": "Backoff parse_retry_after",
         _CONTEXT: "RolloutContext SampleSource get_rollout_context",
         "osmosis_ai.rollout.types.sample": "RolloutSample",
         "osmosis_ai.rollout.backend.local": "share_in_config_copies",
@@ -66,6 +74,11 @@ __all__ = ["exports_from", "lazy_exports", *sorted(_EXPORTS)]
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 if TYPE_CHECKING:  # the same names as _EXPORTS (tests/test_lazy_exports.py checks it)
+    from osmosis_ai._util.backoff import Backoff as Backoff
+    from osmosis_ai._util.backoff import parse_retry_after as parse_retry_after
+    from osmosis_ai._util.redaction import Redactor as Redactor
+    from osmosis_ai._util.redaction import mask_url as mask_url
+    from osmosis_ai.atomic_file import write_atomic as write_atomic
     from osmosis_ai.errors import ConfigurationError as ConfigurationError
     from osmosis_ai.errors import NoActiveRolloutError as NoActiveRolloutError
     from osmosis_ai.errors import OsmosisError as OsmosisError

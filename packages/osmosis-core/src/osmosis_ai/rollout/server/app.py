@@ -23,6 +23,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import Message, Receive, Scope, Send
 
+from osmosis_ai._util.asgi import BodyTooLarge, read_body, send_json
 from osmosis_ai.rollout.backend.base import ExecutionBackend
 from osmosis_ai.rollout.server import wire
 from osmosis_ai.rollout.server._heap import freeze_long_lived, space_full_collections
@@ -33,11 +34,8 @@ from osmosis_ai.rollout.server.auth import (
     send_unauthorized,
 )
 from osmosis_ai.rollout.server.fastpath import (
-    BodyTooLarge,
     FastRoutes,
-    read_body,
     result_route_id,
-    send_json,
     too_large_body,
     validation_body,
 )
@@ -219,7 +217,7 @@ def _install_routes(
     )
     async def cancel(request: Request) -> Response:
         try:
-            body = await read_body(request.scope, request.receive, max_body_bytes)
+            body = await read_body(request.receive, scope=request.scope, limit=max_body_bytes)
         except BodyTooLarge:
             return Response(too_large_body(max_body_bytes), status_code=413, media_type=_JSON)
         try:

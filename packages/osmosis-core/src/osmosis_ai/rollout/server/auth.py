@@ -7,11 +7,12 @@ its body is valid, and it costs no middleware layer.
 
 from __future__ import annotations
 
-import hmac
 import os
 from typing import Any
 
-from starlette.types import Scope, Send
+from starlette.types import Send
+
+from osmosis_ai._util.asgi import bearer_matches
 
 ENV_ROLLOUT_API_KEY = "OSMOSIS_ROLLOUT_API_KEY"
 
@@ -38,19 +39,13 @@ def resolve_api_key(api_key: str | None) -> str | None:
 
 
 def expected_authorization(api_key: str) -> bytes:
-    """The exact ``Authorization`` header value that is accepted."""
-    return b"Bearer " + api_key.encode("utf-8")
+    """The bearer token that is accepted (``Authorization: Bearer <it>``)."""
+    return api_key.encode("utf-8")
 
 
-def is_authorized(scope: Scope, expected: bytes) -> bool:
-    """``Authorization`` equals ``expected`` exactly: case-sensitive scheme, one space,
-    compared in constant time."""
-    presented = b""
-    for name, value in scope["headers"]:
-        if name == b"authorization":
-            presented = value
-            break
-    return hmac.compare_digest(presented, expected)
+#: ``Authorization: Bearer <expected>``: the one bearer rule (:mod:`osmosis_ai._util.asgi`),
+#: scheme case-insensitive (RFC 7235), token compared in constant time.
+is_authorized = bearer_matches
 
 
 async def send_unauthorized(send: Send) -> None:

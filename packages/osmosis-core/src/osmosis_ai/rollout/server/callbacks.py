@@ -5,7 +5,7 @@ the public SDK gave up after about 7.5 s): capped exponential backoff with jitte
 errors, 408, 429 and 5xx, honouring ``Retry-After``. Any other 4xx is the controller saying the
 request itself is wrong; repeating it cannot help, so it is logged with the body and dropped.
 Plain ``http://`` callback URLs (the usual case: a controller on the cluster network) go through
-the lean :class:`~osmosis_ai.http_transport.PlainHTTPTransport`; anything else
+the lean :class:`~osmosis_ai._util.http_transport.PlainHTTPTransport`; anything else
 (``https://``) through one shared ``httpx.AsyncClient``. httpx is imported on the first
 callback, so a poll-only server never pays for it.
 
@@ -23,19 +23,18 @@ import asyncio
 import enum
 import json
 import logging
-import random
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import SplitResult, urlsplit
 
-from osmosis_ai.retry_after import parse_retry_after
+from osmosis_ai._util.backoff import Backoff, parse_retry_after
 from osmosis_ai.rollout.types.protocol import url_origin
 
 if TYPE_CHECKING:
     import httpx
 
-    from osmosis_ai.http_transport import PlainHTTPTransport
+    from osmosis_ai._util.http_transport import PlainHTTPTransport
 
 logger = logging.getLogger("osmosis_ai.rollout.server")
 
@@ -45,7 +44,6 @@ _MAX_IN_FLIGHT = 64
 _MAX_IN_FLIGHT_PER_RECEIVER = 16
 _MAX_TARGETS = 256
 # A private generator: jitter must not consume (or depend on) the global random state.
-_JITTER = random.Random()
 
 
 class DeliveryState(enum.Enum):
@@ -62,9 +60,10 @@ class DeliveryResult:
 
 
 @dataclass(slots=True)
-class RetryPolicy:
-    """Backoff schedule: ``initial * 2**n`` capped at ``max_delay``, each delay jittered to
-    50-100 % of its value, until ``budget_sec`` has elapsed since the first attempt."""
+class CallbackRetryPolicy:
+    """Backoff schedule (:class:`~osmosis_ai._util.backoff.Backoff`): ``initial * 2**n`` capped
+    at ``max_delay``, each delay jittered to 50-100 % of its value, until ``budget_sec`` has
+    elapsed since the first attempt."""
 
     budget_sec: float = 600.0
     initial_delay_sec: float = 0.5
@@ -72,8 +71,8 @@ class RetryPolicy:
     request_timeout_sec: float = 10.0
 
     def delay(self, attempt: int) -> float:
-        base = min(self.max_delay_sec, self.initial_delay_sec * (2 ** min(attempt, 30)))
-        return base * _JITTER.uniform(0.5, 1.0)
+        """Seconds to wait after failed attempt ``attempt`` (0-based)."""
+        return Backoff(self.initial_delay_sec, self.max_delay_sec).delay(attempt + 1)
 
 
 _Receiver = tuple[str, str, "int | None"]
@@ -135,7 +134,7 @@ class CallbackSender:
 
     def __init__(
         self,
-        policy: RetryPolicy,
+        policy: CallbackRetryPolicy,
         *,
         max_in_flight: int = _MAX_IN_FLIGHT,
         per_receiver: int = _MAX_IN_FLIGHT_PER_RECEIVER,
@@ -191,7 +190,7 @@ class CallbackSender:
         and cancel a timer per request)."""
         if plain:
             if self._plain is None:
-                from osmosis_ai.http_transport import PlainHTTPTransport
+                from osmosis_ai._util.http_transport import PlainHTTPTransport
 
                 self._plain = PlainHTTPTransport(max_idle_per_host=self._per_receiver)
             status, raw_headers, content = await self._plain.request(
@@ -309,14 +308,10 @@ def _ack_json(content: bytes) -> Any:
 
 
 def _safe_url(url: str) -> str:
-    """The URL without query string or user info, which may carry credentials."""
-    import httpx
+    """The URL with its query string and user info masked (they may carry credentials)."""
+    from osmosis_ai._util.redaction import mask_url
 
-    try:
-        parsed = httpx.URL(url)
-    except Exception:
-        return "<invalid url>"
-    return str(parsed.copy_with(query=None, fragment=None, username=None, password=None))
+    return mask_url(url)
 
 
 class _RedactQuery(logging.Filter):

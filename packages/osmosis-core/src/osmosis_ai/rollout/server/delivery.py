@@ -15,7 +15,11 @@ from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
 from osmosis_ai.rollout.server import wire
-from osmosis_ai.rollout.server.callbacks import CallbackSender, DeliveryState, RetryPolicy
+from osmosis_ai.rollout.server.callbacks import (
+    CallbackRetryPolicy,
+    CallbackSender,
+    DeliveryState,
+)
 from osmosis_ai.rollout.types.enums import RolloutStatus
 
 if TYPE_CHECKING:
@@ -101,7 +105,7 @@ class CallbackDelivery:
         acknowledge: Callable[[RolloutEntry], None],
     ) -> None:
         self._sender = CallbackSender(
-            RetryPolicy(
+            CallbackRetryPolicy(
                 budget_sec=settings.callback_retry_budget_sec,
                 initial_delay_sec=settings.callback_backoff_initial_sec,
                 max_delay_sec=settings.callback_backoff_max_sec,

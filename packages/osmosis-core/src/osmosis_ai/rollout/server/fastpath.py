@@ -17,7 +17,8 @@ from typing import Any
 from pydantic import ValidationError
 from starlette.types import Receive, Scope, Send
 
-from osmosis_ai._url_masking import mask_url
+from osmosis_ai._util.asgi import BodyTooLarge, ClientGone, read_body, send_json
+from osmosis_ai._util.redaction import mask_url
 from osmosis_ai.rollout.server import wire
 from osmosis_ai.rollout.server.service import AdmissionError, RolloutService
 from osmosis_ai.rollout.server.settings import RETRY_AFTER_SEC
@@ -26,7 +27,6 @@ from osmosis_ai.rollout.types.protocol import POLLING_LEASE_HEADER, RolloutInitR
 logger = logging.getLogger("osmosis_ai.rollout.server")
 
 _LEASE_HEADER = POLLING_LEASE_HEADER.lower().encode()
-_JSON_HEADER = (b"content-type", b"application/json")
 _RETRY_AFTER: tuple[bytes, bytes] = (b"retry-after", str(RETRY_AFTER_SEC).encode())
 _RESULT_PREFIX = "/rollout/"
 _RESULT_SUFFIX = "/result"
@@ -94,14 +94,6 @@ def _strict(value: Any) -> Any:
     return value
 
 
-class BodyTooLarge(Exception):
-    """The request body exceeds ``max_body_bytes``."""
-
-
-class ClientGone(Exception):
-    """The client disconnected before sending its whole body."""
-
-
 def too_large_body(limit: int) -> bytes:
     return wire.encode_json(
         {
@@ -109,40 +101,6 @@ def too_large_body(limit: int) -> bytes:
             "or raise max_body_bytes of create_rollout_server"
         }
     )
-
-
-async def send_json(
-    send: Send, status: int, body: bytes, extra: list[tuple[bytes, bytes]] | None = None
-) -> None:
-    headers = [_JSON_HEADER, (b"content-length", str(len(body)).encode())]
-    if extra:
-        headers.extend(extra)
-    await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": body})
-
-
-async def read_body(scope: Scope, receive: Receive, limit: int) -> bytes:
-    """The whole body, refusing declared or streamed bodies over ``limit`` bytes."""
-    for name, value in scope["headers"]:
-        if name == b"content-length":
-            if value.isdigit() and int(value) > limit:
-                raise BodyTooLarge
-            break
-    chunks: list[bytes] = []
-    size = 0
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            raise ClientGone
-        chunk = message.get("body", b"")
-        if chunk:
-            size += len(chunk)
-            if size > limit:
-                raise BodyTooLarge
-            chunks.append(chunk)
-        if not message.get("more_body", False):
-            break
-    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
 def result_route_id(path: str) -> str | None:
@@ -164,7 +122,7 @@ class FastRoutes:
 
     async def post_rollout(self, scope: Scope, receive: Receive, send: Send) -> None:
         try:
-            body = await read_body(scope, receive, self.limit)
+            body = await read_body(receive, scope=scope, limit=self.limit)
         except BodyTooLarge:
             await send_json(send, 413, self._too_large)
             return

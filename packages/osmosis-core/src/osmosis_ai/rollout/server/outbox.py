@@ -51,7 +51,7 @@ from json.encoder import encode_basestring_ascii
 from pathlib import Path
 from typing import Any
 
-from osmosis_ai._group_sync import SYNC_INTERVAL_SEC, GroupSync
+from osmosis_ai._util.group_sync import SYNC_INTERVAL_SEC, GroupSync
 from osmosis_ai.atomic_file import write_atomic
 
 logger = logging.getLogger("osmosis_ai.rollout.server")
@@ -364,7 +364,7 @@ def _embedded_result(line: bytes, length: Any) -> str:
 
 def lock_directory(directory: Path) -> int:
     """Take an exclusive ``flock`` on ``directory/lock`` (released when the fd closes)."""
-    from osmosis_ai._file_lock import try_lock
+    from osmosis_ai._util.file_lock import try_lock
 
     fd = try_lock(directory / LOCK_NAME)
     if fd is None:
@@ -392,7 +392,7 @@ def default_outbox_dir(root: Path, backend_name: str) -> Path:
 def is_locked(directory: Path) -> bool:
     """Whether a running server holds the outbox in ``directory`` (an unreadable lock file
     counts as free: opening the outbox then says what is wrong)."""
-    from osmosis_ai._file_lock import is_locked as lock_held
+    from osmosis_ai._util.file_lock import is_locked as lock_held
 
     try:
         return lock_held(directory / LOCK_NAME)

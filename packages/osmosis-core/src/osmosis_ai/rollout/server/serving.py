@@ -83,7 +83,9 @@ def serve(app: Any, *, workers: int | str | None = None, **options: Any) -> None
         from osmosis_ai.rollout.server._workers.pool import use_workers
 
         use_workers(app, count)
-    _DrainingServer(uvicorn_config(app, **options)).run()
+    from osmosis_ai._util.serving import run
+
+    run(_DrainingServer(uvicorn_config(app, **options)))
 
 
 def uvicorn_config(
@@ -98,7 +100,7 @@ def uvicorn_config(
 ) -> Any:
     """The ``uvicorn.Config`` that :func:`serve` runs (for callers that run uvicorn themselves,
     such as on a pre-bound socket): the same defaults and connection bounds."""
-    import uvicorn
+    from osmosis_ai._util.serving import uvicorn_config as loopback_config
 
     uvicorn_options.setdefault(
         "http",
@@ -114,7 +116,7 @@ def uvicorn_config(
     uvicorn_options.setdefault("server_header", False)
     if _silences_access_log(uvicorn_options.get("log_level")):
         uvicorn_options.setdefault("access_log", False)
-    return uvicorn.Config(
+    return loopback_config(
         app,
         host=host,
         port=resolve_port(port),
@@ -136,9 +138,9 @@ class _DrainingServer:
     """A ``uvicorn.Server`` that starts the app's drain on the first exit signal."""
 
     def __new__(cls, config: Any) -> Any:
-        import uvicorn
+        from osmosis_ai._util.serving import server_class
 
-        class DrainingServer(uvicorn.Server):
+        class DrainingServer(server_class()):
             _loop: asyncio.AbstractEventLoop | None = None
             _draining = False
             _drain_task: asyncio.Future[None] | None = None

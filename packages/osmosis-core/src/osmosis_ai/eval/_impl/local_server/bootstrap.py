@@ -116,6 +116,7 @@ def main(argv: list[str]) -> None:
 
     sock = bind_tcp_listener("127.0.0.1", 0)
     port = sock.getsockname()[1]
+    # Not osmosis_ai.atomic_file: this file may run under an older osmosis-core (see above).
     tmp = port_file.with_name(port_file.name + ".tmp")
     tmp.write_text(str(port))
     tmp.replace(port_file)
@@ -125,7 +126,12 @@ def main(argv: list[str]) -> None:
         access_log=False,
         timeout_graceful_shutdown=10,
     )
-    uvicorn.Server(config).run(sockets=[sock])
+    try:
+        from osmosis_ai._util.serving import run, uvicorn_server
+    except ImportError:  # an older osmosis-core (--isolated with an older pin): plain uvicorn
+        uvicorn.Server(config).run(sockets=[sock])  # plumbing-owner: allowed (older core)
+    else:
+        run(uvicorn_server(config), sockets=[sock])
 
 
 def _uvicorn_config(app: Any, **options: Any) -> Any:
@@ -138,7 +144,7 @@ def _uvicorn_config(app: Any, **options: Any) -> Any:
     except ImportError:
         import uvicorn
 
-        return uvicorn.Config(app, timeout_keep_alive=2160, **options)
+        return uvicorn.Config(app, timeout_keep_alive=2160, **options)  # plumbing-owner: older core
     return uvicorn_config(app, port=0, **options)
 
 

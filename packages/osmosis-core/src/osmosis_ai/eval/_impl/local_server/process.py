@@ -30,7 +30,7 @@ from typing import IO, Any
 
 import httpx
 
-from osmosis_ai._child_process import die_with_parent
+from osmosis_ai._util.child_process import die_with_parent
 from osmosis_ai.errors import EvalError
 
 BOOTSTRAP = Path(__file__).with_name("bootstrap.py")

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict
 
-from osmosis_ai._url_masking import mask_url
+from osmosis_ai._util.redaction import mask_url
 from osmosis_ai.eval._impl.run_dir.layout import RunLayoutError, validate_run_name
 from osmosis_ai.eval._impl.run_dir.manifest import ManifestError, read_manifest
 
@@ -181,6 +181,8 @@ def request_record(options: EvalOptions, dataset_path: Path, upstream: Upstream)
         "model": None if with_secret else options.model,
         "base_url": None if with_secret else base_url,
         "api_key_env": options.api_key_env,
+        # the variable the upstream key came from (its name only): the report redacts its value
+        "upstream_key_env": upstream.key_env,
         "dataset": str(dataset_path) if options.dataset is not None else None,
         "rows": rows
         if rows is None or isinstance(rows, str)

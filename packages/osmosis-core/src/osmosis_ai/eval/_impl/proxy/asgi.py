@@ -1,37 +1,28 @@
-"""The policy proxy's bare-ASGI plumbing: message types, a quiet uvicorn server, JSON replies."""
+"""The policy proxy's own ASGI pieces: a quiet uvicorn server, its bearer tokens, error replies
+(request/response helpers and the bearer rule: :mod:`osmosis_ai._util.asgi`)."""
 
 from __future__ import annotations
 
 import base64
-import contextlib
 import functools
 import hashlib
 import hmac
-import json
-from collections.abc import Awaitable, Callable, Generator, MutableMapping
 from typing import Any
 
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
+from osmosis_ai._util.asgi import Scope, Send, bearer_token, send_json
+
+__all__ = ["QuietServer", "Scope", "bearer", "route_token", "send_error"]
 
 
 class QuietServer:
     """uvicorn server that leaves signal handling to the eval command."""
 
     def __init__(self, app: Any) -> None:
-        import uvicorn
+        from osmosis_ai._util.serving import uvicorn_config, uvicorn_server
 
-        class _Server(uvicorn.Server):
-            @contextlib.contextmanager
-            def capture_signals(self) -> Generator[None, None, None]:
-                yield
-
-        config = uvicorn.Config(
+        config = uvicorn_config(
             app,
-            log_level="warning",
-            access_log=False,
+            quiet=True,
             lifespan="off",
             # No X-Forwarded-* rewriting: the app reads neither the client address nor the
             # scheme, and the middleware would wrap every request.
@@ -39,21 +30,14 @@ class QuietServer:
             timeout_graceful_shutdown=2,
             timeout_keep_alive=120,
         )
-        self.server = _Server(config)
+        self.server = uvicorn_server(config, capture_signals=False)
 
 
 def bearer(scope: Scope) -> str | None:
-    """The request's bearer token, or ``None`` when it sends none."""
-    for name, value in scope["headers"]:
-        if name == b"authorization":
-            scheme, _, given = value.decode("latin-1").partition(" ")
-            return given.strip() if scheme.lower() == "bearer" else None
-    return None
-
-
-def authorized(scope: Scope, token: str) -> bool:
-    given = bearer(scope)
-    return given is not None and hmac.compare_digest(given.encode(), token.encode())
+    """The request's bearer token, or ``None`` when it sends none (the one rule:
+    :func:`osmosis_ai._util.asgi.bearer_token`)."""
+    token = bearer_token(scope)
+    return None if token is None else token.decode("latin-1")
 
 
 def route_token(key: bytes, rollout_id: str, generation: int) -> str:
@@ -70,33 +54,6 @@ def route_token(key: bytes, rollout_id: str, generation: int) -> str:
 def _keyed_mac(key: bytes) -> hmac.HMAC:
     """An HMAC-SHA256 keyed with ``key`` and fed nothing: :func:`route_token` copies it."""
     return hmac.new(key, digestmod=hashlib.sha256)
-
-
-async def read_body(receive: Receive) -> bytes:
-    chunks: list[bytes] = []
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            break
-        chunks.append(message.get("body", b""))
-        if not message.get("more_body", False):
-            break
-    return b"".join(chunks)
-
-
-async def send_json(send: Send, status: int, data: Any) -> None:
-    body = json.dumps(data).encode()
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(body)).encode()),
-            ],
-        }
-    )
-    await send({"type": "http.response.body", "body": body})
 
 
 async def send_error(send: Send, status: int, message: str, kind: str) -> None:

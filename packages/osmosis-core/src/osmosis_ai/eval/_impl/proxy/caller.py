@@ -20,13 +20,13 @@ from urllib.parse import SplitResult, urlsplit
 
 import httpx
 
+from osmosis_ai._util.backoff import parse_retry_after
 from osmosis_ai.eval._impl.adaptive import CONGESTION_STATUSES, AdaptiveLimit
 from osmosis_ai.eval._impl.proxy.calls import RetryPolicy
 from osmosis_ai.eval._impl.proxy.upstream import Upstream
-from osmosis_ai.retry_after import parse_retry_after
 
 if TYPE_CHECKING:
-    from osmosis_ai.http_transport import PlainHTTPTransport
+    from osmosis_ai._util.http_transport import PlainHTTPTransport
 
 _CONNECT_TIMEOUT_SEC = 30.0
 
@@ -81,7 +81,7 @@ class UpstreamCaller:
         """The upstream client for the next call.
 
         Plain-``http://`` upstreams (vLLM, SGLang, Ollama, the scripted policy) go through one
-        client on :class:`~osmosis_ai.http_transport.PlainHTTPTransport`, a third of
+        client on :class:`~osmosis_ai._util.http_transport.PlainHTTPTransport`, a third of
         httpx's per-request CPU. TLS upstreams use httpx's transport, round-robin over small
         pools: httpcore scans its whole pool on every request, so one pool holding a
         connection per concurrent call would make each call cost O(concurrency). Clients are
@@ -95,7 +95,7 @@ class UpstreamCaller:
         if client is None:
             timeout = httpx.Timeout(self._timeout, connect=_CONNECT_TIMEOUT_SEC)
             if lean:
-                from osmosis_ai.http_transport import PlainHTTPTransport
+                from osmosis_ai._util.http_transport import PlainHTTPTransport
 
                 plain = PlainHTTPTransport(max_idle_per_host=256)
                 client = httpx.AsyncClient(
@@ -108,7 +108,7 @@ class UpstreamCaller:
                 if url.username is None and url.password is None:  # else httpx's basic auth
                     self._lean = (plain, url)
             else:
-                from osmosis_ai.http_transport import shared_tls_context
+                from osmosis_ai._util.http_transport import shared_tls_context
 
                 client = httpx.AsyncClient(
                     headers=self._client_headers,

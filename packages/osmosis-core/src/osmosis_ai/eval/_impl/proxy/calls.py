@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import contextlib
 import json
-import random
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, TextIO
 
+from osmosis_ai._util.backoff import Backoff, parse_retry_after
 from osmosis_ai.errors import EvalError
-from osmosis_ai.retry_after import parse_retry_after
 
 if TYPE_CHECKING:
     from osmosis_ai.eval._impl.proxy.upstream import Upstream
@@ -23,7 +22,8 @@ if TYPE_CHECKING:
 
 @dataclass(slots=True)
 class RetryPolicy:
-    """Upstream retry schedule: ``base * 2**(attempt-1)`` capped, ``Retry-After`` wins."""
+    """Upstream retry schedule (:class:`~osmosis_ai._util.backoff.Backoff`):
+    ``base * 2**(attempt-1)`` capped at ``max_delay`` with equal jitter; ``Retry-After`` wins."""
 
     max_attempts: int = 6
     base_delay: float = 0.5
@@ -34,8 +34,7 @@ class RetryPolicy:
         asked = parse_retry_after(retry_after)
         if asked is not None:
             return min(asked, self.max_retry_after)
-        backoff = min(self.base_delay * (2 ** (attempt - 1)), self.max_delay)
-        return backoff * (0.75 + random.random() / 2)
+        return Backoff(self.base_delay, self.max_delay).delay(attempt)
 
 
 @dataclass(slots=True)

@@ -23,12 +23,12 @@ from __future__ import annotations
 
 import asyncio
 import hmac
-import json
 import os
 import signal
 import sys
 from typing import Any
 
+from osmosis_ai._util import framing
 from osmosis_ai.eval._impl.proxy.asgi import Scope, bearer, route_token
 from osmosis_ai.eval._impl.proxy.caller import UpstreamCaller
 from osmosis_ai.eval._impl.proxy.calls import RetryPolicy
@@ -81,7 +81,7 @@ class SignedRoutesProxy(PolicyProxy):
 
 async def _serve(config: dict[str, Any], reader: asyncio.StreamReader, out: Any) -> None:
     def send(message: dict[str, Any]) -> None:
-        out.write(json.dumps(message, separators=(",", ":")).encode() + b"\n")
+        out.write(framing.encode(message))
 
     caller = UpstreamCaller(
         Upstream(**config["upstream"]),
@@ -100,8 +100,8 @@ async def _serve(config: dict[str, Any], reader: asyncio.StreamReader, out: Any)
         with open(config["calls_path"], "a", encoding="utf-8") as calls_file:  # noqa: ASYNC230 (once)
             proxy.calls_file = calls_file
             send({"op": "ready", "url": proxy.base_url})
-            while line := await reader.readline():
-                await _handle(proxy, json.loads(line), send)
+            while (message := await framing.read_message(reader)) is not None:
+                await _handle(proxy, message, send)
     finally:
         await proxy.aclose()
 
@@ -131,7 +131,7 @@ async def _main() -> None:
     protocol_out = os.fdopen(os.dup(1), "wb", buffering=0)
     os.dup2(2, 1)
     transport, _ = await loop.connect_write_pipe(asyncio.Protocol, protocol_out)
-    config = json.loads(await reader.readline())
+    config = framing.decode(await reader.readline())
     try:
         await _serve(config, reader, transport)
     finally:

@@ -41,16 +41,16 @@ from urllib.parse import quote
 
 import httpx
 
-from osmosis_ai.eval._impl.proxy.asgi import (
-    QuietServer,
+from osmosis_ai._util.asgi import (
+    ClientGone,
     Receive,
     Scope,
     Send,
-    authorized,
+    bearer_matches,
     read_body,
-    send_error,
     send_json,
 )
+from osmosis_ai.eval._impl.proxy.asgi import QuietServer, send_error
 from osmosis_ai.eval._impl.proxy.caller import Answer, UpstreamCaller
 from osmosis_ai.eval._impl.proxy.calls import (
     CallRecord,
@@ -109,13 +109,10 @@ class PolicyProxy:
 
         sock = bind_tcp_listener(host, port)
         self._sock = sock
+        from osmosis_ai._util.serving import start
+
         self._server = QuietServer(self).server
-        self._serve_task = asyncio.create_task(self._server.serve(sockets=[sock]))
-        while not self._server.started:
-            if self._serve_task.done():
-                self._serve_task.result()
-                raise RuntimeError("policy proxy exited during start-up")
-            await asyncio.sleep(0.005)
+        self._serve_task = await start(self._server, sockets=[sock])
         bound_host, bound_port = sock.getsockname()[:2]
         self.base_url = f"http://{bound_host}:{bound_port}"
 
@@ -165,7 +162,7 @@ class PolicyProxy:
         route = self._routes.get(rollout_id)
         if route is None:
             return 404, f"unknown or finished rollout {rollout_id!r}", "not_found"
-        if not authorized(scope, route.token):
+        if not bearer_matches(scope, route.token):
             return 401, "invalid or missing bearer token for this rollout", "auth"
         return route
 
@@ -198,7 +195,10 @@ class PolicyProxy:
         if rest != _CHAT_SUFFIX or method != "POST":
             await send_error(send, 404, f"unsupported endpoint {method} {path}", "not_found")
             return
-        body = await read_body(receive)
+        try:
+            body = await read_body(receive)
+        except ClientGone:  # nobody is left to answer
+            return
         try:
             request = json.loads(body)
         except (json.JSONDecodeError, UnicodeDecodeError):

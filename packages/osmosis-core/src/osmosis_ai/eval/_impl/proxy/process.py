@@ -24,7 +24,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import json
 import secrets
 import sys
 from collections import deque
@@ -33,6 +32,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from osmosis_ai._util import framing
 from osmosis_ai.errors import EvalError
 from osmosis_ai.eval._impl.proxy.asgi import route_token
 from osmosis_ai.eval._impl.proxy.calls import CallSummary, ProxyGone, RetryPolicy
@@ -40,8 +40,6 @@ from osmosis_ai.eval._impl.proxy.policy_proxy import public_text
 from osmosis_ai.eval._impl.proxy.upstream import Upstream
 
 _START_TIMEOUT_SEC = 120.0
-#: ``json.dumps`` with options builds a new encoder per call; one per process instead.
-_dumps = json.JSONEncoder(separators=(",", ":")).encode
 _STOP_TIMEOUT_SEC = 15.0
 
 
@@ -108,12 +106,12 @@ class ProxyProcess:
             "calls_path": str(self._calls_path),
         }
         self._tasks.append(asyncio.create_task(self._drain_stderr()))
-        process.stdin.write(json.dumps(config).encode() + b"\n")
+        process.stdin.write(framing.encode(config))
         try:
             line = await asyncio.wait_for(process.stdout.readline(), _START_TIMEOUT_SEC)
         except TimeoutError:
             line = b""
-        answer = json.loads(line) if line.startswith(b"{") else {}
+        answer = framing.decode(line) if line.startswith(b"{") else {}
         if answer.get("op") != "ready":
             await self.aclose()
             reason = answer.get("message") or self._exit_text()
@@ -197,14 +195,13 @@ class ProxyProcess:
         if process.stdin.is_closing():  # uvloop raises RuntimeError on a write to it
             return
         with contextlib.suppress(ConnectionError):  # the child died since the last loop turn
-            process.stdin.write(_dumps(message).encode() + b"\n")
+            process.stdin.write(framing.encode(message))
 
     async def _read(self) -> None:
         process = self._process
         assert process is not None
         assert process.stdout is not None
-        while line := await process.stdout.readline():
-            message = json.loads(line)
+        while (message := await framing.read_message(process.stdout)) is not None:
             op = message["op"]
             if op == "closed":
                 self._resolve(message["id"], message["summary"])

@@ -54,7 +54,7 @@ class Upstream:
     def display_url(self) -> str:
         """``base_url`` as logs, files, the console and reports show it: credentials in it
         (``user:pass@``, ``?api_key=``) are masked; only requests use the real one."""
-        from osmosis_ai._url_masking import mask_url
+        from osmosis_ai._util.redaction import mask_url
 
         return mask_url(self.base_url) if self.base_url else ""
 
@@ -125,7 +125,7 @@ def _check_local_model() -> None:
 
 
 def _check_base_url(url: str) -> str:
-    from osmosis_ai._url_masking import mask_url
+    from osmosis_ai._util.redaction import mask_url
 
     base, sep, query = url.strip().partition("?")
     base = base.rstrip("/")

@@ -6,7 +6,7 @@ no counted result and a rerun repeats no completed item. Each record is one JSON
 which a killed process cannot undo.
 
 Why the ``fdatasync`` runs in the background, at most every ``SYNC_INTERVAL_SEC``, and no caller
-waits for it (:class:`osmosis_ai._group_sync.GroupSync`, as for the rollout server's outbox): only
+waits for it (:class:`osmosis_ai._util.group_sync.GroupSync`, as for the rollout server's outbox): only
 a machine crash or power cut can lose a written line, and what that loses is a re-run, never a
 double count. The rollout server forgets a result once the controller has fetched it, so a line
 lost with the page cache leaves its work item pending and the resume runs it again; the latest
@@ -34,7 +34,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from osmosis_ai._group_sync import GroupSync
+from osmosis_ai._util.group_sync import GroupSync
 
 WorkKey = tuple[int, int]  # (row_index, run_index)
 
@@ -112,7 +112,7 @@ class Journal:
     async def append(self, record: dict[str, Any]) -> None:
         """Write ``record``; on return it is in the file (a killed process loses nothing) and
         it is made durable against a machine crash within ``SYNC_INTERVAL_SEC`` (see
-        :mod:`osmosis_ai._group_sync`)."""
+        :mod:`osmosis_ai._util.group_sync`)."""
         self.append_sync(record)
 
     def append_sync(self, record: dict[str, Any]) -> None:

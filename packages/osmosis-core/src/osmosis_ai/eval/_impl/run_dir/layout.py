@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from osmosis_ai._file_lock import is_locked, try_lock
+from osmosis_ai._util.file_lock import is_locked, try_lock
 from osmosis_ai.errors import EvalError
 
 DEFAULT_OUTPUT_ROOT = Path(".osmosis") / "evals"

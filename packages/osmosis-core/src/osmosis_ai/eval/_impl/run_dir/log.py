@@ -4,8 +4,8 @@ Line format: ``<ISO time> <LEVEL> [<step>] <message> <canonical JSON details>``.
 
 Why a dedicated writer rather than ``logging``: the set of secrets (the upstream API key, the
 per-rollout proxy tokens, secret env values) is known only to the run, and every line must
-pass through the redactor before it reaches disk; the file is created with mode 0600. Secrets
-are replaced longest first, so a secret that contains another is never half-revealed.
+pass through the redactor (:mod:`osmosis_ai._util.redaction`, the one rule) before it reaches
+disk; the file is created with mode 0600.
 """
 
 from __future__ import annotations
@@ -18,27 +18,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-REDACTED = "***"
-_MIN_SECRET_LEN = 4  # shorter strings would redact ordinary words
+from osmosis_ai._util.redaction import MARK as REDACTED
+from osmosis_ai._util.redaction import Redactor
 
-
-class Redactor:
-    """Replaces registered secret strings in text."""
-
-    def __init__(self) -> None:
-        self._secrets: set[str] = set()
-        self._ordered: list[str] = []
-
-    def add(self, secret: str | None) -> None:
-        if secret and len(secret) >= _MIN_SECRET_LEN and secret not in self._secrets:
-            self._secrets.add(secret)
-            self._ordered = sorted(self._secrets, key=len, reverse=True)
-
-    def __call__(self, text: str) -> str:
-        for secret in self._ordered:
-            if secret in text:
-                text = text.replace(secret, REDACTED)
-        return text
+__all__ = ["REDACTED", "Redactor", "RunLog"]
 
 
 class RunLog:

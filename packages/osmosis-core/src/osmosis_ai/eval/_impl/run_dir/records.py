@@ -142,12 +142,7 @@ def read_index(path: str | Path) -> list[RowRecord]:
 
 def write_index(path: Path, rows: list[RowRecord]) -> None:
     """Atomically replace ``index.jsonl`` (temp file, fsync, rename)."""
-    import os
+    from osmosis_ai.atomic_file import write_atomic
 
-    tmp = path.with_name(f".{path.name}.tmp")
-    with tmp.open("w", encoding="utf-8") as fh:
-        for row in rows:
-            fh.write(json.dumps(row.to_json(), allow_nan=False) + "\n")
-        fh.flush()
-        os.fsync(fh.fileno())
-    tmp.replace(path)
+    text = "".join(json.dumps(row.to_json(), allow_nan=False) + "\n" for row in rows)
+    write_atomic(path, text, durable=True)

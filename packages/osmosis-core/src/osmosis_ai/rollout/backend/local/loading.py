@@ -10,7 +10,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from osmosis_ai._model_slots import fill_model
+from osmosis_ai._util.model_slots import fill_model
 
 logger = logging.getLogger(__name__)
 

@@ -23,6 +23,8 @@ import sys
 from itertools import count
 from typing import Any
 
+from osmosis_ai._util import framing
+
 logger = logging.getLogger("osmosis_ai.rollout.server")
 
 #: How long the zygote may take to answer a request to fork a worker (it forks at once).
@@ -105,7 +107,7 @@ class Zygote:
         self._spawns: dict[int, asyncio.Future[int]] = {}
         self._early_exits: dict[int, int] = {}  # exited before the pool saw it spawned
         self._tokens = count(1)
-        self._buffer = b""
+        self._lines = framing.LineSplitter()
         self._lock: asyncio.Lock | None = None
         self._lost: asyncio.Future[None] | None = None
         self._reaper: asyncio.Task[Any] | None = None
@@ -135,7 +137,7 @@ class Zygote:
             token = next(self._tokens)
             reply: asyncio.Future[int] = asyncio.get_running_loop().create_future()
             self._spawns[token] = reply
-            line = json.dumps({"op": "spawn", "token": token, "spec": spec}).encode() + b"\n"
+            line = framing.encode({"op": "spawn", "token": token, "spec": spec})
             try:
                 socket.send_fds(self.control, [line], [channel.fileno()])
                 async with asyncio.timeout(SPAWN_TIMEOUT_SEC):
@@ -154,7 +156,7 @@ class Zygote:
 
     def kill(self, pid: int, sig: int = signal.SIGKILL) -> None:
         if self.alive:
-            line = json.dumps({"op": "kill", "pid": pid, "signal": int(sig)}).encode() + b"\n"
+            line = framing.encode({"op": "kill", "pid": pid, "signal": int(sig)})
             try:
                 self.control.send(line)
                 return
@@ -173,9 +175,7 @@ class Zygote:
         if not data:
             self.drop("exited")
             return
-        *lines, self._buffer = (self._buffer + data).split(b"\n")
-        for line in lines:
-            message = json.loads(line)
+        for message in self._lines.feed(data):
             if message["op"] == "spawned":
                 reply = self._spawns.get(message["token"])
                 if reply is not None and not reply.done():

@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import os
 import select
@@ -46,6 +45,7 @@ import traceback
 from collections import deque
 from typing import Any
 
+from osmosis_ai._util import framing
 from osmosis_ai.rollout.server._heap import freeze_before_fork
 from osmosis_ai.rollout.server._workers import WorkerSetupError
 
@@ -116,7 +116,7 @@ def _zygote_main(control: socket.socket, backend: Any) -> int:
     signal.signal(signal.SIGCHLD, lambda *_: None)  # the wakeup fd makes select() return
     children: set[int] = set()
     fds: deque[int] = deque()
-    buffer = b""
+    lines = framing.LineSplitter()
     while True:
         readable = select.select([control, wake_r], [], [])[0]
         if wake_r in readable:
@@ -129,10 +129,7 @@ def _zygote_main(control: socket.socket, backend: Any) -> int:
         fds.extend(received)
         if not data:
             return 0  # the server's end closed: the workers exit when their channels close
-        buffer += data
-        *lines, buffer = buffer.split(b"\n")
-        for line in lines:
-            request = json.loads(line)
+        for request in lines.feed(data):
             if request["op"] == "kill":
                 if request["pid"] in children:
                     os.kill(request["pid"], request["signal"])
@@ -160,7 +157,7 @@ def _reap(control: socket.socket, children: set[int]) -> None:
 
 def _send(control: socket.socket, message: dict[str, Any]) -> None:
     with contextlib.suppress(OSError):  # the server has gone: the next recv sees it
-        control.sendall(json.dumps(message).encode() + b"\n")
+        control.sendall(framing.encode(message))
 
 
 def _worker_child(fd: int, spec: dict[str, Any], backend: Any, close: tuple[Any, ...]) -> None:

@@ -28,13 +28,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import math
-import random
 import time
 import weakref
 from collections import deque
 from typing import TYPE_CHECKING, Any, Final
 
 from osmosis_ai.errors import BackendError
+from osmosis_ai.rollout.integrations.spi import Backoff
 
 from . import _sandbox_owner
 from ._sandbox_limits import MAX_BACKOFF_SEC, SandboxLimits
@@ -64,8 +64,7 @@ def is_transient(exc: BaseException) -> bool:
 def backoff_delay(attempt: int, base_sec: float) -> float:
     """Wait before retry ``attempt`` (1-based): ``base * 2**(attempt-1)``, at most
     :data:`MAX_BACKOFF_SEC`, with equal jitter (between half and all of it)."""
-    full = min(MAX_BACKOFF_SEC, base_sec * 2 ** (attempt - 1))
-    return full / 2 + random.uniform(0, full / 2)  # jitter, not security
+    return Backoff(base_sec, MAX_BACKOFF_SEC).delay(attempt)
 
 
 class SandboxGate:

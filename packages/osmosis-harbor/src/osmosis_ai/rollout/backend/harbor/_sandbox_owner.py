@@ -32,6 +32,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Final
 
+from osmosis_ai.rollout.integrations.spi import write_atomic
+
 logger = logging.getLogger(__name__)
 
 LOCAL_PREFIX: Final = "osmosis-localns-"
@@ -131,9 +133,7 @@ def label_local(scratch: Path, holder_pid: int | None = None) -> None:
     label = {**asdict(owner), "holder_pid": holder_pid}
     if holder_pid is not None:
         label["holder_start"] = process_start(holder_pid)
-    tmp = scratch / f"{OWNER_FILE}.tmp"
-    tmp.write_text(json.dumps(label))
-    tmp.replace(scratch / OWNER_FILE)
+    write_atomic(scratch / OWNER_FILE, json.dumps(label))
 
 
 def local_sandboxes(root: Path | None = None) -> list[Path]:

@@ -14,11 +14,10 @@ import shutil
 from collections.abc import Iterable
 from pathlib import Path
 
-REDACTED = "[REDACTED]"
-_MIN_SECRET_LEN = 4
+from osmosis_ai.rollout.integrations.spi import Redactor, write_atomic
 
 
-def scrub_file(path: Path, secrets: list[bytes]) -> bool:
+def scrub_file(path: Path, secrets: Redactor) -> bool:
     """Replace ``secrets`` in one regular file; ``True`` if it changed."""
     if path.is_symlink() or not path.is_file():
         return False
@@ -26,38 +25,28 @@ def scrub_file(path: Path, secrets: list[bytes]) -> bool:
         data = path.read_bytes()
     except OSError:
         return False
-    scrubbed = data
-    for secret in secrets:
-        scrubbed = scrubbed.replace(secret, REDACTED.encode())
+    scrubbed = secrets.redact_bytes(data)
     if scrubbed == data:
         return False
-    tmp = path.with_name(path.name + ".osmosis-scrub")
-    tmp.write_bytes(scrubbed)
-    os.replace(tmp, path)
+    write_atomic(path, scrubbed)
     return True
-
-
-def _encoded(secrets: Iterable[str | None]) -> list[bytes]:
-    # Longest first, so a secret that contains another is replaced whole.
-    values = {s for s in secrets if s and len(s) >= _MIN_SECRET_LEN}
-    return [s.encode() for s in sorted(values, key=len, reverse=True)]
 
 
 def scrub_tree(root: Path, secrets: Iterable[str | None]) -> int:
     """Scrub every regular file under ``root`` (binary files too); returns files changed."""
-    encoded = _encoded(secrets)
-    if not encoded or not root.exists():
+    redactor = Redactor(secrets)
+    if not redactor.secrets or not root.exists():
         return 0
     changed = 0
     for dirpath, _dirs, files in os.walk(root):
         for name in files:
-            changed += scrub_file(Path(dirpath) / name, encoded)
+            changed += scrub_file(Path(dirpath) / name, redactor)
     return changed
 
 
 def scrub_paths(paths: Iterable[Path], secrets: Iterable[str | None]) -> int:
-    encoded = _encoded(secrets)
-    return sum(scrub_file(p, encoded) for p in paths) if encoded else 0
+    redactor = Redactor(secrets)
+    return sum(scrub_file(p, redactor) for p in paths) if redactor.secrets else 0
 
 
 def relocate_artifacts(trial_artifacts: Path, destination: Path) -> int:

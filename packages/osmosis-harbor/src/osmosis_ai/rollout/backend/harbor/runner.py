@@ -71,10 +71,10 @@ def _load_config(spec: dict[str, Any] | None) -> Any:
 
 
 def _write_json(path: Path, payload: dict[str, Any]) -> None:
+    from osmosis_ai.rollout.integrations.spi import write_atomic  # core, inside the function
+
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(payload, ensure_ascii=False, allow_nan=False))
-    tmp.replace(path)
+    write_atomic(path, json.dumps(payload, ensure_ascii=False, allow_nan=False))
 
 
 def _result_payload(result: Any) -> dict[str, Any]:

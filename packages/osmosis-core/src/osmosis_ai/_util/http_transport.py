@@ -11,7 +11,7 @@ transport keeps the httpx *API* and exception types (so callers' retry logic sti
 a third of that cost: keep-alive connections per host, ``Content-Length``, chunked and
 read-to-close bodies, streamed responses (SSE passthrough), httpx's connect and read timeouts
 (the read timeout bounds each wait for bytes, as in httpx). The message framing (heads,
-chunks, the request target's encoding) is in :mod:`osmosis_ai._http1`.
+chunks, the request target's encoding) is in :mod:`osmosis_ai._util.http1`.
 
 :meth:`PlainHTTPTransport.request` is a faster path still for callers that need
 neither httpx request nor response objects (URL parsing and header models cost more than the
@@ -37,7 +37,7 @@ from urllib.parse import SplitResult
 
 import httpx
 
-from osmosis_ai._http1 import next_chunk, parse_head, quoted_target, request_head
+from osmosis_ai._util.http1 import next_chunk, parse_head, quoted_target, request_head
 
 if TYPE_CHECKING:
     import ssl

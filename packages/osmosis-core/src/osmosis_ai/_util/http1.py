@@ -1,4 +1,4 @@
-"""HTTP/1.1 message framing for :mod:`osmosis_ai.http_transport`: the request head it writes,
+"""HTTP/1.1 message framing for :mod:`osmosis_ai._util.http_transport`: the request head it writes,
 the response head and chunked body it reads, and the request target's %-encoding.
 
 Pure functions over bytes (and one ``StreamReader`` read loop); the connection pool, timeouts

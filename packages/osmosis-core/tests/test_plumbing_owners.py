@@ -1,0 +1,179 @@
+"""One owner per piece of plumbing (issue 35, item 4): the guard.
+
+Scans every ``packages/*/src`` tree and ``benchmarks/`` for plumbing written by hand outside
+its owner module:
+
+* serving an ASGI app (``uvicorn.Server(``, ``uvicorn.Config(``, ``uvicorn.run(``):
+  :mod:`osmosis_ai._util.serving`;
+* atomic writes and renames into place (``os.replace(``, ``os.rename(``, ``tmp.replace(``):
+  :mod:`osmosis_ai.atomic_file`;
+* backoff (exponential formulas over an attempt count, jitter drawn from the global ``random``,
+  another class named ``RetryPolicy``): :mod:`osmosis_ai._util.backoff`;
+* redaction (``[REDACTED]``, ``.replace(secret, ...)``, minimum secret lengths, URL user-info
+  regexes): :mod:`osmosis_ai._util.redaction`;
+* JSON lines to and from a supervised child (``json.dumps(...).encode() + b"\n"``,
+  ``json.loads(... readline())``): :mod:`osmosis_ai._util.framing`.
+
+An exception is listed in :data:`ALLOWED` with its reason. Each rule is proven able to fail on a
+synthetic source string (``test_each_guard_catches_a_hand_rolled_copy``).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[3]
+CORE = "packages/osmosis-core/src/osmosis_ai"
+
+
+@dataclass(frozen=True)
+class Rule:
+    name: str
+    pattern: re.Pattern[str]
+    owners: frozenset[str]
+
+
+RULES = (
+    Rule(
+        "uvicorn",
+        re.compile(r"\buvicorn\.(Server|Config|run)\("),
+        frozenset({f"{CORE}/_util/serving.py"}),
+    ),
+    Rule(
+        "atomic-write",
+        re.compile(r"\bos\.(replace|rename)\(|\b\w*(tmp|part)\w*\.(replace|rename)\(\s*\w"),
+        frozenset({f"{CORE}/atomic_file.py"}),
+    ),
+    Rule(
+        "backoff",
+        re.compile(
+            r"\*\*\s*\(?\s*(attempt|retry|retries|failures|tries)\b"
+            r"|\brandom\.(random|uniform)\(.*\b(delay|backoff|jitter|full|wait)\b"
+            r"|\b(delay|backoff|full|wait)\b.*\brandom\.(random|uniform)\("
+            r"|^\s*class\s+RetryPolicy\b"
+        ),
+        frozenset({f"{CORE}/_util/backoff.py"}),
+    ),
+    Rule(
+        "redaction",
+        re.compile(
+            r"\[REDACTED\]"
+            r"|\.replace\(\s*(secret|value|key|token|api_key)\w*\s*,"
+            r"|_MIN_SECRET_LEN"
+            r"|len\(\s*secret\w*\s*\)\s*>=|\bin secrets\b.*\blen\(\w+\)\s*>="
+            r"|://\)\[\^/@"
+        ),
+        frozenset({f"{CORE}/_util/redaction.py"}),
+    ),
+    Rule(
+        "framing",
+        re.compile(
+            r"json\.dumps\(.*\)\.encode\(\)\s*\+\s*b\"\\n\""
+            r"|json\.loads\(\s*(await\s+)?[\w.]*readline\(\)"
+        ),
+        frozenset({f"{CORE}/_util/framing.py"}),
+    ),
+)
+
+#: (rule, path) -> why this file may keep its own copy.
+ALLOWED: dict[tuple[str, str], str] = {
+    # The eval's rollout-server child may run under an older osmosis-core (``--isolated`` with
+    # an older pin) that has no ``_util``: plain uvicorn is its fallback only.
+    ("uvicorn", f"{CORE}/eval/_server_bootstrap.py"): "fallback for an older osmosis-core",
+    # Same reason: the port file is written with the standard library.
+    ("atomic-write", f"{CORE}/eval/_server_bootstrap.py"): "runs under an older osmosis-core",
+    # ``osmosis rollout serve --reload``: uvicorn's reloader pickles the config into a child
+    # process, so it must be ``uvicorn.run`` with plain arguments (docs/decisions.md).
+    ("uvicorn", "packages/osmosis-cli/src/osmosis_cli/serving.py"): "uvicorn's reloader",
+    # The eval proxy's retry numbers (serialized to its child process); delays come from Backoff.
+    ("backoff", f"{CORE}/eval/_proxy_calls.py"): "RetryPolicy holds numbers over Backoff",
+    # The outbox's JSON lines are a journal on disk, not messages to a child process.
+    ("framing", f"{CORE}/rollout/server/outbox.py"): "a file journal, not a child channel",
+}
+
+
+def source_files() -> list[Path]:
+    files = [p for p in sorted((ROOT / "packages").glob("*/src/**/*.py"))]
+    files += sorted((ROOT / "benchmarks").glob("**/*.py"))
+    return [p for p in files if ".venv" not in p.parts]
+
+
+_LITERAL = re.compile(r"``.*?``")  # reST literals in docstrings name code, they are not code
+
+
+def violations(rule: Rule, source: str) -> list[int]:
+    """Line numbers of ``source`` that ``rule`` flags (comment lines and ````literals```` in
+    docstrings are skipped)."""
+    return [
+        number
+        for number, line in enumerate(source.splitlines(), 1)
+        if not line.lstrip().startswith("#") and rule.pattern.search(_LITERAL.sub("", line))
+    ]
+
+
+def test_the_scan_sees_every_package_and_the_benchmarks() -> None:
+    files = {p.relative_to(ROOT).parts[:2] for p in source_files()}
+    assert ("packages", "osmosis-core") in files
+    assert ("packages", "osmosis-cli") in files
+    assert ("packages", "osmosis-harbor") in files
+    assert any(parts[0] == "benchmarks" for parts in files)
+
+
+@pytest.mark.parametrize("rule", RULES, ids=lambda rule: rule.name)
+def test_plumbing_is_written_only_by_its_owner(rule: Rule) -> None:
+    found: list[str] = []
+    for path in source_files():
+        relative = path.relative_to(ROOT).as_posix()
+        if relative in rule.owners or (rule.name, relative) in ALLOWED:
+            continue
+        lines = violations(rule, path.read_text(encoding="utf-8"))
+        found += [f"{relative}:{n}" for n in lines]
+    assert found == [], f"hand-rolled {rule.name} outside {sorted(rule.owners)}: {found}"
+
+
+def test_every_allowance_is_still_needed() -> None:
+    by_name = {rule.name: rule for rule in RULES}
+    for (name, relative), reason in ALLOWED.items():
+        source = (ROOT / relative).read_text(encoding="utf-8")
+        assert violations(by_name[name], source), f"{relative} no longer needs: {reason}"
+
+
+BAD = {
+    "uvicorn": "    uvicorn.Server(uvicorn.Config(app)).run(sockets=[sock])\n",
+    "atomic-write": "    tmp.write_text(data)\n    tmp.replace(path)\n",
+    "backoff": "    return min(cap, base * 2 ** (attempt - 1)) * (0.5 + random.random() / 2)\n",
+    "redaction": "    for secret in secrets:\n        text = text.replace(secret, '[REDACTED]')\n",
+    "framing": '    process.stdin.write(json.dumps(message).encode() + b"\\n")\n',
+}
+GOOD = {
+    "uvicorn": "    run(uvicorn_server(uvicorn_config(app)), sockets=[sock])\n",
+    "atomic-write": "    write_atomic(path, data)\n    name = name.replace('-', '_')\n",
+    "backoff": "    return Backoff(base, cap).delay(attempt)\n",
+    "redaction": "    text = Redactor(secrets)(text)\n",
+    "framing": "    process.stdin.write(framing.encode(message))\n",
+}
+MORE_BAD = [
+    ("atomic-write", "os.rename(part, dest)"),
+    ("atomic-write", "os.replace(tmp, target)"),
+    ("backoff", "delay = full / 2 + random.uniform(0, full / 2)"),
+    ("backoff", "class RetryPolicy:"),
+    ("redaction", "values = {s for s in secrets if s and len(s) >= 4}"),
+    ("redaction", '_URL_USERINFO = re.compile(r"(\\w+://)[^/@\\s]+@")'),
+    ("framing", "config = json.loads(await reader.readline())"),
+]
+
+
+@pytest.mark.parametrize("rule", RULES, ids=lambda rule: rule.name)
+def test_each_guard_catches_a_hand_rolled_copy(rule: Rule) -> None:
+    assert violations(rule, BAD[rule.name])
+    assert not violations(rule, GOOD[rule.name])
+
+
+@pytest.mark.parametrize(("name", "line"), MORE_BAD)
+def test_each_guard_catches_other_spellings(name: str, line: str) -> None:
+    rule = next(rule for rule in RULES if rule.name == name)
+    assert violations(rule, line)

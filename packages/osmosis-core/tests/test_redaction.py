@@ -1,0 +1,46 @@
+"""The one redaction rule (:mod:`osmosis_ai._util.redaction`)."""
+
+from __future__ import annotations
+
+import pytest
+
+from osmosis_ai._util.redaction import MARK, Redactor, mask_url, redact
+
+
+@pytest.mark.parametrize("secret", ["a", "Qz7w", "Jx3Kv", "sk-very-long-secret-123"])
+def test_given_secrets_of_any_length_are_masked(secret: str) -> None:
+    assert redact(f"<{secret}>", [secret]) == f"<{MARK}>"
+
+
+def test_longest_first_so_a_secret_inside_another_is_not_half_revealed() -> None:
+    assert redact("x abcdef y", ["abc", "abcdef"]) == f"x {MARK} y"
+
+
+def test_none_and_empty_are_ignored() -> None:
+    assert Redactor([None, ""]).secrets == ()
+    assert redact("plain text", [None, ""]) == "plain text"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("GET https://alice:pa55@host/v1 ok", f"GET https://{MARK}@host/v1 ok"),
+        ("url=http://h/v1?api_key=abc123&x=1", f"url=http://h/v1?api_key={MARK}&x=1"),
+        ("u http://h/?token=t0k3n end", f"u http://h/?token={MARK} end"),
+        ("Authorization: Bearer sk-abc.def", f"Authorization: Bearer {MARK}"),
+        ("Authorization: Basic YWxpY2U6cGFzcw==", f"Authorization: Basic {MARK}"),
+        ("no credentials here", "no credentials here"),
+    ],
+)
+def test_url_credentials_and_authorization_values_are_masked(text: str, expected: str) -> None:
+    assert Redactor()(text) == expected
+
+
+def test_mask_url_masks_userinfo_and_query() -> None:
+    assert mask_url("https://u:p@host/v1?api_key=k") == f"https://{MARK}@host/v1?{MARK}"
+    assert mask_url("http://host/v1") == "http://host/v1"
+
+
+def test_bytes_are_masked_for_given_secrets_only() -> None:
+    redactor = Redactor(["Qz7w"])
+    assert redactor.redact_bytes(b"\x00Qz7w\xff Bearer x") == b"\x00***\xff Bearer x"
