@@ -83,14 +83,14 @@ RULES = (
 ALLOWED: dict[tuple[str, str], str] = {
     # The eval's rollout-server child may run under an older osmosis-core (``--isolated`` with
     # an older pin) that has no ``_util``: plain uvicorn is its fallback only.
-    ("uvicorn", f"{CORE}/eval/_server_bootstrap.py"): "fallback for an older osmosis-core",
+    ("uvicorn", f"{CORE}/eval/_impl/local_server/bootstrap.py"): "fallback for an older osmosis-core",
     # Same reason: the port file is written with the standard library.
-    ("atomic-write", f"{CORE}/eval/_server_bootstrap.py"): "runs under an older osmosis-core",
+    ("atomic-write", f"{CORE}/eval/_impl/local_server/bootstrap.py"): "runs under an older osmosis-core",
     # ``osmosis rollout serve --reload``: uvicorn's reloader pickles the config into a child
     # process, so it must be ``uvicorn.run`` with plain arguments (docs/decisions.md).
     ("uvicorn", "packages/osmosis-cli/src/osmosis_cli/serving.py"): "uvicorn's reloader",
     # The eval proxy's retry numbers (serialized to its child process); delays come from Backoff.
-    ("backoff", f"{CORE}/eval/_proxy_calls.py"): "RetryPolicy holds numbers over Backoff",
+    ("backoff", f"{CORE}/eval/_impl/proxy/calls.py"): "RetryPolicy holds numbers over Backoff",
     # The outbox's JSON lines are a journal on disk, not messages to a child process.
     ("framing", f"{CORE}/rollout/server/outbox.py"): "a file journal, not a child channel",
 }
