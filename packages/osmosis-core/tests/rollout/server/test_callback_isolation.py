@@ -13,7 +13,7 @@ from typing import Any
 
 from rollout_server_harness import CallbackListener, FakeBackend, body, running, serve_app
 
-from osmosis_ai.rollout.server.callbacks import _MAX_IN_FLIGHT_PER_RECEIVER
+from osmosis_ai.rollout.server._impl.callbacks import _MAX_IN_FLIGHT_PER_RECEIVER
 
 HUNG_ROLLOUTS = 40  # more than the whole in-flight budget of the old single semaphore (32)
 HEALTHY_ROLLOUTS = 20

@@ -18,7 +18,7 @@ from rollout_server_harness import (
     serve_app,
 )
 
-from osmosis_ai.rollout.server.outbox import JOURNAL_NAME, replay
+from osmosis_ai.rollout.server._impl.outbox import JOURNAL_NAME, replay
 
 FAST_RETRY: dict[str, Any] = {
     "callback_backoff_initial_sec": 0.02,

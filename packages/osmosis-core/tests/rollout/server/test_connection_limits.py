@@ -158,7 +158,7 @@ async def test_a_connection_must_send_its_request_head_in_time() -> None:
 
 
 def test_cap_and_timeout_are_validated() -> None:
-    from osmosis_ai.rollout.server.connections import guarded_protocol
+    from osmosis_ai.rollout.server._impl.connections import guarded_protocol
 
     with pytest.raises(ValueError, match="header_timeout_sec must be greater than zero"):
         guarded_protocol(header_timeout_sec=0)

@@ -9,7 +9,7 @@ import os
 
 import pytest
 
-from osmosis_ai.rollout.server.lease import LeaseKey, lease_matches
+from osmosis_ai.rollout.server._impl.lease import LeaseKey, lease_matches
 
 
 @pytest.mark.parametrize("key_size", [0, 16, 32, 64, 65, 200])

@@ -28,7 +28,7 @@ from osmosis_ai.rollout import (
     RolloutStatus,
     get_rollout_context,
 )
-from osmosis_ai.rollout.server.entry import AdmissionError
+from osmosis_ai.rollout.server._impl.entry import AdmissionError
 from osmosis_ai.rollout.types.protocol import RolloutInitRequest
 
 ANSWER = [{"role": "assistant", "content": "42"}]

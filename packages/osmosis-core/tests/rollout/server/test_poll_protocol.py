@@ -503,7 +503,7 @@ def test_result_bytes_are_the_compact_json_of_the_result(
     result, whichever of its fields are null."""
     import json
 
-    from osmosis_ai.rollout.server import wire
+    from osmosis_ai.rollout.server._impl import wire
     from osmosis_ai.rollout.types import ExecutionResult, RolloutErrorCategory
 
     err_category = RolloutErrorCategory(category) if category else None

@@ -5,7 +5,7 @@ answers 202 with a lease; ``GET /rollout/{id}/result`` long-polls) and, when a r
 ``completion_callback_url``, 0.3.0 callbacks. The handlers are deliberately thin: bodies are
 validated with the request model's compiled validator directly from bytes and responses are
 pre-encoded JSON bytes, so a no-op rollout costs well under a millisecond of server CPU. All
-state lives in :class:`~osmosis_ai.rollout.server.service.RolloutService`.
+state lives in :class:`~osmosis_ai.rollout.server._impl.service.RolloutService`.
 """
 
 from __future__ import annotations
@@ -24,15 +24,14 @@ from starlette.responses import Response
 from starlette.types import Message, Receive, Scope, Send
 
 from osmosis_ai.rollout.backend.base import ExecutionBackend
-from osmosis_ai.rollout.server import wire
-from osmosis_ai.rollout.server._heap import freeze_long_lived, space_full_collections
-from osmosis_ai.rollout.server.auth import (
+from osmosis_ai.rollout.server._impl import wire
+from osmosis_ai.rollout.server._impl.auth import (
     expected_authorization,
     is_authorized,
     resolve_api_key,
     send_unauthorized,
 )
-from osmosis_ai.rollout.server.fastpath import (
+from osmosis_ai.rollout.server._impl.fastpath import (
     BodyTooLarge,
     FastRoutes,
     read_body,
@@ -41,9 +40,10 @@ from osmosis_ai.rollout.server.fastpath import (
     too_large_body,
     validation_body,
 )
-from osmosis_ai.rollout.server.openapi import install_openapi
-from osmosis_ai.rollout.server.service import RolloutService
-from osmosis_ai.rollout.server.settings import (
+from osmosis_ai.rollout.server._impl.heap import freeze_long_lived, space_full_collections
+from osmosis_ai.rollout.server._impl.openapi import install_openapi
+from osmosis_ai.rollout.server._impl.service import RolloutService
+from osmosis_ai.rollout.server._impl.settings import (
     DEFAULT_CALLBACK_RETRY_BUDGET_SEC,
     DEFAULT_DRAIN_GRACE_SEC,
     DEFAULT_MAX_BODY_BYTES,
@@ -174,8 +174,8 @@ def _server_lifespan(service: RolloutService, lifespan: Lifespan | None) -> Life
         async with AsyncExitStack() as stack:
             state = await stack.enter_async_context(lifespan(app)) if lifespan else None
             await service.start()
-            freeze_long_lived()  # full GCs skip start-up state (see _heap)
-            space_full_collections()  # and run rarely: they find next to nothing (see _heap)
+            freeze_long_lived()  # full GCs skip start-up state (see _impl.heap)
+            space_full_collections()  # and run rarely: they find next to nothing (see _impl.heap)
             try:
                 yield state
             finally:

@@ -1,6 +1,6 @@
 """The rollout service: one registry and one execution path for both wire protocols.
 
-The HTTP layer (:mod:`.app`) only parses and answers; the service owns each rollout's
+The HTTP layer (:mod:`..app`) only parses and answers; the service owns each rollout's
 lifecycle: admission, the execution task (``backend.execute(request, progress)``), the one
 status (the entry's progress), leases and their expiry, long polls, cancellation (cancelling
 its own task), graceful drain and the outbox. It is one class; three of its parts are written
@@ -30,22 +30,22 @@ from osmosis_ai.rollout.backend.base import (
     execute_legacy,
 )
 from osmosis_ai.rollout.errors import categorize_exception, describe_exception
-from osmosis_ai.rollout.server import wire
-from osmosis_ai.rollout.server.admission import AdmissionMixin
-from osmosis_ai.rollout.server.delivery import CallbackDelivery, TrajectorySaver
-from osmosis_ai.rollout.server.drain import DrainingMixin
-from osmosis_ai.rollout.server.entry import FINISHED, AdmissionError, RolloutEntry, publish
-from osmosis_ai.rollout.server.lease import LeaseKey
-from osmosis_ai.rollout.server.outbox import Outbox, OutboxLocked, default_outbox_dir
-from osmosis_ai.rollout.server.polling import LEASE_EXPIRED_MESSAGE, PollingMixin
-from osmosis_ai.rollout.server.retention import (
+from osmosis_ai.rollout.server._impl import wire
+from osmosis_ai.rollout.server._impl.admission import AdmissionMixin
+from osmosis_ai.rollout.server._impl.delivery import CallbackDelivery, TrajectorySaver
+from osmosis_ai.rollout.server._impl.drain import DrainingMixin
+from osmosis_ai.rollout.server._impl.entry import FINISHED, AdmissionError, RolloutEntry, publish
+from osmosis_ai.rollout.server._impl.lease import LeaseKey
+from osmosis_ai.rollout.server._impl.outbox import Outbox, OutboxLocked, default_outbox_dir
+from osmosis_ai.rollout.server._impl.polling import LEASE_EXPIRED_MESSAGE, PollingMixin
+from osmosis_ai.rollout.server._impl.retention import (
     RetainedResults,
     done_line,
     entry_from_record,
     needs_record,
     restarted_entry,
 )
-from osmosis_ai.rollout.server.settings import ServerSettings
+from osmosis_ai.rollout.server._impl.settings import ServerSettings
 from osmosis_ai.rollout.types.enums import RolloutErrorCategory, RolloutStatus
 from osmosis_ai.rollout.types.execution import ExecutionOutcome, ExecutionRequest, ExecutionResult
 
@@ -104,7 +104,7 @@ class RolloutService(AdmissionMixin, PollingMixin, DrainingMixin):
 
     def use_backend(self, backend: ExecutionBackend) -> None:
         """Swap the backend before the server starts (``serve(app, workers=N)`` puts a
-        :class:`~osmosis_ai.rollout.server._workers.pool.WorkerPool` in front of it)."""
+        :class:`~osmosis_ai.rollout.server._impl.workers.pool.WorkerPool` in front of it)."""
         self.backend = backend
         self._legacy_backend = not accepts_progress(backend)
 

@@ -16,16 +16,16 @@ import uuid
 from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
-from osmosis_ai.rollout.server import wire
-from osmosis_ai.rollout.server.entry import AdmissionError, RolloutEntry
-from osmosis_ai.rollout.server.retention import admission_line
+from osmosis_ai.rollout.server._impl import wire
+from osmosis_ai.rollout.server._impl.entry import AdmissionError, RolloutEntry
+from osmosis_ai.rollout.server._impl.retention import admission_line
 from osmosis_ai.rollout.types.execution import ExecutionRequest
 from osmosis_ai.rollout.types.protocol import RolloutInitRequest
 
 if TYPE_CHECKING:
-    from osmosis_ai.rollout.server.lease import LeaseKey
-    from osmosis_ai.rollout.server.outbox import Outbox
-    from osmosis_ai.rollout.server.settings import ServerSettings
+    from osmosis_ai.rollout.server._impl.lease import LeaseKey
+    from osmosis_ai.rollout.server._impl.outbox import Outbox
+    from osmosis_ai.rollout.server._impl.settings import ServerSettings
 
 logger = logging.getLogger("osmosis_ai.rollout.server")
 

@@ -9,11 +9,11 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from osmosis_ai.rollout.server.entry import RolloutEntry, wake
+from osmosis_ai.rollout.server._impl.entry import RolloutEntry, wake
 from osmosis_ai.rollout.types.enums import RolloutErrorCategory, RolloutStatus
 
 if TYPE_CHECKING:
-    from osmosis_ai.rollout.server.settings import ServerSettings
+    from osmosis_ai.rollout.server._impl.settings import ServerSettings
 
 logger = logging.getLogger("osmosis_ai.rollout.server")
 

@@ -12,13 +12,13 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from osmosis_ai.rollout.server import wire
-from osmosis_ai.rollout.server.entry import RolloutEntry
-from osmosis_ai.rollout.server.lease import lease_matches
+from osmosis_ai.rollout.server._impl import wire
+from osmosis_ai.rollout.server._impl.entry import RolloutEntry
+from osmosis_ai.rollout.server._impl.lease import lease_matches
 from osmosis_ai.rollout.types.enums import RolloutErrorCategory, RolloutStatus
 
 if TYPE_CHECKING:
-    from osmosis_ai.rollout.server.settings import ServerSettings
+    from osmosis_ai.rollout.server._impl.settings import ServerSettings
 
 logger = logging.getLogger("osmosis_ai.rollout.server")
 
