@@ -44,14 +44,10 @@ from osmosis_ai.rollout.server._impl.heap import freeze_long_lived, space_full_c
 from osmosis_ai.rollout.server._impl.openapi import install_openapi
 from osmosis_ai.rollout.server._impl.service import RolloutService
 from osmosis_ai.rollout.server._impl.settings import (
-    DEFAULT_CALLBACK_RETRY_BUDGET_SEC,
-    DEFAULT_DRAIN_GRACE_SEC,
-    DEFAULT_MAX_BODY_BYTES,
-    DEFAULT_MAX_RETAINED_BYTES,
-    DEFAULT_MAX_RETAINED_RESULTS,
     DEFAULT_POLLING_LEASE_TIMEOUT_SEC,
     DEFAULT_RESULT_RETENTION_SEC,
     DEFAULT_RESULT_WAIT_TIMEOUT_SEC,
+    SERVER_KEYWORDS,
     ServerSettings,
 )
 from osmosis_ai.rollout.types.protocol import (
@@ -75,6 +71,9 @@ logger = logging.getLogger("osmosis_ai.rollout.server")
 
 _JSON = "application/json"
 Lifespan = Callable[[FastAPI], AbstractAsyncContextManager[Any]]
+# The keyword defaults below are ServerSettings' own (one list of defaults; a core test checks
+# that the keywords and ServerSettings' fields agree, names and defaults).
+_DEFAULTS = ServerSettings()
 
 
 def create_rollout_server(
@@ -82,21 +81,21 @@ def create_rollout_server(
     backend: ExecutionBackend,
     lifespan: Lifespan | None = None,
     configure_logging: bool = True,
-    result_wait_timeout_sec: float = DEFAULT_RESULT_WAIT_TIMEOUT_SEC,
-    polling_lease_timeout_sec: float = DEFAULT_POLLING_LEASE_TIMEOUT_SEC,
-    result_retention_sec: float = DEFAULT_RESULT_RETENTION_SEC,
+    result_wait_timeout_sec: float = _DEFAULTS.result_wait_timeout_sec,
+    polling_lease_timeout_sec: float = _DEFAULTS.polling_lease_timeout_sec,
+    result_retention_sec: float = _DEFAULTS.result_retention_sec,
     api_key: str | None = None,
-    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
-    max_retained_results: int = DEFAULT_MAX_RETAINED_RESULTS,
-    max_retained_bytes: int = DEFAULT_MAX_RETAINED_BYTES,
-    callback_retry_budget_sec: float = DEFAULT_CALLBACK_RETRY_BUDGET_SEC,
-    callback_backoff_initial_sec: float = 0.5,
-    callback_backoff_max_sec: float = 30.0,
-    callback_timeout_sec: float = 10.0,
-    drain_grace_sec: float = DEFAULT_DRAIN_GRACE_SEC,
-    cancel_cleanup_sec: float = 10.0,
-    outbox_dir: str | Path | None = None,
-    save_trajectories: bool = True,
+    max_body_bytes: int = _DEFAULTS.max_body_bytes,
+    max_retained_results: int = _DEFAULTS.max_retained_results,
+    max_retained_bytes: int = _DEFAULTS.max_retained_bytes,
+    callback_retry_budget_sec: float = _DEFAULTS.callback_retry_budget_sec,
+    callback_backoff_initial_sec: float = _DEFAULTS.callback_backoff_initial_sec,
+    callback_backoff_max_sec: float = _DEFAULTS.callback_backoff_max_sec,
+    callback_timeout_sec: float = _DEFAULTS.callback_timeout_sec,
+    drain_grace_sec: float = _DEFAULTS.drain_grace_sec,
+    cancel_cleanup_sec: float = _DEFAULTS.cancel_cleanup_sec,
+    outbox_dir: str | Path | None = _DEFAULTS.outbox_dir,
+    save_trajectories: bool = _DEFAULTS.save_trajectories,
 ) -> FastAPI:
     """Build the rollout server for ``backend``.
 
@@ -124,22 +123,8 @@ def create_rollout_server(
             ``<home>.outbox/`` (see docs/operations.md).
         save_trajectories: write an ATIF trajectory for every finished rollout.
     """
-    settings = ServerSettings(
-        result_wait_timeout_sec=result_wait_timeout_sec,
-        polling_lease_timeout_sec=polling_lease_timeout_sec,
-        result_retention_sec=result_retention_sec,
-        max_body_bytes=max_body_bytes,
-        max_retained_results=max_retained_results,
-        max_retained_bytes=max_retained_bytes,
-        callback_retry_budget_sec=callback_retry_budget_sec,
-        callback_backoff_initial_sec=callback_backoff_initial_sec,
-        callback_backoff_max_sec=callback_backoff_max_sec,
-        callback_timeout_sec=callback_timeout_sec,
-        drain_grace_sec=drain_grace_sec,
-        cancel_cleanup_sec=cancel_cleanup_sec,
-        outbox_dir=Path(outbox_dir) if outbox_dir is not None else None,
-        save_trajectories=save_trajectories,
-    )
+    given = locals()  # first statement: exactly the arguments
+    settings = ServerSettings(**{name: given[name] for name in SERVER_KEYWORDS})
     key = resolve_api_key(api_key)
     if not isinstance(backend, ExecutionBackend):
         raise TypeError(
