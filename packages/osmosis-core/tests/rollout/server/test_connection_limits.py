@@ -18,12 +18,13 @@ from urllib.parse import urlsplit
 
 import httpx
 import pytest
-from rollout_server_harness import LEASE, FakeBackend, body
 
 from osmosis_ai.rollout.client import RolloutClient
 from osmosis_ai.rollout.server import create_rollout_server
 from osmosis_ai.rollout.types import RolloutStatus
 from osmosis_ai.testing import serve_app
+
+from .rollout_server_harness import LEASE, FakeBackend, body
 
 resource = pytest.importorskip("resource")
 

@@ -10,9 +10,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from rollout_server_harness import FakeBackend, body, final_result, running
 
 from osmosis_ai.rollout.server._impl.outbox import JOURNAL_NAME, Outbox, OutboxLocked, replay
+
+from .rollout_server_harness import FakeBackend, body, final_result, running
 
 
 async def test_a_lost_202_is_regained_by_retrying_the_same_request(tmp_path: Path) -> None:

@@ -13,7 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from rollout_server_harness import (
+
+from osmosis_ai.rollout.server._impl.outbox import JOURNAL_NAME, replay
+
+from .rollout_server_harness import (
     LEASE,
     CallbackListener,
     FakeBackend,
@@ -23,8 +26,6 @@ from rollout_server_harness import (
     running,
     serve_app,
 )
-
-from osmosis_ai.rollout.server._impl.outbox import JOURNAL_NAME, replay
 
 
 async def test_trajectory_is_saved_for_every_finished_rollout(osmosis_home: Path) -> None:

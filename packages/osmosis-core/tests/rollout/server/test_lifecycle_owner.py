@@ -13,7 +13,6 @@ import json
 from typing import Any
 
 import httpx
-from rollout_server_harness import LEASE, body, running
 
 from osmosis_ai.rollout import (
     AgentWorkflow,
@@ -30,6 +29,8 @@ from osmosis_ai.rollout import (
 )
 from osmosis_ai.rollout.server._impl.entry import AdmissionError
 from osmosis_ai.rollout.types.protocol import RolloutInitRequest
+
+from .rollout_server_harness import LEASE, body, running
 
 ANSWER = [{"role": "assistant", "content": "42"}]
 _gates: dict[str, asyncio.Event] = {}

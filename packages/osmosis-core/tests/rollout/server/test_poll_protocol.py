@@ -8,9 +8,10 @@ import math
 
 import httpx
 import pytest
-from rollout_server_harness import LEASE, FakeBackend, body, final_result, running
 
 from osmosis_ai.rollout.types import RolloutStatus
+
+from .rollout_server_harness import LEASE, FakeBackend, body, final_result, running
 
 
 async def _admit(client: httpx.AsyncClient, rollout_id: str = "r1", **fields: object) -> str:

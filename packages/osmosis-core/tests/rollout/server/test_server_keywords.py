@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from rollout_server_harness import FakeBackend
 
 from osmosis_ai.rollout.server import create_rollout_server
 from osmosis_ai.rollout.server._impl.settings import (
@@ -20,6 +19,8 @@ from osmosis_ai.rollout.server._impl.settings import (
     SETTINGS_ONLY,
     ServerSettings,
 )
+
+from .rollout_server_harness import FakeBackend
 
 # Keywords that are not server settings: what to serve, and how to start.
 NOT_SETTINGS = {"backend", "lifespan", "configure_logging", "api_key"}
