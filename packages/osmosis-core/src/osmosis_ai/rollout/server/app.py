@@ -24,7 +24,7 @@ from starlette.responses import Response
 from starlette.types import Message, Receive, Scope, Send
 
 from osmosis_ai.rollout.backend.base import ExecutionBackend
-from osmosis_ai.rollout.server._impl import wire
+from osmosis_ai.rollout.server._impl import compat, wire
 from osmosis_ai.rollout.server._impl.auth import (
     expected_authorization,
     is_authorized,
@@ -143,7 +143,7 @@ def _build_app(service: RolloutService, lifespan: Lifespan | None, key: str | No
     )
     install_openapi(app)
     app.state.rollout_service = service
-    app.state.rollout_futures = service  # the public SDK's attribute name
+    setattr(app.state, compat.LEGACY_STATE_ATTRIBUTE, service)  # 0.3.8's name for it
     max_body_bytes = service.settings.max_body_bytes
     fast = FastRoutes(service, max_body_bytes)
     app.configure_fast_path(fast, expected_authorization(key) if key is not None else None)
@@ -218,7 +218,7 @@ def _install_routes(
         "/rollout/{rollout_id}/status",
         response_model=None,
         responses={200: {"model": RolloutStatusResponse}},
-        summary="Operator view of one rollout's status (removed upstream in 0.3.8)",
+        summary=compat.STATUS_ROUTE_SUMMARY,
     )
     async def status(rollout_id: str) -> Response:
         return _json_response(200, service.status_of(rollout_id))

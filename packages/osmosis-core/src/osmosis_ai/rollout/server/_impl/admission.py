@@ -16,7 +16,7 @@ import uuid
 from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
-from osmosis_ai.rollout.server._impl import wire
+from osmosis_ai.rollout.server._impl import compat, wire
 from osmosis_ai.rollout.server._impl.entry import AdmissionError, RolloutEntry
 from osmosis_ai.rollout.server._impl.retention import admission_line
 from osmosis_ai.rollout.types.execution import ExecutionRequest
@@ -91,9 +91,6 @@ class AdmissionMixin:
         loop = self._loop or asyncio.get_running_loop()
         callbacks = request.completion_callback_url is not None
         task: asyncio.Task[None] | None = None
-        api_key = request.llm_api_key
-        if api_key is None and callbacks:
-            api_key = request.controller_api_key  # the 0.3.0 fallback
         try:
             exec_request = ExecutionRequest(
                 id=rollout_id,
@@ -104,7 +101,7 @@ class AdmissionMixin:
                 grader_timeout_sec=request.grader_timeout_sec,
                 grade=request.grade and (not callbacks or request.grader_callback_url is not None),
                 chat_completions_url=request.chat_completions_url,
-                api_key=api_key,
+                api_key=compat.policy_api_key(request, callbacks),
                 process_id=self.process_id,
             )
             if callbacks:

@@ -26,11 +26,9 @@ from osmosis_ai.rollout.backend.base import (
     CANCELLED_RUNNING,
     NOT_FOUND,
     ExecutionBackend,
-    accepts_progress,
-    execute_legacy,
 )
 from osmosis_ai.rollout.errors import categorize_exception, describe_exception
-from osmosis_ai.rollout.server._impl import wire
+from osmosis_ai.rollout.server._impl import compat, wire
 from osmosis_ai.rollout.server._impl.admission import AdmissionMixin
 from osmosis_ai.rollout.server._impl.delivery import CallbackDelivery, TrajectorySaver
 from osmosis_ai.rollout.server._impl.drain import DrainingMixin
@@ -67,8 +65,7 @@ class RolloutService(AdmissionMixin, PollingMixin, DrainingMixin):
     def __init__(self, backend: ExecutionBackend, settings: ServerSettings) -> None:
         self.backend = backend
         self.settings = settings
-        # 0.3.8 backends implement execute(request) and read the ambient context.
-        self._legacy_backend = not accepts_progress(backend)
+        self._legacy_backend = compat.legacy_backend(backend)
         self.process_id = str(uuid.uuid4())
         self.instance_id = os.environ.get(ENV_INSTANCE_ID) or self.process_id
         self.entries: dict[str, RolloutEntry] = {}
@@ -106,7 +103,7 @@ class RolloutService(AdmissionMixin, PollingMixin, DrainingMixin):
         """Swap the backend before the server starts (``serve(app, workers=N)`` puts a
         :class:`~osmosis_ai.rollout.server._impl.workers.pool.WorkerPool` in front of it)."""
         self.backend = backend
-        self._legacy_backend = not accepts_progress(backend)
+        self._legacy_backend = compat.legacy_backend(backend)
 
     async def start(self) -> None:
         self._loop = asyncio.get_running_loop()
@@ -195,7 +192,7 @@ class RolloutService(AdmissionMixin, PollingMixin, DrainingMixin):
         outcome: ExecutionOutcome | None = None
         try:
             if self._legacy_backend:
-                outcome = await self._run_legacy(entry, exec_request)
+                outcome = await compat.execute_legacy(self.backend, exec_request, entry.progress)
             else:
                 outcome = await self.backend.execute(exec_request, entry.progress)
         except asyncio.CancelledError:
@@ -231,12 +228,6 @@ class RolloutService(AdmissionMixin, PollingMixin, DrainingMixin):
             )
             return
         self._finalize(entry, outcome)
-
-    async def _run_legacy(
-        self, entry: RolloutEntry, exec_request: ExecutionRequest
-    ) -> ExecutionOutcome:
-        """A 0.3.8 backend: the server enters the context and reports ``running`` at once."""
-        return await execute_legacy(self.backend, exec_request, entry.progress)
 
     def _task_done(self, entry: RolloutEntry, task: asyncio.Task[None]) -> None:
         self.active -= 1

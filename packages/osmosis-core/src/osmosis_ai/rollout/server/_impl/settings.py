@@ -1,7 +1,7 @@
 """Validated settings of one rollout server (constructor arguments, checked once).
 
 :class:`ServerSettings` is the one list of the server's options and their defaults:
-``create_rollout_server`` keeps the public keyword names (0.3.8's and ours) but takes each
+``create_rollout_server`` keeps its public keyword names but takes each
 default from here, and builds a ``ServerSettings`` from exactly its :data:`SERVER_KEYWORDS`
 (a core test checks that the keywords and the fields agree). A new option is a field here, a
 keyword there, and its consumer.
