@@ -100,7 +100,7 @@ def config_copy(n: int) -> None:
         print("ConfigCopier.copy: skipped (osmosis-strands is not installed)")
         return
     from osmosis_ai.rollout import AgentWorkflowConfig
-    from osmosis_ai.rollout.backend.local.loading import ConfigCopier, share_in_config_copies
+    from osmosis_ai.rollout.backend.local._loading import ConfigCopier, share_in_config_copies
 
     @tool
     def multiply(a: int, b: int) -> int:

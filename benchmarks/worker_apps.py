@@ -360,7 +360,7 @@ def _monitored(asgi: Any, monitor: StallMonitor) -> Any:
 
 def _serve_app() -> None:
     from osmosis_ai.rollout.server import serve
-    from osmosis_ai.rollout.server._workers.pool import use_workers
+    from osmosis_ai.rollout.server._impl.workers.pool import use_workers
 
     workers = int(os.environ.get("BENCH_WORKERS", "0"))
     if os.environ.get("BENCH_GC_THRESHOLD"):  # e.g. "10000,10,10": gc.set_threshold in the server

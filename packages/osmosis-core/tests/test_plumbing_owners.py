@@ -83,9 +83,15 @@ RULES = (
 ALLOWED: dict[tuple[str, str], str] = {
     # The eval's rollout-server child may run under an older osmosis-core (``--isolated`` with
     # an older pin) that has no ``_util``: plain uvicorn is its fallback only.
-    ("uvicorn", f"{CORE}/eval/_impl/local_server/bootstrap.py"): "fallback for an older osmosis-core",
+    (
+        "uvicorn",
+        f"{CORE}/eval/_impl/local_server/bootstrap.py",
+    ): "fallback for an older osmosis-core",
     # Same reason: the port file is written with the standard library.
-    ("atomic-write", f"{CORE}/eval/_impl/local_server/bootstrap.py"): "runs under an older osmosis-core",
+    (
+        "atomic-write",
+        f"{CORE}/eval/_impl/local_server/bootstrap.py",
+    ): "runs under an older osmosis-core",
     # ``osmosis rollout serve --reload``: uvicorn's reloader pickles the config into a child
     # process, so it must be ``uvicorn.run`` with plain arguments (docs/decisions.md).
     ("uvicorn", "packages/osmosis-cli/src/osmosis_cli/serving.py"): "uvicorn's reloader",

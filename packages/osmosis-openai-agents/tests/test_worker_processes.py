@@ -7,7 +7,7 @@ from pathlib import Path
 
 from osmosis_ai.rollout.client import RolloutClient
 from osmosis_ai.rollout.entrypoint import load_rollout_app
-from osmosis_ai.rollout.server._workers.pool import use_workers
+from osmosis_ai.rollout.server._impl.workers.pool import use_workers
 from osmosis_ai.rollout.types import RolloutStatus
 from osmosis_ai.testing import ScriptedPolicyServer, serve_app
 

@@ -7,7 +7,7 @@ import copy
 from strands import tool
 
 from osmosis_ai.rollout import AgentWorkflowConfig
-from osmosis_ai.rollout.backend.local.loading import ConfigCopier
+from osmosis_ai.rollout.backend.local._loading import ConfigCopier
 from osmosis_ai.rollout.integrations.agents.strands import OsmosisRolloutModel
 
 

@@ -8,7 +8,7 @@ splits a byte stream read in arbitrary chunks (a socket); :func:`read_message` r
 :func:`osmosis_ai._util.child_process.die_with_parent`.
 
 The rollout workers' result channel is not a control channel: it carries pickled outcomes on the
-server's hot path, length-prefixed (:mod:`osmosis_ai.rollout.server._workers.channel`).
+server's hot path, length-prefixed (:mod:`osmosis_ai.rollout.server._impl.workers.channel`).
 """
 
 from __future__ import annotations

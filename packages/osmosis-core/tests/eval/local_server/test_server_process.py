@@ -19,7 +19,7 @@ import pytest
 
 from osmosis_ai.eval._impl.local_server.process import RolloutServerProcess
 from osmosis_ai.rollout.client import RolloutClient
-from osmosis_ai.rollout.server._workers.zygote import ENV_WORKER_START
+from osmosis_ai.rollout.server._impl.workers.zygote import ENV_WORKER_START
 from osmosis_ai.rollout.types import RolloutStatus
 
 pytestmark = pytest.mark.skipif(

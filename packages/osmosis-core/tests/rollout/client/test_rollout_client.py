@@ -8,7 +8,6 @@ import math
 from typing import Any
 
 import pytest
-from rollout_server_harness import FakeBackend, running, serve_app  # type: ignore[import-not-found]
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -20,6 +19,8 @@ from osmosis_ai.rollout.client import (
     RolloutProtocolError,
 )
 from osmosis_ai.rollout.types import RolloutStatus
+
+from ..server.rollout_server_harness import FakeBackend, running, serve_app  # type: ignore[import-not-found]
 
 PROMPT = [{"role": "user", "content": "What is 6 * 7?"}]
 CHAT = "http://127.0.0.1:9/v1/rollouts/r1"

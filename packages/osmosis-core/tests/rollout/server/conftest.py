@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
-
-from rollout_server_harness import FakeBackend
+from .rollout_server_harness import FakeBackend
 
 
 @pytest.fixture(autouse=True)

@@ -34,7 +34,7 @@ from starlette.routing import Route
 from osmosis_ai.rollout.backend.base import ExecutionBackend
 from osmosis_ai.rollout.context import RolloutContext, RolloutProgress, rollout_context_for
 from osmosis_ai.rollout.server import create_rollout_server
-from osmosis_ai.rollout.server.service import RolloutService
+from osmosis_ai.rollout.server._impl.service import RolloutService
 from osmosis_ai.rollout.types import (
     ExecutionOutcome,
     ExecutionRequest,

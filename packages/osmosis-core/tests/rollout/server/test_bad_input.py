@@ -6,7 +6,8 @@ import json
 from typing import Any
 
 import pytest
-from rollout_server_harness import FakeBackend, body, running
+
+from .rollout_server_harness import FakeBackend, body, running
 
 
 def _strict_json(raw: bytes) -> Any:

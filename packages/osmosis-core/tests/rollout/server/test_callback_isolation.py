@@ -11,9 +11,9 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from rollout_server_harness import CallbackListener, FakeBackend, body, running, serve_app
+from osmosis_ai.rollout.server._impl.callbacks import _MAX_IN_FLIGHT_PER_RECEIVER
 
-from osmosis_ai.rollout.server.callbacks import _MAX_IN_FLIGHT_PER_RECEIVER
+from .rollout_server_harness import CallbackListener, FakeBackend, body, running, serve_app
 
 HUNG_ROLLOUTS = 40  # more than the whole in-flight budget of the old single semaphore (32)
 HEALTHY_ROLLOUTS = 20

@@ -8,7 +8,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from rollout_server_harness import (
+
+from osmosis_ai.rollout.server._impl.outbox import JOURNAL_NAME, replay
+
+from .rollout_server_harness import (
     LEASE,
     CallbackListener,
     FakeBackend,
@@ -17,8 +20,6 @@ from rollout_server_harness import (
     running,
     serve_app,
 )
-
-from osmosis_ai.rollout.server.outbox import JOURNAL_NAME, replay
 
 FAST_RETRY: dict[str, Any] = {
     "callback_backoff_initial_sec": 0.02,

@@ -6,7 +6,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from osmosis_ai.rollout.server.callbacks import split_http_url
+from osmosis_ai.rollout.server._impl.callbacks import split_http_url
 from osmosis_ai.rollout.types.protocol import callback_url_problem, url_origin
 
 URLS = [

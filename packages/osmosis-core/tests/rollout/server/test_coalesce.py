@@ -16,8 +16,8 @@ import pytest
 import uvicorn
 from uvicorn.server import ServerState
 
-from osmosis_ai.rollout.server.coalesce import FLUSH_AT, TurnCoalescingTransport
-from osmosis_ai.rollout.server.connections import guarded_protocol
+from osmosis_ai.rollout.server._impl.coalesce import FLUSH_AT, TurnCoalescingTransport
+from osmosis_ai.rollout.server._impl.connections import guarded_protocol
 
 REQUEST = b"GET /x HTTP/1.1\r\nhost: 127.0.0.1\r\n\r\n"
 BODY = b'{"ok":true}'

@@ -18,12 +18,13 @@ from urllib.parse import urlsplit
 
 import httpx
 import pytest
-from rollout_server_harness import LEASE, FakeBackend, body
 
 from osmosis_ai.rollout.client import RolloutClient
 from osmosis_ai.rollout.server import create_rollout_server
 from osmosis_ai.rollout.types import RolloutStatus
 from osmosis_ai.testing import serve_app
+
+from .rollout_server_harness import LEASE, FakeBackend, body
 
 resource = pytest.importorskip("resource")
 
@@ -158,7 +159,7 @@ async def test_a_connection_must_send_its_request_head_in_time() -> None:
 
 
 def test_cap_and_timeout_are_validated() -> None:
-    from osmosis_ai.rollout.server.connections import guarded_protocol
+    from osmosis_ai.rollout.server._impl.connections import guarded_protocol
 
     with pytest.raises(ValueError, match="header_timeout_sec must be greater than zero"):
         guarded_protocol(header_timeout_sec=0)

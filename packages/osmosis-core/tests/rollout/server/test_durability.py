@@ -10,9 +10,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from rollout_server_harness import FakeBackend, body, final_result, running
 
-from osmosis_ai.rollout.server.outbox import JOURNAL_NAME, Outbox, OutboxLocked, replay
+from osmosis_ai.rollout.server._impl.outbox import JOURNAL_NAME, Outbox, OutboxLocked, replay
+
+from .rollout_server_harness import FakeBackend, body, final_result, running
 
 
 async def test_a_lost_202_is_regained_by_retrying_the_same_request(tmp_path: Path) -> None:
@@ -103,8 +104,8 @@ async def test_retention_is_bounded_by_bytes(tmp_path: Path) -> None:
 def test_a_done_line_keeps_the_result_bytes_exactly(tmp_path: Path) -> None:
     """The result's wire bytes are embedded as they are (not JSON-encoded again) and come back
     byte for byte; a line whose embedded length does not match is skipped as torn."""
-    from osmosis_ai.rollout.server.entry import RolloutEntry
-    from osmosis_ai.rollout.server.retention import done_line, entry_from_record
+    from osmosis_ai.rollout.server._impl.entry import RolloutEntry
+    from osmosis_ai.rollout.server._impl.retention import done_line, entry_from_record
     from osmosis_ai.rollout.types.enums import RolloutStatus
 
     entry = RolloutEntry('id "quoted"\u00e9', b"\x01" * 32)
@@ -131,8 +132,8 @@ def test_a_done_line_keeps_the_result_bytes_exactly(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("reward", [0.5, 0.1, 1.0, -0.0, 1e-07, 1e22, 123456789.123456789])
 def test_a_done_line_writes_the_reward_as_json_does(tmp_path: Path, reward: float) -> None:
-    from osmosis_ai.rollout.server.entry import RolloutEntry
-    from osmosis_ai.rollout.server.retention import done_line
+    from osmosis_ai.rollout.server._impl.entry import RolloutEntry
+    from osmosis_ai.rollout.server._impl.retention import done_line
     from osmosis_ai.rollout.types.enums import RolloutStatus
 
     entry = RolloutEntry("r", b"\x01" * 32)

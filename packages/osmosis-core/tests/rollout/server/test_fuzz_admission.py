@@ -15,9 +15,10 @@ import httpx
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from rollout_server_harness import FakeBackend, ThreadedServer, body
 
 from osmosis_ai.rollout.server import create_rollout_server
+
+from .rollout_server_harness import FakeBackend, ThreadedServer, body
 
 ALLOWED = {202, 409, 413, 422, 429}
 

@@ -9,7 +9,7 @@ import os
 
 import pytest
 
-from osmosis_ai.rollout.server.lease import LeaseKey, lease_matches
+from osmosis_ai.rollout.server._impl.lease import LeaseKey, lease_matches
 
 
 @pytest.mark.parametrize("key_size", [0, 16, 32, 64, 65, 200])
@@ -32,3 +32,13 @@ def test_salts_are_unique_per_key_object_and_between_objects() -> None:
     assert len(set(salts)) == len(salts)
     assert {len(salt) for salt in salts} == {16}
     assert first.derive(salts[0]) != first.derive(salts[1])
+
+
+def test_the_0_3_8_module_path_is_a_facade_over_the_private_module() -> None:
+    import osmosis_ai.rollout.server._impl.lease as private
+    import osmosis_ai.rollout.server.lease as public
+
+    for name in public.__all__:
+        assert getattr(public, name) is getattr(private, name), name
+    token, digest = public.mint_lease_token()
+    assert public.lease_matches(token, digest)

@@ -13,7 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from rollout_server_harness import (
+
+from osmosis_ai.rollout.server._impl.outbox import JOURNAL_NAME, replay
+
+from .rollout_server_harness import (
     LEASE,
     CallbackListener,
     FakeBackend,
@@ -23,8 +26,6 @@ from rollout_server_harness import (
     running,
     serve_app,
 )
-
-from osmosis_ai.rollout.server.outbox import JOURNAL_NAME, replay
 
 
 async def test_trajectory_is_saved_for_every_finished_rollout(osmosis_home: Path) -> None:
@@ -206,7 +207,7 @@ async def test_sigterm_with_rollouts_in_flight(tmp_path: Path, osmosis_home: Pat
 
 
 def test_the_journal_keeps_any_rollout_id_and_skips_a_torn_line(tmp_path: Path) -> None:
-    from osmosis_ai.rollout.server.outbox import Outbox
+    from osmosis_ai.rollout.server._impl.outbox import Outbox
 
     ids = ["r1", "R1", "x" * 400, "a:b*c?", "outbox", "lock", "journal.jsonl"]
     outbox = Outbox(tmp_path / "outbox")
@@ -228,7 +229,7 @@ async def test_a_started_server_spaces_out_full_collections() -> None:
     generations keep their thresholds."""
     import gc
 
-    from osmosis_ai.rollout.server._heap import FULL_COLLECTION_SPACING
+    from osmosis_ai.rollout.server._impl.heap import FULL_COLLECTION_SPACING
 
     before = gc.get_threshold()
     try:

@@ -13,7 +13,6 @@ import json
 from typing import Any
 
 import httpx
-from rollout_server_harness import LEASE, body, running
 
 from osmosis_ai.rollout import (
     AgentWorkflow,
@@ -28,8 +27,10 @@ from osmosis_ai.rollout import (
     RolloutStatus,
     get_rollout_context,
 )
-from osmosis_ai.rollout.server.entry import AdmissionError
+from osmosis_ai.rollout.server._impl.entry import AdmissionError
 from osmosis_ai.rollout.types.protocol import RolloutInitRequest
+
+from .rollout_server_harness import LEASE, body, running
 
 ANSWER = [{"role": "assistant", "content": "42"}]
 _gates: dict[str, asyncio.Event] = {}

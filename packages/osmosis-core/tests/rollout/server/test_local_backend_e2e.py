@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from rollout_server_harness import CallbackListener, body, serve_app
 
 from osmosis_ai.rollout import (
     AgentWorkflow,
@@ -25,6 +24,8 @@ from osmosis_ai.rollout.client import RolloutClient
 from osmosis_ai.rollout.server import create_rollout_server
 from osmosis_ai.rollout.types import RolloutStatus
 from osmosis_ai.testing import ScriptedPolicyServer
+
+from .rollout_server_harness import CallbackListener, body, serve_app
 
 TOOLS = [
     {

@@ -8,7 +8,13 @@ from typing import Any
 
 import httpx
 import pytest
-from rollout_server_harness import (
+from starlette.applications import Starlette
+from starlette.routing import Mount
+
+from osmosis_ai.rollout.server import create_rollout_server
+from osmosis_ai.rollout.server.serving import DEFAULT_PORT, ENV_ROLLOUT_PORT, resolve_port
+
+from .rollout_server_harness import (
     LEASE,
     CallbackListener,
     FakeBackend,
@@ -17,11 +23,6 @@ from rollout_server_harness import (
     running,
     serve_app,
 )
-from starlette.applications import Starlette
-from starlette.routing import Mount
-
-from osmosis_ai.rollout.server import create_rollout_server
-from osmosis_ai.rollout.server.serving import DEFAULT_PORT, ENV_ROLLOUT_PORT, resolve_port
 
 
 def _run(code: str) -> subprocess.CompletedProcess[str]:

@@ -8,9 +8,10 @@ import math
 
 import httpx
 import pytest
-from rollout_server_harness import LEASE, FakeBackend, body, final_result, running
 
 from osmosis_ai.rollout.types import RolloutStatus
+
+from .rollout_server_harness import LEASE, FakeBackend, body, final_result, running
 
 
 async def _admit(client: httpx.AsyncClient, rollout_id: str = "r1", **fields: object) -> str:
@@ -510,7 +511,7 @@ def test_result_bytes_are_the_compact_json_of_the_result(
     result, whichever of its fields are null."""
     import json
 
-    from osmosis_ai.rollout.server import wire
+    from osmosis_ai.rollout.server._impl import wire
     from osmosis_ai.rollout.types import ExecutionResult, RolloutErrorCategory
 
     err_category = RolloutErrorCategory(category) if category else None

@@ -5,7 +5,7 @@ answers 202 with a lease; ``GET /rollout/{id}/result`` long-polls) and, when a r
 ``completion_callback_url``, 0.3.0 callbacks. The handlers are deliberately thin: bodies are
 validated with the request model's compiled validator directly from bytes and responses are
 pre-encoded JSON bytes, so a no-op rollout costs well under a millisecond of server CPU. All
-state lives in :class:`~osmosis_ai.rollout.server.service.RolloutService`.
+state lives in :class:`~osmosis_ai.rollout.server._impl.service.RolloutService`.
 """
 
 from __future__ import annotations
@@ -25,31 +25,27 @@ from starlette.types import Message, Receive, Scope, Send
 
 from osmosis_ai._util.asgi import BodyTooLarge, read_body, send_json
 from osmosis_ai.rollout.backend.base import ExecutionBackend
-from osmosis_ai.rollout.server import wire
-from osmosis_ai.rollout.server._heap import freeze_long_lived, space_full_collections
-from osmosis_ai.rollout.server.auth import (
+from osmosis_ai.rollout.server._impl import compat, wire
+from osmosis_ai.rollout.server._impl.auth import (
     expected_authorization,
     is_authorized,
     resolve_api_key,
     send_unauthorized,
 )
-from osmosis_ai.rollout.server.fastpath import (
+from osmosis_ai.rollout.server._impl.fastpath import (
     FastRoutes,
     result_route_id,
     too_large_body,
     validation_body,
 )
-from osmosis_ai.rollout.server.openapi import install_openapi
-from osmosis_ai.rollout.server.service import RolloutService
-from osmosis_ai.rollout.server.settings import (
-    DEFAULT_CALLBACK_RETRY_BUDGET_SEC,
-    DEFAULT_DRAIN_GRACE_SEC,
-    DEFAULT_MAX_BODY_BYTES,
-    DEFAULT_MAX_RETAINED_BYTES,
-    DEFAULT_MAX_RETAINED_RESULTS,
+from osmosis_ai.rollout.server._impl.heap import freeze_long_lived, space_full_collections
+from osmosis_ai.rollout.server._impl.openapi import install_openapi
+from osmosis_ai.rollout.server._impl.service import RolloutService
+from osmosis_ai.rollout.server._impl.settings import (
     DEFAULT_POLLING_LEASE_TIMEOUT_SEC,
     DEFAULT_RESULT_RETENTION_SEC,
     DEFAULT_RESULT_WAIT_TIMEOUT_SEC,
+    SERVER_KEYWORDS,
     ServerSettings,
 )
 from osmosis_ai.rollout.types.protocol import (
@@ -73,6 +69,9 @@ logger = logging.getLogger("osmosis_ai.rollout.server")
 
 _JSON = "application/json"
 Lifespan = Callable[[FastAPI], AbstractAsyncContextManager[Any]]
+# The keyword defaults below are ServerSettings' own (one list of defaults; a core test checks
+# that the keywords and ServerSettings' fields agree, names and defaults).
+_DEFAULTS = ServerSettings()
 
 
 def create_rollout_server(
@@ -80,21 +79,21 @@ def create_rollout_server(
     backend: ExecutionBackend,
     lifespan: Lifespan | None = None,
     configure_logging: bool = True,
-    result_wait_timeout_sec: float = DEFAULT_RESULT_WAIT_TIMEOUT_SEC,
-    polling_lease_timeout_sec: float = DEFAULT_POLLING_LEASE_TIMEOUT_SEC,
-    result_retention_sec: float = DEFAULT_RESULT_RETENTION_SEC,
+    result_wait_timeout_sec: float = _DEFAULTS.result_wait_timeout_sec,
+    polling_lease_timeout_sec: float = _DEFAULTS.polling_lease_timeout_sec,
+    result_retention_sec: float = _DEFAULTS.result_retention_sec,
     api_key: str | None = None,
-    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
-    max_retained_results: int = DEFAULT_MAX_RETAINED_RESULTS,
-    max_retained_bytes: int = DEFAULT_MAX_RETAINED_BYTES,
-    callback_retry_budget_sec: float = DEFAULT_CALLBACK_RETRY_BUDGET_SEC,
-    callback_backoff_initial_sec: float = 0.5,
-    callback_backoff_max_sec: float = 30.0,
-    callback_timeout_sec: float = 10.0,
-    drain_grace_sec: float = DEFAULT_DRAIN_GRACE_SEC,
-    cancel_cleanup_sec: float = 10.0,
-    outbox_dir: str | Path | None = None,
-    save_trajectories: bool = True,
+    max_body_bytes: int = _DEFAULTS.max_body_bytes,
+    max_retained_results: int = _DEFAULTS.max_retained_results,
+    max_retained_bytes: int = _DEFAULTS.max_retained_bytes,
+    callback_retry_budget_sec: float = _DEFAULTS.callback_retry_budget_sec,
+    callback_backoff_initial_sec: float = _DEFAULTS.callback_backoff_initial_sec,
+    callback_backoff_max_sec: float = _DEFAULTS.callback_backoff_max_sec,
+    callback_timeout_sec: float = _DEFAULTS.callback_timeout_sec,
+    drain_grace_sec: float = _DEFAULTS.drain_grace_sec,
+    cancel_cleanup_sec: float = _DEFAULTS.cancel_cleanup_sec,
+    outbox_dir: str | Path | None = _DEFAULTS.outbox_dir,
+    save_trajectories: bool = _DEFAULTS.save_trajectories,
 ) -> FastAPI:
     """Build the rollout server for ``backend``.
 
@@ -122,22 +121,8 @@ def create_rollout_server(
             ``<home>.outbox/`` (see docs/operations.md).
         save_trajectories: write an ATIF trajectory for every finished rollout.
     """
-    settings = ServerSettings(
-        result_wait_timeout_sec=result_wait_timeout_sec,
-        polling_lease_timeout_sec=polling_lease_timeout_sec,
-        result_retention_sec=result_retention_sec,
-        max_body_bytes=max_body_bytes,
-        max_retained_results=max_retained_results,
-        max_retained_bytes=max_retained_bytes,
-        callback_retry_budget_sec=callback_retry_budget_sec,
-        callback_backoff_initial_sec=callback_backoff_initial_sec,
-        callback_backoff_max_sec=callback_backoff_max_sec,
-        callback_timeout_sec=callback_timeout_sec,
-        drain_grace_sec=drain_grace_sec,
-        cancel_cleanup_sec=cancel_cleanup_sec,
-        outbox_dir=Path(outbox_dir) if outbox_dir is not None else None,
-        save_trajectories=save_trajectories,
-    )
+    given = locals()  # first statement: exactly the arguments
+    settings = ServerSettings(**{name: given[name] for name in SERVER_KEYWORDS})
     key = resolve_api_key(api_key)
     if not isinstance(backend, ExecutionBackend):
         raise TypeError(
@@ -156,7 +141,7 @@ def _build_app(service: RolloutService, lifespan: Lifespan | None, key: str | No
     )
     install_openapi(app)
     app.state.rollout_service = service
-    app.state.rollout_futures = service  # the public SDK's attribute name
+    setattr(app.state, compat.LEGACY_STATE_ATTRIBUTE, service)  # 0.3.8's name for it
     max_body_bytes = service.settings.max_body_bytes
     fast = FastRoutes(service, max_body_bytes)
     app.configure_fast_path(fast, expected_authorization(key) if key is not None else None)
@@ -172,8 +157,8 @@ def _server_lifespan(service: RolloutService, lifespan: Lifespan | None) -> Life
         async with AsyncExitStack() as stack:
             state = await stack.enter_async_context(lifespan(app)) if lifespan else None
             await service.start()
-            freeze_long_lived()  # full GCs skip start-up state (see _heap)
-            space_full_collections()  # and run rarely: they find next to nothing (see _heap)
+            freeze_long_lived()  # full GCs skip start-up state (see _impl.heap)
+            space_full_collections()  # and run rarely: they find next to nothing (see _impl.heap)
             try:
                 yield state
             finally:
@@ -231,7 +216,7 @@ def _install_routes(
         "/rollout/{rollout_id}/status",
         response_model=None,
         responses={200: {"model": RolloutStatusResponse}},
-        summary="Operator view of one rollout's status (removed upstream in 0.3.8)",
+        summary=compat.STATUS_ROUTE_SUMMARY,
     )
     async def status(rollout_id: str) -> Response:
         return _json_response(200, service.status_of(rollout_id))

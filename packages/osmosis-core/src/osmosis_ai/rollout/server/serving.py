@@ -4,7 +4,7 @@ Binds 127.0.0.1 unless told otherwise. The port comes from the argument, else
 ``_OSMOSIS_ROLLOUT_PORT`` (set by supervisors such as ``osmosis eval run``), else 8000.
 ``timeout_keep_alive`` defaults to 2160 s, above the 2100 s idle timeout of the platform's load
 balancer, so pooled controller connections are not cut mid-run. Connections are bounded
-(:mod:`.connections`): a request head must arrive within ``header_timeout_sec``, and past
+(:mod:`._impl.connections`): a request head must arrive within ``header_timeout_sec``, and past
 ``max_connections`` (default: the descriptor limit less an eighth) the connection idle the
 longest is closed, so idle connections cannot lock out working clients. On the first SIGTERM/SIGINT the app starts
 to drain (503 + ``Retry-After`` for new rollouts, long polls woken) while the listener stays
@@ -22,7 +22,7 @@ import os
 from types import FrameType
 from typing import Any
 
-from osmosis_ai.rollout.server.connections import DEFAULT_HEADER_TIMEOUT_SEC, guarded_protocol
+from osmosis_ai.rollout.server._impl.connections import DEFAULT_HEADER_TIMEOUT_SEC, guarded_protocol
 
 ENV_ROLLOUT_PORT = "_OSMOSIS_ROLLOUT_PORT"
 DEFAULT_PORT = 8000
@@ -65,7 +65,7 @@ def serve(app: Any, *, workers: int | str | None = None, **options: Any) -> None
     ``workers``: run rollouts in this many worker processes (``"auto"``: the usable cores, at
     most 8); ``None`` reads ``OSMOSIS_ROLLOUT_WORKERS`` and defaults to 1, rollouts in this
     process. On Linux the workers are forked from a zygote this call forks first, so they
-    start with everything already imported (:mod:`._workers.zygote`); otherwise, or with
+    start with everything already imported (:mod:`._impl.workers.zygote`); otherwise, or with
     ``OSMOSIS_ROLLOUT_WORKER_START=exec``, each imports the script that defines ``app`` (as
     ``__mp_main__``, so its ``if __name__ == "__main__":`` block does not run) and rebuilds
     the backend from it.
@@ -74,13 +74,13 @@ def serve(app: Any, *, workers: int | str | None = None, **options: Any) -> None
     send a request head), ``max_connections`` (``None``: the descriptor limit less an eighth,
     at least 64, of headroom); any other keyword argument goes to ``uvicorn.Config``.
     """
-    from osmosis_ai.rollout.server._workers import WorkerImportDone, in_worker, resolve_workers
+    from osmosis_ai.rollout.server._impl.workers import WorkerImportDone, in_worker, resolve_workers
 
     if in_worker():
         raise WorkerImportDone  # a worker importing the script: the app exists, stop here
     count = resolve_workers(workers)
     if count > 1:
-        from osmosis_ai.rollout.server._workers.pool import use_workers
+        from osmosis_ai.rollout.server._impl.workers.pool import use_workers
 
         use_workers(app, count)
     from osmosis_ai._util.serving import run

@@ -18,7 +18,7 @@ from osmosis_ai.rollout import (
     RolloutStatus,
 )
 from osmosis_ai.rollout.backend.local import share_in_config_copies
-from osmosis_ai.rollout.backend.local.loading import ConfigCopier
+from osmosis_ai.rollout.backend.local._loading import ConfigCopier
 
 
 class StatelessTool:

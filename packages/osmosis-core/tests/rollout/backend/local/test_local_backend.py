@@ -30,7 +30,7 @@ from osmosis_ai.rollout import (
     SampleSource,
     get_rollout_context,
 )
-from osmosis_ai.rollout.backend.local.artifacts import ArtifactsDir
+from osmosis_ai.rollout.backend.local._artifacts import ArtifactsDir
 
 ANSWER = [{"role": "assistant", "content": "42"}]
 

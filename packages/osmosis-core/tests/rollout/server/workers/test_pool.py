@@ -13,19 +13,20 @@ from typing import Any
 
 import httpx
 import pytest
-from rollout_server_harness import body
 
 from osmosis_ai.rollout.client import RolloutClient
 from osmosis_ai.rollout.entrypoint import load_rollout_app
-from osmosis_ai.rollout.server._workers import (
+from osmosis_ai.rollout.server._impl.workers import (
     DEFAULT_WORKER_NICE,
     ENV_WORKER_NICE,
     WorkerSetupError,
     worker_nice,
 )
-from osmosis_ai.rollout.server._workers.pool import WorkerPool, use_workers
+from osmosis_ai.rollout.server._impl.workers.pool import WorkerPool, use_workers
 from osmosis_ai.rollout.types import RolloutStatus
 from osmosis_ai.testing import ScriptedPolicyServer, serve_app
+
+from ..rollout_server_harness import body
 
 ROLLOUT_DIR = Path(__file__).parent / "worker_rollout"
 PROMPT = [{"role": "user", "content": "What is 6 * 7?"}]

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import asyncio
 
-from osmosis_ai.rollout.server._workers.channel import encode_outcome
-from osmosis_ai.rollout.server._workers.process import ResultIntake, WorkerProcess
+from osmosis_ai.rollout.server._impl.workers.channel import encode_outcome
+from osmosis_ai.rollout.server._impl.workers.process import ResultIntake, WorkerProcess
 from osmosis_ai.rollout.types import (
     ExecutionOutcome,
     ExecutionResult,

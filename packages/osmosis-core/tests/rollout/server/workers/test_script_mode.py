@@ -8,11 +8,12 @@ import signal
 from pathlib import Path
 
 import httpx
-from rollout_server_harness import script_server
 
 from osmosis_ai.rollout.client import RolloutClient
 from osmosis_ai.rollout.types import RolloutStatus
 from osmosis_ai.testing import ScriptedPolicyServer
+
+from ..rollout_server_harness import script_server
 
 SCRIPT = Path(__file__).parent / "worker_rollout" / "main.py"
 PROMPT = [{"role": "user", "content": "What is 6 * 7?"}]

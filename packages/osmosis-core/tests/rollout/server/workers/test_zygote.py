@@ -16,13 +16,14 @@ from typing import Any
 
 import httpx
 import pytest
-from rollout_server_harness import ScriptServer, script_server
 
 from osmosis_ai.rollout.client import RolloutClient
-from osmosis_ai.rollout.server._workers import WorkerSetupError
-from osmosis_ai.rollout.server._workers.zygote import ENV_WORKER_START, fork_unavailable
+from osmosis_ai.rollout.server._impl.workers import WorkerSetupError
+from osmosis_ai.rollout.server._impl.workers.zygote import ENV_WORKER_START, fork_unavailable
 from osmosis_ai.rollout.types import RolloutStatus
 from osmosis_ai.testing import ScriptedPolicyServer
+
+from ..rollout_server_harness import ScriptServer, script_server
 
 pytestmark = pytest.mark.skipif(
     not sys.platform.startswith("linux"), reason="workers fork from the zygote on Linux only"

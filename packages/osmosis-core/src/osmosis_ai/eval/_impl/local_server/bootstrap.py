@@ -91,8 +91,8 @@ def _use_workers(app: Any) -> None:
     processes. An osmosis-core without worker support (``--isolated`` with an older pin) serves
     in one process."""
     try:
-        from osmosis_ai.rollout.server._workers import resolve_workers
-        from osmosis_ai.rollout.server._workers.pool import use_workers
+        from osmosis_ai.rollout.server._impl.workers import resolve_workers
+        from osmosis_ai.rollout.server._impl.workers.pool import use_workers
     except ImportError:
         return
     count = resolve_workers(None)

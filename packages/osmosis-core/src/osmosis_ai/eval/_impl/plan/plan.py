@@ -297,7 +297,7 @@ def _workers(requested: int | str, max_in_flight: int | None, work_items: int) -
     """Worker processes for the rollout server. ``auto``: the usable cores (at most 8), no more
     than rollouts can be in flight at once, and one per 32 work items (a short eval runs in the
     server process)."""
-    from osmosis_ai.rollout.server._workers import resolve_workers
+    from osmosis_ai.rollout.server._impl.workers import resolve_workers
 
     count = resolve_workers(requested)
     if isinstance(requested, str) and requested.strip().lower() == "auto":

@@ -31,11 +31,11 @@ Behaviour (each point fixes a gap of the reference SDK):
   ``agent_error``, ``internal_error``) and a message; :meth:`execute` never raises for them.
 * **Isolation.** Each rollout gets a fresh workflow instance built with a deep copy of
   ``workflow_config`` (fields that cannot be deep-copied are shared, and so are instances of
-  types an integration registered with :func:`~osmosis_ai.rollout.backend.local.loading.
+  types an integration registered with :func:`~osmosis_ai.rollout.backend.local._loading.
   share_in_config_copies`, e.g. stateless framework tool objects; see
-  :class:`~osmosis_ai.rollout.backend.local.loading.ConfigCopier`) and a fresh grader instance.
+  :class:`~osmosis_ai.rollout.backend.local._loading.ConfigCopier`) and a fresh grader instance.
 * **Artifacts.** Workflow and grader get the same ``<artifact_root>/<rollout_id>/artifacts/``,
-  created on first use (:mod:`~osmosis_ai.rollout.backend.local.artifacts`); ``artifact_root``
+  created on first use (:mod:`~osmosis_ai.rollout.backend.local._artifacts`); ``artifact_root``
   defaults to the osmosis home at construction.
 * **Context.** :meth:`execute` enters a :class:`~osmosis_ai.rollout.context.RolloutContext`
   built from the request (:func:`~osmosis_ai.rollout.context.rollout_context_for`) around the
@@ -61,9 +61,9 @@ from osmosis_ai.rollout._execution import (
 )
 from osmosis_ai.rollout.agent_workflow import AgentWorkflow
 from osmosis_ai.rollout.backend.base import ExecutionBackend
-from osmosis_ai.rollout.backend.local.artifacts import ArtifactsDir, artifacts_dir
-from osmosis_ai.rollout.backend.local.limiter import ConcurrencyLimiter
-from osmosis_ai.rollout.backend.local.loading import ConfigCopier, resolve
+from osmosis_ai.rollout.backend.local._artifacts import ArtifactsDir, artifacts_dir
+from osmosis_ai.rollout.backend.local._limiter import ConcurrencyLimiter
+from osmosis_ai.rollout.backend.local._loading import ConfigCopier, resolve
 from osmosis_ai.rollout.context import RolloutContext, get_rollout_context, rollout_context_for
 from osmosis_ai.rollout.errors import describe_exception
 from osmosis_ai.rollout.grader import Grader

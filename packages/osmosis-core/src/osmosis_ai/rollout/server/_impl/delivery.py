@@ -14,8 +14,8 @@ import logging
 from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
-from osmosis_ai.rollout.server import wire
-from osmosis_ai.rollout.server.callbacks import (
+from osmosis_ai.rollout.server._impl import wire
+from osmosis_ai.rollout.server._impl.callbacks import (
     CallbackRetryPolicy,
     CallbackSender,
     DeliveryState,
@@ -23,8 +23,8 @@ from osmosis_ai.rollout.server.callbacks import (
 from osmosis_ai.rollout.types.enums import RolloutStatus
 
 if TYPE_CHECKING:
-    from osmosis_ai.rollout.server.entry import RolloutEntry
-    from osmosis_ai.rollout.server.settings import ServerSettings
+    from osmosis_ai.rollout.server._impl.entry import RolloutEntry
+    from osmosis_ai.rollout.server._impl.settings import ServerSettings
     from osmosis_ai.rollout.types.execution import ExecutionOutcome
     from osmosis_ai.rollout.types.protocol import RolloutInitRequest
 

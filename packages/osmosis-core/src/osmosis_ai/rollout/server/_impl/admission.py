@@ -4,7 +4,10 @@ admission line in the outbox, or an :class:`~.entry.AdmissionError` (503 drainin
 again (a controller retrying an admission whose response it lost) is answered with the same
 admission: the same lease token, the lease renewed.
 
-The admission half of :class:`~.service.RolloutService` (same state, same event loop).
+:class:`Admission` is a collaborator of :class:`~.service.RolloutService` with its own state (the
+lease key tokens are derived under, the outbox admissions are journaled to); the service gives it
+the registry, the drain (is it accepting?), the leases (arm, renew) and, as callables, the
+capacity check and how to start an execution. Same event loop, no locks.
 """
 
 from __future__ import annotations
@@ -16,38 +19,49 @@ import uuid
 from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
-from osmosis_ai.rollout.server import wire
-from osmosis_ai.rollout.server.entry import AdmissionError, RolloutEntry
-from osmosis_ai.rollout.server.retention import admission_line
+from osmosis_ai.rollout.server._impl import compat, wire
+from osmosis_ai.rollout.server._impl.entry import AdmissionError, RolloutEntry
+from osmosis_ai.rollout.server._impl.retention import admission_line
 from osmosis_ai.rollout.types.execution import ExecutionRequest
 from osmosis_ai.rollout.types.protocol import RolloutInitRequest
 
 if TYPE_CHECKING:
-    from osmosis_ai.rollout.server.lease import LeaseKey
-    from osmosis_ai.rollout.server.outbox import Outbox
-    from osmosis_ai.rollout.server.settings import ServerSettings
+    from osmosis_ai.rollout.server._impl.drain import Drain
+    from osmosis_ai.rollout.server._impl.lease import LeaseKey
+    from osmosis_ai.rollout.server._impl.outbox import Outbox
+    from osmosis_ai.rollout.server._impl.polling import Leases
+    from osmosis_ai.rollout.server._impl.settings import ServerSettings
 
 logger = logging.getLogger("osmosis_ai.rollout.server")
 
 
-class AdmissionMixin:
-    """Admits rollouts into :class:`~.service.RolloutService`."""
+class Admission:
+    """Admits rollouts into the registry ``entries``."""
 
-    entries: dict[str, RolloutEntry]
-    settings: ServerSettings
-    accepting: bool
-    active: int
-    process_id: str
-    _unstarted: int
-    _loop: asyncio.AbstractEventLoop | None
-    _lease_key: LeaseKey
-    _outbox: Outbox | None
-
-    # Provided by RolloutService and PollingMixin (declared here for the type checker).
-    _has_capacity: Callable[[], bool]
-    _run: Callable[[RolloutEntry, ExecutionRequest], Coroutine[Any, Any, None]]
-    _task_done: Callable[[RolloutEntry, asyncio.Task[None]], None]
-    _check_lease: Callable[[RolloutEntry], None]
+    def __init__(
+        self,
+        settings: ServerSettings,
+        entries: dict[str, RolloutEntry],
+        *,
+        process_id: str,
+        lease_key: LeaseKey,
+        drain: Drain,
+        leases: Leases,
+        has_capacity: Callable[[], bool],
+        run: Callable[[RolloutEntry, ExecutionRequest], Coroutine[Any, Any, None]],
+        scheduled: Callable[[RolloutEntry, asyncio.Task[None]], None],
+    ) -> None:
+        self._settings = settings
+        self._entries = entries
+        self._process_id = process_id
+        self._drain = drain
+        self._leases = leases
+        self._has_capacity = has_capacity
+        self._run = run
+        self._scheduled = scheduled
+        self.lease_key = lease_key  # the outbox's persistent key, once started
+        self.outbox: Outbox | None = None  # once started
+        self.loop: asyncio.AbstractEventLoop | None = None  # the service's, once started
 
     def admit(self, request: RolloutInitRequest, body: bytes | None = None) -> bytes:
         """Register and schedule one rollout; return the 202 body. Never awaits agent work.
@@ -65,35 +79,32 @@ class AdmissionMixin:
         event-loop turn (one ``write`` for all of them): send the 202 body only once the
         returned coroutine (if any) has been awaited, so a crash after the 202 still finds the admission."""
         payload = self._admit(request, hashlib.sha256(body).digest(), journal_now=False)[1]
-        return payload, self._outbox.written() if self._outbox is not None else None
+        outbox = self.outbox
+        return payload, outbox.written() if outbox is not None else None
 
     def _admit(
         self, request: RolloutInitRequest, fingerprint: bytes, *, journal_now: bool = True
     ) -> tuple[RolloutEntry, bytes]:
         rollout_id = request.rollout_id or uuid.uuid4().hex
-        existing = self.entries.get(rollout_id)
+        existing = self._entries.get(rollout_id)
         if existing is not None and existing.fingerprint == fingerprint and existing.uses_lease:
             return existing, self._readmit(existing)
-        if not self.accepting:
+        if not self._drain.accepting:
             raise AdmissionError(503, "rollout server is shutting down")
         if not self._has_capacity():
             raise AdmissionError(429, "rollout queue is full; retry later")
         if existing is not None:
             # 0.3.8's exact body; the same request again would have been re-admitted above.
             raise AdmissionError(409, "rollout_id is already registered")
-        salt = self._lease_key.new_salt()
-        token, digest = self._lease_key.derive(salt)
+        salt = self.lease_key.new_salt()
+        token, digest = self.lease_key.derive(salt)
         entry = RolloutEntry(rollout_id, digest)
         entry.salt = salt
         entry.fingerprint = fingerprint
         entry.request = request
-        settings = self.settings
-        loop = self._loop or asyncio.get_running_loop()
+        loop = self.loop or asyncio.get_running_loop()
         callbacks = request.completion_callback_url is not None
         task: asyncio.Task[None] | None = None
-        api_key = request.llm_api_key
-        if api_key is None and callbacks:
-            api_key = request.controller_api_key  # the 0.3.0 fallback
         try:
             exec_request = ExecutionRequest(
                 id=rollout_id,
@@ -104,16 +115,15 @@ class AdmissionMixin:
                 grader_timeout_sec=request.grader_timeout_sec,
                 grade=request.grade and (not callbacks or request.grader_callback_url is not None),
                 chat_completions_url=request.chat_completions_url,
-                api_key=api_key,
-                process_id=self.process_id,
+                api_key=compat.policy_api_key(request, callbacks),
+                process_id=self._process_id,
             )
             if callbacks:
                 entry.uses_lease = False
                 entry.callback_key = request.controller_api_key or None
             else:
-                entry.lease_deadline = loop.time() + settings.polling_lease_timeout_sec
-                entry.timer = loop.call_at(entry.lease_deadline, self._check_lease, entry)
-            self.entries[rollout_id] = entry
+                self._leases.arm(entry, loop)
+            self._entries[rollout_id] = entry
             # The task first: its first step then runs before this turn's journal write (when
             # that is not scheduled yet), so a rollout that finishes in that step (a no-op) is
             # written once, as its result, and never as an admission.
@@ -122,17 +132,14 @@ class AdmissionMixin:
         except Exception as exc:
             if task is not None:
                 task.cancel()
-            self.entries.pop(rollout_id, None)
+            self._entries.pop(rollout_id, None)
             logger.exception("could not schedule rollout %s", rollout_id)
             raise AdmissionError(500, "could not schedule the rollout; see the server log") from exc
-        entry.task = task
-        self.active += 1
-        self._unstarted += 1
-        task.add_done_callback(lambda t, e=entry: self._task_done(e, t))
+        self._scheduled(entry, task)
         return entry, self._admission_body(rollout_id, token)
 
     def _admission_body(self, rollout_id: str, token: str) -> bytes:
-        settings = self.settings
+        settings = self._settings
         return (
             f'{{"rollout_id":{wire.encode_json(rollout_id).decode()},"status":"queued",'
             f'"polling_lease_token":"{token}",'
@@ -142,18 +149,16 @@ class AdmissionMixin:
 
     def _readmit(self, entry: RolloutEntry) -> bytes:
         """The admission of ``entry`` again (same token), its lease renewed."""
-        token, digest = self._lease_key.derive(entry.salt)
+        token, digest = self.lease_key.derive(entry.salt)
         if digest != entry.lease_digest:  # admitted under another key: cannot be re-derived
             raise AdmissionError(409, "rollout_id is already registered")
-        if not entry.finished:
-            loop = self._loop or asyncio.get_running_loop()
-            entry.lease_deadline = loop.time() + self.settings.polling_lease_timeout_sec
+        self._leases.renew(entry)
         return self._admission_body(entry.rollout_id, token)
 
     def _journal_admission(
         self, entry: RolloutEntry, request: RolloutInitRequest, now: bool
     ) -> None:
-        outbox = self._outbox
+        outbox = self.outbox
         if outbox is None:
             return
         urls = [u for u in (request.completion_callback_url, request.grader_callback_url) if u]

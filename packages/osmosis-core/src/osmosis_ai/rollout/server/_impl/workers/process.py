@@ -11,9 +11,9 @@ from typing import Any
 
 from osmosis_ai.errors import BackendError
 from osmosis_ai.rollout._execution import failure
-from osmosis_ai.rollout.server._workers.channel import Sender, decode_outcome, receive
-from osmosis_ai.rollout.server._workers.spawn import ExecProcess, ForkedProcess, Launcher
-from osmosis_ai.rollout.server.entry import publish
+from osmosis_ai.rollout.server._impl.entry import publish
+from osmosis_ai.rollout.server._impl.workers.channel import Sender, decode_outcome, receive
+from osmosis_ai.rollout.server._impl.workers.spawn import ExecProcess, ForkedProcess, Launcher
 from osmosis_ai.rollout.types.enums import RolloutErrorCategory, RolloutStatus
 from osmosis_ai.rollout.types.execution import ExecutionOutcome, ExecutionRequest
 

@@ -29,8 +29,8 @@ from typing import TYPE_CHECKING, Any
 
 from osmosis_ai.rollout._execution import failure, seconds
 from osmosis_ai.rollout.backend.base import ExecutionBackend
-from osmosis_ai.rollout.server._workers.process import ResultIntake, WorkerDied, WorkerProcess
-from osmosis_ai.rollout.server._workers.spawn import Launcher, Zygote
+from osmosis_ai.rollout.server._impl.workers.process import ResultIntake, WorkerDied, WorkerProcess
+from osmosis_ai.rollout.server._impl.workers.spawn import Launcher, Zygote
 from osmosis_ai.rollout.types.enums import RolloutErrorCategory
 from osmosis_ai.rollout.types.execution import ExecutionOutcome, ExecutionRequest
 
@@ -81,7 +81,7 @@ class WorkerPool(ExecutionBackend):
     def fork_zygote(self) -> None:
         """Fork the zygote that will fork the workers (:mod:`.zygote`), if this process can
         fork safely now: before its event loop and any thread start. Else workers start by exec."""
-        from osmosis_ai.rollout.server._workers.zygote import start_zygote
+        from osmosis_ai.rollout.server._impl.workers.zygote import start_zygote
 
         if self.launcher.zygote is None:
             started = start_zygote(self.template)
@@ -91,7 +91,7 @@ class WorkerPool(ExecutionBackend):
     # -- lifecycle ----------------------------------------------------------------------------
 
     def _spec(self) -> dict[str, Any]:
-        from osmosis_ai.rollout.server._workers import worker_nice
+        from osmosis_ai.rollout.server._impl.workers import worker_nice
 
         return {
             "nice": worker_nice(),
@@ -367,8 +367,8 @@ class WorkerPool(ExecutionBackend):
 
 def use_workers(app: Any, workers: int) -> WorkerPool:
     """Make ``app`` (from ``create_rollout_server``) run its rollouts in ``workers`` processes."""
-    from osmosis_ai.rollout.server._workers import WorkerSetupError
-    from osmosis_ai.rollout.server._workers.entry import locate
+    from osmosis_ai.rollout.server._impl.workers import WorkerSetupError
+    from osmosis_ai.rollout.server._impl.workers.entry import locate
 
     service = getattr(getattr(app, "state", None), "rollout_service", None)
     if service is None:

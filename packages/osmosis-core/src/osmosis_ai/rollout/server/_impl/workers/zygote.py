@@ -1,6 +1,6 @@
 """The zygote: a process forked from the server before its event loop starts, that forks workers.
 
-Starting a worker by exec (``python -m ..._workers.main``) costs a whole interpreter start-up
+Starting a worker by exec (``python -m ..._impl.workers.main``) costs a whole interpreter start-up
 and a re-import of the rollout's entrypoint and agent framework: hundreds of milliseconds to
 seconds per worker, paid again on every restart. The server process has already imported all
 of that when ``serve(app, workers=N)`` (or ``osmosis eval run``'s server) puts the pool in
@@ -46,8 +46,8 @@ from collections import deque
 from typing import Any
 
 from osmosis_ai._util import framing
-from osmosis_ai.rollout.server._heap import freeze_before_fork
-from osmosis_ai.rollout.server._workers import WorkerSetupError
+from osmosis_ai.rollout.server._impl.heap import freeze_before_fork
+from osmosis_ai.rollout.server._impl.workers import WorkerSetupError
 
 logger = logging.getLogger("osmosis_ai.rollout.server")
 
@@ -169,7 +169,7 @@ def _worker_child(fd: int, spec: dict[str, Any], backend: Any, close: tuple[Any,
         signal.set_wakeup_fd(-1)
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         signal.signal(signal.SIGINT, signal.default_int_handler)
-        from osmosis_ai.rollout.server._workers.main import run_forked
+        from osmosis_ai.rollout.server._impl.workers.main import run_forked
 
         run_forked(fd, spec, backend)
         code = 0

@@ -11,7 +11,7 @@ The server records the entrypoint when it can:
   with ``app`` a module-level name of ``__main__``. The worker runs that file as
   ``__mp_main__`` (so its ``if __name__ == "__main__":`` block does not run, as with
   :mod:`multiprocessing`); an unguarded ``serve(app)`` call there ends the import instead of
-  serving (:class:`~osmosis_ai.rollout.server._workers.WorkerImportDone`).
+  serving (:class:`~osmosis_ai.rollout.server._impl.workers.WorkerImportDone`).
 
 Anything else (an app built inside a function) cannot be rebuilt, and ``serve`` says so.
 """
@@ -24,7 +24,7 @@ import sys
 import types
 from typing import Any
 
-from osmosis_ai.rollout.server._workers import WorkerImportDone, WorkerSetupError
+from osmosis_ai.rollout.server._impl.workers import WorkerImportDone, WorkerSetupError
 
 STATE_ATTRIBUTE = "osmosis_rollout_entry"
 

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from json.encoder import encode_basestring_ascii as _quote
 from typing import Any
 
-from osmosis_ai.rollout.server.entry import FINISHED, RolloutEntry
+from osmosis_ai.rollout.server._impl.entry import FINISHED, RolloutEntry
 from osmosis_ai.rollout.types.enums import RolloutStatus
 
 logger = logging.getLogger("osmosis_ai.rollout.server")
@@ -176,7 +176,7 @@ SERVER_RESTARTED_MESSAGE = (
 def restarted_entry(record: dict[str, Any], now: float) -> RolloutEntry | None:
     """The terminal failure of a rollout admitted before a crash that never finished
     (``internal_error``; callbacks to its receivers, if it had them)."""
-    from osmosis_ai.rollout.server import wire
+    from osmosis_ai.rollout.server._impl import wire
     from osmosis_ai.rollout.types.enums import RolloutErrorCategory
     from osmosis_ai.rollout.types.execution import ExecutionResult
 

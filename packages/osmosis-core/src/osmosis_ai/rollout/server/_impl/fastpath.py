@@ -5,7 +5,7 @@ per-rollout HTTP cost. Going through FastAPI and Starlette means about eight mid
 routing layers (error handling, telemetry, body limit, exception handlers, exit stacks,
 dependency solving) that these handlers do not need: they read the raw body, validate it with
 the request model's compiled validator, and answer with pre-encoded JSON bytes. Answers are
-byte-for-byte those of the documented routes in :mod:`.app` (which remain for OpenAPI).
+byte-for-byte those of the documented routes in :mod:`..app` (which remain for OpenAPI).
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ from starlette.types import Receive, Scope, Send
 
 from osmosis_ai._util.asgi import BodyTooLarge, ClientGone, read_body, send_json
 from osmosis_ai._util.redaction import mask_url
-from osmosis_ai.rollout.server import wire
-from osmosis_ai.rollout.server.service import AdmissionError, RolloutService
-from osmosis_ai.rollout.server.settings import RETRY_AFTER_SEC
+from osmosis_ai.rollout.server._impl import wire
+from osmosis_ai.rollout.server._impl.service import AdmissionError, RolloutService
+from osmosis_ai.rollout.server._impl.settings import RETRY_AFTER_SEC
 from osmosis_ai.rollout.types.protocol import POLLING_LEASE_HEADER, RolloutInitRequest
 
 logger = logging.getLogger("osmosis_ai.rollout.server")

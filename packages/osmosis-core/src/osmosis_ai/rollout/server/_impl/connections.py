@@ -86,7 +86,7 @@ def guarded_protocol(
     """A uvicorn HTTP protocol class (pass as ``uvicorn.Config(http=...)``) with both rules."""
     from uvicorn.protocols.http.auto import AutoHTTPProtocol
 
-    from osmosis_ai.rollout.server.coalesce import TurnCoalescingTransport
+    from osmosis_ai.rollout.server._impl.coalesce import TurnCoalescingTransport
 
     if header_timeout_sec <= 0:
         raise ValueError("header_timeout_sec must be greater than zero")

@@ -32,7 +32,7 @@ SPAWN_TIMEOUT_SEC = 30.0
 
 
 class ExecProcess:
-    """A worker started as ``python -m osmosis_ai.rollout.server._workers.main FD SPEC``."""
+    """A worker started as ``python -m osmosis_ai.rollout.server._impl.workers.main FD SPEC``."""
 
     start = "exec"
 
@@ -41,7 +41,7 @@ class ExecProcess:
             [
                 sys.executable,
                 "-m",
-                "osmosis_ai.rollout.server._workers.main",
+                "osmosis_ai.rollout.server._impl.workers.main",
                 str(channel.fileno()),
                 json.dumps(spec),
             ],

@@ -1,4 +1,4 @@
-"""A worker process: ``python -m osmosis_ai.rollout.server._workers.main FD SPEC_JSON``, or
+"""A worker process: ``python -m osmosis_ai.rollout.server._impl.workers.main FD SPEC_JSON``, or
 forked from the zygote (:func:`run_forked`, :mod:`.zygote`).
 
 Started by exec, it rebuilds the backend from the entrypoint once
@@ -21,9 +21,9 @@ import sys
 from typing import Any
 
 from osmosis_ai.rollout.backend.base import accepts_progress, execute_legacy
-from osmosis_ai.rollout.server._heap import freeze_long_lived
-from osmosis_ai.rollout.server._workers import ENV_WORKER
-from osmosis_ai.rollout.server._workers.channel import Sender, encode, encode_outcome, receive
+from osmosis_ai.rollout.server._impl.heap import freeze_long_lived
+from osmosis_ai.rollout.server._impl.workers import ENV_WORKER
+from osmosis_ai.rollout.server._impl.workers.channel import Sender, encode, encode_outcome, receive
 
 logger = logging.getLogger("osmosis_ai.rollout.server.worker")
 
@@ -94,7 +94,7 @@ async def _serve(fd: int, spec: dict[str, Any], backend: Any = None) -> None:
     start = "exec" if backend is None else "fork"
     try:
         if backend is None:
-            from osmosis_ai.rollout.server._workers.entry import rebuild_backend
+            from osmosis_ai.rollout.server._impl.workers.entry import rebuild_backend
 
             backend = rebuild_backend(spec["entry"])
     except BaseException as exc:

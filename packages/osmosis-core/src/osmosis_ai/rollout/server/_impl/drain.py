@@ -1,5 +1,10 @@
 """Graceful drain: refuse new rollouts, keep answering until nothing is left to fetch or the
-grace period ends, then cancel what still runs (with the documented drain message)."""
+grace period ends, then cancel what still runs (with the documented drain message).
+
+:class:`Drain` is a collaborator of :class:`~.service.RolloutService` with its own state
+(whether rollouts are accepted, the drain's deadline, the "something settled" event); what it
+needs from the service (cancel an execution, force a result) it is given as callables.
+"""
 
 from __future__ import annotations
 
@@ -9,11 +14,12 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from osmosis_ai.rollout.server.entry import RolloutEntry, wake
-from osmosis_ai.rollout.types.enums import RolloutErrorCategory, RolloutStatus
+from osmosis_ai.rollout.server._impl.entry import RolloutEntry, wake
+from osmosis_ai.rollout.server._impl.polling import ForceResult
+from osmosis_ai.rollout.types.enums import RolloutStatus
 
 if TYPE_CHECKING:
-    from osmosis_ai.rollout.server.settings import ServerSettings
+    from osmosis_ai.rollout.server._impl.settings import ServerSettings
 
 logger = logging.getLogger("osmosis_ai.rollout.server")
 
@@ -23,39 +29,45 @@ DRAIN_MESSAGE = (
 )
 
 
-class DrainingMixin:
-    """The drain half of :class:`~.service.RolloutService` (same state, same event loop)."""
+class Drain:
+    """Admission's on/off switch and the shutdown drain of the rollouts in ``entries``."""
 
-    entries: dict[str, RolloutEntry]
-    settings: ServerSettings
-    accepting: bool
-    _loop: asyncio.AbstractEventLoop | None
-    _restored: set[str]
-    _drain_deadline: float | None
-    _settling: asyncio.Event
+    def __init__(
+        self,
+        settings: ServerSettings,
+        entries: dict[str, RolloutEntry],
+        restored: set[str],
+        *,
+        cancel_execution: Callable[[RolloutEntry], str],
+        force_result: ForceResult,
+    ) -> None:
+        self._entries = entries
+        self._restored = restored  # results restored at start: they stay in the outbox
+        self._grace_sec = settings.drain_grace_sec
+        self._cleanup_sec = settings.cancel_cleanup_sec
+        self._cancel_execution = cancel_execution
+        self._force_result = force_result
+        self.accepting = True
+        self.deadline: float | None = None
+        self.settling = asyncio.Event()  # set whenever a result finishes or is received
+        self.loop: asyncio.AbstractEventLoop | None = None  # the service's, once started
 
-    # Provided by RolloutService (declared here for the type checker).
-    _cancel_execution: Callable[[RolloutEntry], str]
-    _finalize_forced: Callable[
-        [RolloutEntry, RolloutStatus, str | None, RolloutErrorCategory | None], None
-    ]
-
-    def begin_drain(self) -> None:
+    def begin(self) -> None:
         """Stop admitting (503) and wake every long poll so pollers see the current status."""
         if not self.accepting:
             return
         self.accepting = False
-        loop = self._loop or asyncio.get_running_loop()
-        self._drain_deadline = loop.time() + self.settings.drain_grace_sec
+        loop = self.loop or asyncio.get_running_loop()
+        self.deadline = loop.time() + self._grace_sec
         logger.info("rollout server is draining: new rollouts are refused with 503")
-        for entry in self.entries.values():
+        for entry in self._entries.values():
             if not entry.finished:
                 wake(entry.progress)
 
     def settled(self) -> bool:
         """Nothing is left to run, deliver or fetch (results restored at start excepted: they
         stay in the outbox for the next start)."""
-        for entry in self.entries.values():
+        for entry in self._entries.values():
             if not entry.finished or entry.callbacks:
                 return False
             if entry.uses_lease and not entry.fetched and entry.rollout_id not in self._restored:
@@ -65,22 +77,22 @@ class DrainingMixin:
     async def drained(self) -> None:
         """Return once :meth:`settled` or the drain grace period is over (the listener stays
         open meanwhile, so pollers fetch what finishes inside it)."""
-        self.begin_drain()
-        loop = self._loop or asyncio.get_running_loop()
-        deadline = self._drain_deadline or loop.time()
-        changed = self._settling
+        self.begin()
+        loop = self.loop or asyncio.get_running_loop()
+        deadline = self.deadline or loop.time()
+        changed = self.settling
         while not self.settled() and loop.time() < deadline:
             changed.clear()
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout_at(deadline):
                     await changed.wait()
 
-    async def _drain_executions(self) -> None:
+    async def drain_executions(self) -> None:
         """Wait ``drain_grace_sec`` for running rollouts, then cancel them (and, past
         ``cancel_cleanup_sec``, report the ones that would not stop as cancelled)."""
-        grace = self.settings.drain_grace_sec
-        loop = self._loop or asyncio.get_running_loop()
-        left = max((self._drain_deadline or loop.time()) - loop.time(), 0.0)
+        grace = self._grace_sec
+        loop = self.loop or asyncio.get_running_loop()
+        left = max((self.deadline or loop.time()) - loop.time(), 0.0)
         running = self._running_tasks()
         if running and left > 0:
             logger.info(
@@ -94,22 +106,22 @@ class DrainingMixin:
         logger.warning(
             "cancelling %d rollout(s) still running after the grace period", len(running)
         )
-        for entry in list(self.entries.values()):
+        for entry in list(self._entries.values()):
             if not entry.finished and entry.task is not None and not entry.task.done():
                 entry.cancel_message = message
                 self._cancel_execution(entry)
-        await asyncio.wait(running, timeout=self.settings.cancel_cleanup_sec)
-        for entry in list(self.entries.values()):
+        await asyncio.wait(running, timeout=self._cleanup_sec)
+        for entry in list(self._entries.values()):
             if not entry.finished:
                 logger.error(
                     "rollout %s did not stop within %.0fs of being cancelled; reporting it "
                     "as cancelled",
                     entry.rollout_id,
-                    self.settings.cancel_cleanup_sec,
+                    self._cleanup_sec,
                 )
-                self._finalize_forced(entry, RolloutStatus.CANCELLED, message, None)
+                self._force_result(entry, RolloutStatus.CANCELLED, message, None)
                 if entry.task is not None:
                     entry.task.cancel()
 
     def _running_tasks(self) -> set[asyncio.Task[None]]:
-        return {e.task for e in self.entries.values() if e.task is not None and not e.task.done()}
+        return {e.task for e in self._entries.values() if e.task is not None and not e.task.done()}

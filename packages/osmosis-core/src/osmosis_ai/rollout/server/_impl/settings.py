@@ -1,9 +1,16 @@
-"""Validated settings of one rollout server (constructor arguments, checked once)."""
+"""Validated settings of one rollout server (constructor arguments, checked once).
+
+:class:`ServerSettings` is the one list of the server's options and their defaults:
+``create_rollout_server`` keeps its public keyword names but takes each
+default from here, and builds a ``ServerSettings`` from exactly its :data:`SERVER_KEYWORDS`
+(a core test checks that the keywords and the fields agree). A new option is a field here, a
+keyword there, and its consumer.
+"""
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 
 DEFAULT_RESULT_WAIT_TIMEOUT_SEC = 30.0
@@ -45,6 +52,8 @@ class ServerSettings:
     save_trajectories: bool = True
 
     def __post_init__(self) -> None:
+        if isinstance(self.outbox_dir, str):  # create_rollout_server accepts str | Path
+            object.__setattr__(self, "outbox_dir", Path(self.outbox_dir))
         for name in (
             "result_wait_timeout_sec",
             "polling_lease_timeout_sec",
@@ -82,3 +91,9 @@ class ServerSettings:
                 raise ValueError(f"{name} must be finite and non-negative")
         if self.callback_timeout_sec <= 0:
             raise ValueError("callback_timeout_sec must be greater than zero")
+
+
+# Fields with no create_rollout_server keyword (set through ServerSettings only).
+SETTINGS_ONLY = frozenset({"callback_flush_sec"})
+# The create_rollout_server keywords that are ServerSettings fields, in field order.
+SERVER_KEYWORDS = tuple(f.name for f in fields(ServerSettings) if f.name not in SETTINGS_ONLY)

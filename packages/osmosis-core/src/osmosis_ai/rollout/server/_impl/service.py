@@ -1,12 +1,18 @@
 """The rollout service: one registry and one execution path for both wire protocols.
 
-The HTTP layer (:mod:`.app`) only parses and answers; the service owns each rollout's
+The HTTP layer (:mod:`..app`) only parses and answers; the service owns each rollout's
 lifecycle: admission, the execution task (``backend.execute(request, progress)``), the one
 status (the entry's progress), leases and their expiry, long polls, cancellation (cancelling
-its own task), graceful drain and the outbox. It is one class; three of its parts are written
-apart, on the same state: admission (:mod:`.admission`), leases and long polls
-(:mod:`.polling`) and the drain (:mod:`.drain`). Delivery (trajectories, 0.3.0 callbacks) is in
-:mod:`.delivery`, retention and outbox records in :mod:`.retention`, entries in :mod:`.entry`.
+its own task), graceful drain and the outbox. It owns the registry (``entries``) and the
+executions (scheduling, finalizing, cancelling); the other parts are collaborators with their
+own state, each given the registry and, as callables, the few service steps it needs:
+:class:`~.admission.Admission` (lease key, journaled admissions), :class:`~.polling.Leases`
+(lease deadlines, long polls), :class:`~.drain.Drain` (accepting or not, the drain deadline),
+:class:`~.delivery.CallbackDelivery` and :class:`~.delivery.TrajectorySaver` (getting results
+out) and :class:`~.retention.RetainedResults` (how long results stay). Entries are in
+:mod:`.entry`, outbox records in :mod:`.retention`, 0.3 shims in :mod:`.compat`.
+This module is capped at 480 lines (``tests/rollout/server/test_service_shape.py``): a new
+concern becomes a collaborator of its own, not more service.
 
 Everything runs on the event loop without locks: each method is either synchronous or awaits
 only at points where the state it relies on is re-checked afterwards.
@@ -18,6 +24,7 @@ import asyncio
 import logging
 import os
 import uuid
+from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any
 
@@ -26,28 +33,27 @@ from osmosis_ai.rollout.backend.base import (
     CANCELLED_RUNNING,
     NOT_FOUND,
     ExecutionBackend,
-    accepts_progress,
-    execute_legacy,
 )
 from osmosis_ai.rollout.errors import categorize_exception, describe_exception
-from osmosis_ai.rollout.server import wire
-from osmosis_ai.rollout.server.admission import AdmissionMixin
-from osmosis_ai.rollout.server.delivery import CallbackDelivery, TrajectorySaver
-from osmosis_ai.rollout.server.drain import DrainingMixin
-from osmosis_ai.rollout.server.entry import FINISHED, AdmissionError, RolloutEntry, publish
-from osmosis_ai.rollout.server.lease import LeaseKey
-from osmosis_ai.rollout.server.outbox import Outbox, OutboxLocked, default_outbox_dir
-from osmosis_ai.rollout.server.polling import LEASE_EXPIRED_MESSAGE, PollingMixin
-from osmosis_ai.rollout.server.retention import (
+from osmosis_ai.rollout.server._impl import compat, wire
+from osmosis_ai.rollout.server._impl.admission import Admission
+from osmosis_ai.rollout.server._impl.delivery import CallbackDelivery, TrajectorySaver
+from osmosis_ai.rollout.server._impl.drain import Drain
+from osmosis_ai.rollout.server._impl.entry import FINISHED, AdmissionError, RolloutEntry, publish
+from osmosis_ai.rollout.server._impl.lease import LeaseKey
+from osmosis_ai.rollout.server._impl.outbox import Outbox, OutboxLocked, default_outbox_dir
+from osmosis_ai.rollout.server._impl.polling import LEASE_EXPIRED_MESSAGE, Leases
+from osmosis_ai.rollout.server._impl.retention import (
     RetainedResults,
     done_line,
     entry_from_record,
     needs_record,
     restarted_entry,
 )
-from osmosis_ai.rollout.server.settings import ServerSettings
+from osmosis_ai.rollout.server._impl.settings import ServerSettings
 from osmosis_ai.rollout.types.enums import RolloutErrorCategory, RolloutStatus
 from osmosis_ai.rollout.types.execution import ExecutionOutcome, ExecutionRequest, ExecutionResult
+from osmosis_ai.rollout.types.protocol import RolloutInitRequest
 
 __all__ = ["AdmissionError", "RolloutEntry", "RolloutService"]
 
@@ -61,18 +67,16 @@ TASK_CRASHED_MESSAGE = "rollout task crashed"
 _QUEUED = RolloutStatus.QUEUED
 
 
-class RolloutService(AdmissionMixin, PollingMixin, DrainingMixin):
+class RolloutService:
     """Owns every rollout the server has admitted and not yet forgotten."""
 
     def __init__(self, backend: ExecutionBackend, settings: ServerSettings) -> None:
         self.backend = backend
         self.settings = settings
-        # 0.3.8 backends implement execute(request) and read the ambient context.
-        self._legacy_backend = not accepts_progress(backend)
+        self._legacy_backend = compat.legacy_backend(backend)
         self.process_id = str(uuid.uuid4())
         self.instance_id = os.environ.get(ENV_INSTANCE_ID) or self.process_id
         self.entries: dict[str, RolloutEntry] = {}
-        self.accepting = True
         self.active = 0
         # Admitted rollouts whose task has not started yet (not in backend.execute: the
         # backend cannot count them, the capacity check does).
@@ -85,10 +89,32 @@ class RolloutService(AdmissionMixin, PollingMixin, DrainingMixin):
             forget=self._acknowledge,
         )
         self._outbox: Outbox | None = None
-        self._lease_key = LeaseKey(os.urandom(32))  # the outbox's persistent key at start
         self._restored: set[str] = set()
-        self._drain_deadline: float | None = None
-        self._settling = asyncio.Event()  # set whenever a result finishes or is received
+        self._drain = Drain(
+            settings,
+            self.entries,
+            self._restored,
+            cancel_execution=self._cancel_execution,
+            force_result=self._finalize_forced,
+        )
+        self._leases = Leases(
+            settings,
+            self.entries,
+            force_result=self._finalize_forced,
+            cancel_execution=self._cancel_execution,
+            acknowledge=self._acknowledge,
+        )
+        self._admission = Admission(
+            settings,
+            self.entries,
+            process_id=self.process_id,
+            lease_key=LeaseKey(os.urandom(32)),  # the outbox's persistent key at start
+            drain=self._drain,
+            leases=self._leases,
+            has_capacity=self._has_capacity,
+            run=self._run,
+            scheduled=self._scheduled,
+        )
         self._trajectories = TrajectorySaver()
         self._callbacks = CallbackDelivery(settings, self._trajectories, self._acknowledge)
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -100,22 +126,62 @@ class RolloutService(AdmissionMixin, PollingMixin, DrainingMixin):
         """Callback deliveries in flight (tests wait on them)."""
         return self._callbacks.tasks
 
+    @property
+    def accepting(self) -> bool:
+        """Whether new rollouts are admitted (``False`` once the drain began)."""
+        return self._drain.accepting
+
+    # ---- the collaborators' public steps ----------------------------------------------------
+
+    def admit(self, request: RolloutInitRequest, body: bytes | None = None) -> bytes:
+        """Register and schedule one rollout; return the 202 body (see :meth:`.Admission.admit`)."""
+        return self._admission.admit(request, body)
+
+    def admit_batched(
+        self, request: RolloutInitRequest, body: bytes
+    ) -> tuple[bytes, Coroutine[Any, Any, None] | None]:
+        """:meth:`admit`, journaled with this turn's other records (see
+        :meth:`.Admission.admit_batched`)."""
+        return self._admission.admit_batched(request, body)
+
+    def lease_ok(self, entry: RolloutEntry, token: str) -> bool:
+        return self._leases.matches(entry, token)
+
+    async def poll(self, entry: RolloutEntry) -> bytes:
+        """Answer one long poll (token already checked)."""
+        return await self._leases.poll(entry)
+
+    def begin_drain(self) -> None:
+        """Stop admitting (503) and wake every long poll so pollers see the current status."""
+        self._drain.begin()
+
+    def settled(self) -> bool:
+        """Nothing is left to run, deliver or fetch (see :meth:`.Drain.settled`)."""
+        return self._drain.settled()
+
+    async def drained(self) -> None:
+        """Return once :meth:`settled` or the drain grace period is over."""
+        await self._drain.drained()
+
     # ---- lifecycle ------------------------------------------------------------------------
 
     def use_backend(self, backend: ExecutionBackend) -> None:
         """Swap the backend before the server starts (``serve(app, workers=N)`` puts a
-        :class:`~osmosis_ai.rollout.server._workers.pool.WorkerPool` in front of it)."""
+        :class:`~osmosis_ai.rollout.server._impl.workers.pool.WorkerPool` in front of it)."""
         self.backend = backend
-        self._legacy_backend = not accepts_progress(backend)
+        self._legacy_backend = compat.legacy_backend(backend)
 
     async def start(self) -> None:
-        self._loop = asyncio.get_running_loop()
+        self._loop = self._admission.loop = self._leases.loop = self._drain.loop = (
+            asyncio.get_running_loop()
+        )
         start_workers = getattr(self.backend, "start_workers", None)
         if start_workers is not None:
             await start_workers()
         self._trajectories.start(self.settings.save_trajectories)
         self._outbox, records = await asyncio.to_thread(self._open_outbox)
-        self._lease_key = LeaseKey(self._outbox.lease_key)
+        self._admission.lease_key = LeaseKey(self._outbox.lease_key)
+        self._admission.outbox = self._outbox
         self._outbox.bind(self._loop)
         for record in records:
             self._restore(record)
@@ -152,8 +218,8 @@ class RolloutService(AdmissionMixin, PollingMixin, DrainingMixin):
         if self._closed:
             return
         self._closed = True
-        self.begin_drain()
-        await self._drain_executions()
+        self._drain.begin()
+        await self._drain.drain_executions()
         await self._callbacks.flush(self.settings.callback_flush_sec)
         if self._outbox is not None:
             left = sum(1 for e in self.entries.values() if needs_record(e))
@@ -177,7 +243,7 @@ class RolloutService(AdmissionMixin, PollingMixin, DrainingMixin):
 
     def _acknowledge(self, entry: RolloutEntry) -> None:
         """The result was received (or forgotten): the outbox no longer needs it."""
-        self._settling.set()
+        self._drain.settling.set()
         if entry.journaled and self._outbox is not None:
             entry.journaled = False
             self._outbox.put(entry.rollout_id, None)
@@ -189,13 +255,20 @@ class RolloutService(AdmissionMixin, PollingMixin, DrainingMixin):
         fits = getattr(backend, "has_capacity_for", None)  # absent on duck-typed backends
         return fits(self._unstarted) if fits is not None else backend.has_capacity()
 
+    def _scheduled(self, entry: RolloutEntry, task: asyncio.Task[None]) -> None:
+        """Admission scheduled ``task`` to run ``entry``: count it, and finish it when it ends."""
+        entry.task = task
+        self.active += 1
+        self._unstarted += 1
+        task.add_done_callback(lambda t, e=entry: self._task_done(e, t))
+
     async def _run(self, entry: RolloutEntry, exec_request: ExecutionRequest) -> None:
         entry.started = True
         self._unstarted -= 1
         outcome: ExecutionOutcome | None = None
         try:
             if self._legacy_backend:
-                outcome = await self._run_legacy(entry, exec_request)
+                outcome = await compat.execute_legacy(self.backend, exec_request, entry.progress)
             else:
                 outcome = await self.backend.execute(exec_request, entry.progress)
         except asyncio.CancelledError:
@@ -231,12 +304,6 @@ class RolloutService(AdmissionMixin, PollingMixin, DrainingMixin):
             )
             return
         self._finalize(entry, outcome)
-
-    async def _run_legacy(
-        self, entry: RolloutEntry, exec_request: ExecutionRequest
-    ) -> ExecutionOutcome:
-        """A 0.3.8 backend: the server enters the context and reports ``running`` at once."""
-        return await execute_legacy(self.backend, exec_request, entry.progress)
 
     def _task_done(self, entry: RolloutEntry, task: asyncio.Task[None]) -> None:
         self.active -= 1
@@ -313,7 +380,7 @@ class RolloutService(AdmissionMixin, PollingMixin, DrainingMixin):
             # pending record into an acknowledgement (the result's line is never built).
             self._journal_result(entry)
         self._retained.add(entry, loop.time())
-        self._settling.set()
+        self._drain.settling.set()
 
     def _journal_result(self, entry: RolloutEntry) -> None:
         """Record ``entry``'s finished result for this turn's journal write (at most once)."""
