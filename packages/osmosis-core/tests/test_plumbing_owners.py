@@ -98,7 +98,7 @@ ALLOWED: dict[tuple[str, str], str] = {
     # The eval proxy's retry numbers (serialized to its child process); delays come from Backoff.
     ("backoff", f"{CORE}/eval/_impl/proxy/calls.py"): "RetryPolicy holds numbers over Backoff",
     # The outbox's JSON lines are a journal on disk, not messages to a child process.
-    ("framing", f"{CORE}/rollout/server/outbox.py"): "a file journal, not a child channel",
+    ("framing", f"{CORE}/rollout/server/_impl/outbox.py"): "a file journal, not a child channel",
 }
 
 
