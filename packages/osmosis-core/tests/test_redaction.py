@@ -4,16 +4,23 @@ from __future__ import annotations
 
 import pytest
 
-from osmosis_ai._util.redaction import MARK, Redactor, mask_url, redact
+from osmosis_ai._util.redaction import MARK, MIN_SECRET_LENGTH, Redactor, mask_url, redact
 
 
-@pytest.mark.parametrize("secret", ["a", "Qz7w", "Jx3Kv", "sk-very-long-secret-123"])
-def test_given_secrets_of_any_length_are_masked(secret: str) -> None:
+@pytest.mark.parametrize("secret", ["Qz7w", "Jx3Kv", "sk-8char", "sk-very-long-secret-123"])
+def test_given_secrets_of_four_characters_or_more_are_masked(secret: str) -> None:
     assert redact(f"<{secret}>", [secret]) == f"<{MARK}>"
 
 
+@pytest.mark.parametrize("secret", ["x", "ab", "key"])
+def test_shorter_values_are_left_alone_so_ordinary_text_is_not_rewritten(secret: str) -> None:
+    assert len(secret) < MIN_SECRET_LENGTH
+    text = f"exit: the {secret} key was used"
+    assert redact(text, [secret]) == text
+
+
 def test_longest_first_so_a_secret_inside_another_is_not_half_revealed() -> None:
-    assert redact("x abcdef y", ["abc", "abcdef"]) == f"x {MARK} y"
+    assert redact("x abcdefgh y", ["abcd", "abcdefgh"]) == f"x {MARK} y"
 
 
 def test_none_and_empty_are_ignored() -> None:

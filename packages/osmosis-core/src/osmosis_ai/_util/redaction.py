@@ -1,8 +1,11 @@
 """Redaction: the one rule, one mark and one threshold for secrets in logs, files, reports,
 console output and error bodies.
 
-* **Given secrets** (an API key, a token, a secret env value) are masked at any length ≥ 1,
-  longest first, so a secret that contains another is never half-revealed.
+* **Given secrets** (an API key, a token, a secret env value) of at least
+  :data:`MIN_SECRET_LENGTH` characters are masked, longest first, so a secret that contains
+  another is never half-revealed. A shorter value (a placeholder key such as ``x`` for a local
+  server) is not a secret anyone can keep, and masking it would rewrite every ``x`` in a log or
+  report.
 * **Credentials in URLs**: user-info (``https://user:pass@host``) and credential-like query
   parameters (``?api_key=...``) in free text; :func:`mask_url` masks a URL's whole user-info
   and query.
@@ -17,10 +20,12 @@ import re
 from collections.abc import Iterable
 from urllib.parse import urlsplit
 
-__all__ = ["MARK", "Redactor", "mask_url", "redact"]
+__all__ = ["MARK", "MIN_SECRET_LENGTH", "Redactor", "mask_url", "redact"]
 
 #: What every redacted value becomes.
 MARK = "***"
+#: The one threshold: given secrets this long or longer are masked.
+MIN_SECRET_LENGTH = 4
 
 _URL_USERINFO = re.compile(r"(\b[A-Za-z][A-Za-z0-9+.-]*://)[^/@\s?#]+@")
 _QUERY_CREDENTIAL = re.compile(
@@ -44,7 +49,8 @@ def mask_url(url: str) -> str:
 
 
 class Redactor:
-    """Masks registered secrets (any length ≥ 1), URL credentials and authorization values."""
+    """Masks registered secrets (at least :data:`MIN_SECRET_LENGTH` characters), URL credentials
+    and authorization values."""
 
     def __init__(self, secrets: Iterable[str | None] = ()) -> None:
         self._secrets: set[str] = set()
@@ -53,8 +59,9 @@ class Redactor:
             self.add(secret)
 
     def add(self, secret: str | None) -> None:
-        """Register one secret (``None`` and ``""`` are ignored)."""
-        if secret and secret not in self._secrets:
+        """Register one secret (``None`` and values shorter than :data:`MIN_SECRET_LENGTH` are
+        ignored)."""
+        if secret and len(secret) >= MIN_SECRET_LENGTH and secret not in self._secrets:
             self._secrets.add(secret)
             self._ordered = sorted(self._secrets, key=len, reverse=True)
 

@@ -62,15 +62,16 @@ def test_log_redacts_longest_first_and_is_private(tmp_path: Path) -> None:
     redactor = Redactor()
     redactor.add("secret")
     redactor.add("secret-long-value")
-    redactor.add("ab")  # a secret given as one is masked at any length (one rule, one threshold)
+    redactor.add("ab")  # below the one threshold (4): masking it would rewrite ordinary text
+    redactor.add("wxyz")  # at the threshold: masked
     log = RunLog(tmp_path / "logs.txt", redactor)
-    log.info("step", "using secret-long-value and secret", key="secret", word="ab", other="cd")
+    log.info("step", "using secret-long-value and secret", key="secret", word="ab", four="wxyz")
     log.close()
     text = (tmp_path / "logs.txt").read_text()
     assert "secret" not in text
     assert "***" in text
-    assert '"word":"***"' in text
-    assert '"other":"cd"' in text
+    assert '"word":"ab"' in text
+    assert '"four":"***"' in text
     assert "INFO [step]" in text
     assert stat.S_IMODE((tmp_path / "logs.txt").stat().st_mode) == 0o600
 

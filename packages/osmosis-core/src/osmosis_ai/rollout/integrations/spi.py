@@ -26,7 +26,7 @@ What an integration needs, in one place:
   (:func:`find_uv`, :class:`UvNotFoundError`);
 * plumbing with one owner in core, for every sibling distribution (the CLI too):
   :func:`write_atomic` (atomic file writes), :class:`Redactor` and :func:`mask_url` (the one
-  redaction rule: given secrets of any length, URL credentials, ``Bearer``/``Basic`` values),
+  redaction rule: given secrets of 4 or more characters, URL credentials, ``Bearer``/``Basic`` values),
   :class:`Backoff` (exponential backoff with jitter from a private generator) and
   :func:`parse_retry_after`;
 * the errors integrations raise or subclass: :class:`OsmosisError`, :class:`PolicyError`,
