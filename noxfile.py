@@ -63,23 +63,36 @@ def _pytest(
     *paths: Path,
     ignore: tuple[Path, ...] = (),
     workers: int = WORKERS,
-    extra: tuple[str, ...] = (),
-    env: dict[str, str] | None = None,
+    coverage: str | None = None,
 ) -> None:
+    """Run pytest on ``paths`` with ``workers`` xdist workers; with ``coverage`` (a package
+    name), measure that package's line coverage against its floor in COVERAGE_FLOORS."""
     existing = [str(p) for p in paths if p.exists()]
     if not existing:
         session.skip(f"no tests yet under {', '.join(str(p) for p in paths)}")
     parallel = ["-n", str(workers)] if workers > 1 else []
     args = session.posargs or ["-q", "-p", "no:cacheprovider", *parallel]
     ignored = [f"--ignore={p}" for p in ignore]
+    env = {"LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    if coverage is None:
+        session.run("pytest", *args, *ignored, *existing, env=env)
+        return
+    # Not session.create_tmp(): it points TMPDIR into the checkout, and the CLI tests' tmp_path
+    # folders would then sit inside a git repository (a workspace).
+    data = Path(str(session.virtualenv.location)) / f".coverage.{coverage}"
+    floor = COVERAGE_FLOORS[coverage]
+    measured = [
+        f"--cov={PACKAGES / coverage / 'src'}",
+        "--cov-report=",
+        f"--cov-fail-under={floor}",
+    ]
     session.run(
-        "pytest",
-        *args,
-        *extra,
-        *ignored,
-        *existing,
-        env={"LITELLM_LOCAL_MODEL_COST_MAP": "True", **(env or {})},
+        "pytest", *args, *measured, *ignored, *existing, env={**env, "COVERAGE_FILE": str(data)}
     )
+    total = session.run(
+        "coverage", "report", f"--data-file={data}", "--format=total", "--precision=1", silent=True
+    )
+    session.log(f"line coverage of {coverage}: {str(total).strip()} % (floor {floor} %)")
 
 
 @nox.session(python="3.12", tags=["lint"])
@@ -115,8 +128,9 @@ def fast(session: nox.Session) -> None:
     _pytest(session, *sorted(PACKAGES.glob("*/tests")))
 
 
-#: Line coverage floors per package (each package's own tests over its own source, measured by
-#: ``nox -s coverage``); a drop below a floor fails the session. Figures in docs/ci.md.
+#: Line coverage floors per package: each package's own tests over its own source, measured in
+#: its ``latest`` session (and by ``nox -s coverage`` for all of them in the workspace venv); a
+#: drop below a floor fails the session. Figures in docs/ci.md.
 COVERAGE_FLOORS = {
     "osmosis-core": 0,
     "osmosis-cli": 0,
@@ -124,27 +138,16 @@ COVERAGE_FLOORS = {
     "osmosis-openai-agents": 0,
     "osmosis-harbor": 0,
 }
+COVERAGE_DEPS = ["pytest-cov>=6"]
 
 
 @nox.session(python="3.12", default=False, reuse_venv=True)
 def coverage(session: nox.Session) -> None:
-    """Line coverage of each package by its own tests, against the floors in COVERAGE_FLOORS."""
+    """Line coverage of every package by its own tests, in one workspace venv, against the
+    floors in COVERAGE_FLOORS (CI measures each in its package's ``latest`` session)."""
     _sync_workspace(session)
-    for package, floor in COVERAGE_FLOORS.items():
-        source = PACKAGES / package / "src"
-        data = Path(session.create_tmp()) / f".coverage.{package}"
-        _pytest(
-            session,
-            PACKAGES / package / "tests",
-            extra=(
-                f"--cov={source}",
-                "--cov-report=",
-                f"--cov-fail-under={floor}",
-            ),
-            env={"COVERAGE_FILE": str(data)},
-        )
-        session.log(f"{package}: line coverage (%) follows")
-        session.run("coverage", "report", f"--data-file={data}", "--format=total")
+    for package in COVERAGE_FLOORS:
+        _pytest(session, PACKAGES / package / "tests", coverage=package)
 
 
 # ---- the diagonal matrix ---------------------------------------------------------------
@@ -161,6 +164,15 @@ def _resolution(level: str) -> list[str]:
     return ["--resolution", "lowest-direct"] if level == FLOOR else []
 
 
+def _coverage_deps(level: str) -> list[str]:
+    return COVERAGE_DEPS if level == LATEST else []
+
+
+def _measured(package: str, level: str) -> str | None:
+    """Coverage is measured (and its floor enforced) in a package's ``latest`` session."""
+    return package if level == LATEST else None
+
+
 #: nox.parametrize values for ("python", "level"), ids "floor" and "latest".
 _LEVELS = [(DIAGONAL[FLOOR], FLOOR), (DIAGONAL[LATEST], LATEST)]
 
@@ -171,9 +183,13 @@ def core(session: nox.Session, level: str) -> None:
     """osmosis-core alone (with its server, rubric and eval extras): the contract, LocalBackend,
     server, testing kit, judge and the local evaluation library; at its floors and latest."""
     session.install(
-        *_resolution(level), *TEST_DEPS, "-e", f"{PACKAGES / 'osmosis-core'}[server,rubric,eval]"
+        *_resolution(level),
+        *TEST_DEPS,
+        *_coverage_deps(level),
+        "-e",
+        f"{PACKAGES / 'osmosis-core'}[server,rubric,eval]",
     )
-    _pytest(session, PACKAGES / "osmosis-core" / "tests")
+    _pytest(session, PACKAGES / "osmosis-core" / "tests", coverage=_measured("osmosis-core", level))
 
 
 def _integration(session: nox.Session, dist: str, level: str) -> None:
@@ -185,9 +201,15 @@ def _integration(session: nox.Session, dist: str, level: str) -> None:
     # One resolution: the pin is installed together with the member so that an out-of-range
     # pin fails loudly instead of being silently replaced.
     session.install(
-        *_resolution(level), *TEST_DEPS, *CORE, "-e", str(package), f"{framework}=={version}"
+        *_resolution(level),
+        *TEST_DEPS,
+        *_coverage_deps(level),
+        *CORE,
+        "-e",
+        str(package),
+        f"{framework}=={version}",
     )
-    _pytest(session, package / "tests")
+    _pytest(session, package / "tests", coverage=_measured(dist, level))
 
 
 @nox.session(tags=["strands"])
@@ -220,8 +242,15 @@ def cli(session: nox.Session, level: str) -> None:
         session.skip("osmosis-cli does not exist yet")
     # The eval extra (the local controller's proxy) and parquet (dataset reading) are exercised
     # here; tests-integration proves the CLI also runs with neither installed.
-    session.install(*_resolution(level), *TEST_DEPS, *CORE, "-e", f"{package}[eval,parquet]")
-    _pytest(session, package / "tests")
+    session.install(
+        *_resolution(level),
+        *TEST_DEPS,
+        *_coverage_deps(level),
+        *CORE,
+        "-e",
+        f"{package}[eval,parquet]",
+    )
+    _pytest(session, package / "tests", coverage=_measured("osmosis-cli", level))
 
 
 @nox.session(python="3.12", tags=["e2e"])

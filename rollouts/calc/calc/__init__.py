@@ -1,0 +1,1 @@
+"""calc: an osmosis rollout."""

@@ -1,0 +1,1 @@
+"""multiply-local-strands: a Strands agent that multiplies with a tool."""
