@@ -131,12 +131,12 @@ def fast(session: nox.Session) -> None:
 #: Line coverage floors per package: each package's own tests over its own source, measured in
 #: its ``latest`` session (and by ``nox -s coverage`` for all of them in the workspace venv); a
 #: drop below a floor fails the session. Figures in docs/ci.md.
-COVERAGE_FLOORS = {
-    "osmosis-core": 0,
-    "osmosis-cli": 0,
-    "osmosis-strands": 0,
-    "osmosis-openai-agents": 0,
-    "osmosis-harbor": 0,
+COVERAGE_FLOORS = {  # measured 2026-12-05 (workspace venv): 84.9, 73.3, 92.4, 94.5, 87.9
+    "osmosis-core": 84,
+    "osmosis-cli": 72,
+    "osmosis-strands": 91,
+    "osmosis-openai-agents": 93,
+    "osmosis-harbor": 86,
 }
 COVERAGE_DEPS = ["pytest-cov>=6"]
 
