@@ -1,1 +1,0 @@
-"""calc: an osmosis rollout."""

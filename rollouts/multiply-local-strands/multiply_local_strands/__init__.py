@@ -1,1 +1,0 @@
-"""multiply-local-strands: a Strands agent that multiplies with a tool."""
