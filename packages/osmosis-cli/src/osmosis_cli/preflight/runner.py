@@ -189,20 +189,42 @@ def _import_check(target: RolloutTarget, timeout_sec: float, *, local: bool) -> 
 def _interpret(result: dict[str, Any], target: RolloutTarget, *, local: bool = False) -> Check:
     if result.get("ok"):
         attributes = result.get("attributes") or {}
+        mode = result.get("mode", "app" if attributes.get("app") else None)
+        details: dict[str, Any] = {"attributes": attributes, "mode": mode}
         if attributes.get("app") is None:
             return Check(
                 "import",
                 "warning",
-                f"{target.entrypoint_label} imports, but defines no module-level `app`; "
-                "`osmosis rollout serve` needs `app = create_rollout_server(backend=...)`.",
-                {"attributes": attributes},
+                f"{target.entrypoint_label} imports, but defines no module-level `app`"
+                + (f" ({result['script_error']})" if result.get("script_error") else "")
+                + "; `osmosis rollout serve` needs `app = create_rollout_server(backend=...)` "
+                "(or a `main()` that calls `uvicorn.run(app, ...)`).",
+                details,
             )
-        return Check(
-            "import",
-            "ok",
-            f"{target.entrypoint_label} imports and exposes `app`",
-            {"attributes": attributes},
-        )
+        if mode == "script":
+            script = result.get("script") or {}
+            details["script"] = script
+            host = script.get("host")
+            bind = (
+                f"; run directly (`python {target.entrypoint_label}`) it binds {host}, "
+                "reachable from other machines"
+                if script.get("binds_all_interfaces")
+                else (f"; run directly it binds {host}" if host else "")
+            )
+            return Check(
+                "import",
+                "ok",
+                f"{target.entrypoint_label} imports; script mode: its {script.get('via')} "
+                "builds the app and calls uvicorn.run (0.3.x style). `osmosis rollout serve` "
+                "and `osmosis eval run` capture that app and bind it where they are told "
+                "(loopback unless --host says otherwise), not where the script says"
+                + bind
+                + ". Module mode (`app = create_rollout_server(...)` at module level) starts "
+                "faster.",
+                details,
+            )
+        label = "exposes `app` (module mode)" if mode == "app" else "exposes `create_app()`"
+        return Check("import", "ok", f"{target.entrypoint_label} imports and {label}", details)
     location = _location_label(result, target)
     if result.get("module_not_found") and local:
         missing = result.get("missing_module")
