@@ -20,7 +20,6 @@ class LegacyProject:
     rollout_dir: Path
     eval_config: Path
     dataset: Path
-    legacy_python: Path
 
 
 OSMOSIS = str(Path(sys.executable).with_name("osmosis"))

@@ -75,5 +75,4 @@ def legacy_project(legacy_venv: Path, tmp_path: Path) -> LegacyProject:
         rollout_dir=rollout_dir,
         eval_config=ws / "configs" / "eval" / f"{ROLLOUT}.toml",
         dataset=dataset,
-        legacy_python=legacy_venv / "bin" / "python",
     )

@@ -15,6 +15,7 @@ import signal
 import subprocess
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 from compat_support import OSMOSIS, ROWS, LegacyProject, free_port, osmosis, read_jsonl
@@ -121,18 +122,53 @@ def test_rollout_serve_serves_the_unmodified_project(
     assert "0.0.0.0" not in output, output
 
 
-def test_validate_reports_script_mode(legacy_project: LegacyProject) -> None:
-    ws = legacy_project.workspace
-    # The 0.3.x pin (`osmosis-ai[server]>=0.3.0,<0.4`) would skip the import check: relax it the
-    # way `osmosis doctor --fix` does (issue 38 item 2 tests that route itself).
-    pyproject = legacy_project.rollout_dir / "pyproject.toml"
-    pyproject.write_text(pyproject.read_text().replace(">=0.3.0,<0.4", ""), encoding="utf-8")
+def _validate(ws: Path) -> dict[str, dict[str, Any]]:
     done = osmosis("--json", "rollout", "validate", "rollouts/calc", cwd=ws, home=ws.parent / "h")
     assert done.returncode == 0, done.stdout + done.stderr
-    checks = {c["name"]: c for c in json.loads(done.stdout)["resource"]["checks"]}
+    return {c["name"]: c for c in json.loads(done.stdout)["resource"]["checks"]}
+
+
+def test_validate_reports_script_mode_and_the_pin_edit(legacy_project: LegacyProject) -> None:
+    ws = legacy_project.workspace
+    checks = _validate(ws)
     imported = checks["import"]
-    assert imported["status"] == "ok", imported
+    assert imported["status"] == "ok", imported  # the 0.3 pin does not skip the import check
     assert imported["details"]["mode"] == "script"
     assert imported["details"]["script"]["host"] == "0.0.0.0"
     assert "script mode" in imported["message"]
     assert "binds 0.0.0.0" in imported["message"]
+    pin = checks["sdk pin"]
+    assert pin["status"] == "warning"
+    assert (
+        'rollouts/calc/pyproject.toml: "osmosis-ai[server]>=0.3.0,<0.4" -> '
+        '"osmosis-ai[server]>=0.4,<0.5"'
+    ) in pin["message"]
+
+
+def test_doctor_fix_moves_the_pin_to_this_sdk(legacy_project: LegacyProject) -> None:
+    ws = legacy_project.workspace
+    home = ws.parent / "h"
+    doctor = osmosis("--json", "doctor", cwd=ws, home=home)
+    assert doctor.returncode == 0, doctor.stdout + doctor.stderr
+    checks = {c["name"]: c for c in json.loads(doctor.stdout)["resource"]["checks"]}
+    assert checks["rollout calc sdk pin"]["fix"] == "osmosis doctor --fix"
+    fixed = osmosis("--json", "doctor", "--fix", cwd=ws, home=home)
+    assert fixed.returncode == 0, fixed.stdout + fixed.stderr
+    pyproject = (legacy_project.rollout_dir / "pyproject.toml").read_text(encoding="utf-8")
+    assert '"osmosis-ai[server]>=0.4,<0.5"' in pyproject
+    assert "<0.4" not in pyproject
+    after = _validate(ws)
+    assert "sdk pin" not in after
+    assert after["dependencies"]["status"] == "ok"
+    assert after["import"]["details"]["mode"] == "script"
+
+
+def test_eval_run_isolated_says_the_edit(legacy_project: LegacyProject) -> None:
+    ws = legacy_project.workspace
+    done = osmosis(
+        "--json", "eval", "run", "configs/eval/calc.toml", "--model", "mock",
+        "--dataset", "data/calc.jsonl", "--isolated",
+        cwd=ws, home=ws.parent / "home", env=SECRETS,
+    )  # fmt: skip
+    assert done.returncode == 1
+    assert '-> \\"osmosis-ai[server]>=0.4,<0.5\\"' in done.stderr, done.stderr

@@ -14,6 +14,7 @@ from typing import Any
 from osmosis_cli.errors import CLIError, CLIErrorCode
 from osmosis_cli.preflight.dependencies import check_declared_dependencies
 from osmosis_cli.preflight.report import Check, PreflightReport
+from osmosis_cli.preflight.sdk_pin import LegacyPin, legacy_sdk_pins
 from osmosis_cli.preflight.target import RolloutTarget
 
 DEFAULT_IMPORT_TIMEOUT_SEC = 60.0
@@ -48,7 +49,10 @@ def run_preflight(
         )
     )
 
-    deps = check_declared_dependencies(target.rollout_dir)
+    pins = legacy_sdk_pins(target.rollout_dir)
+    if pins:
+        report.add(_pin_check(pins, target))
+    deps = check_declared_dependencies(target.rollout_dir, ignore={p.old for p in pins})
     if deps.problem:
         report.add(Check("dependencies", "warning", deps.problem))
     elif deps.unsatisfied:
@@ -85,6 +89,23 @@ def run_preflight(
 
 
 _HARBOR_BACKEND = "osmosis_ai.rollout.backend.harbor."
+
+
+def _pin_check(pins: list[LegacyPin], target: RolloutTarget) -> Check:
+    """A 0.3 SDK pin: its code runs here, but installs would bring back the old SDK."""
+    root = target.workspace or target.rollout_dir.parent
+    edits = [pin.describe(root) for pin in pins]
+    return Check(
+        "sdk pin",
+        "warning",
+        f"{target.rollout_label} pins the 0.3 SDK. Its code runs unmodified on this SDK (the "
+        "import check below uses this environment), but `pip install -e "
+        f"{target.rollout_label}` and `osmosis eval run --isolated` would install the old "
+        "osmosis-ai from that pin. Change it: "
+        + "; ".join(edits)
+        + " (`osmosis doctor --fix` applies it).",
+        {"edits": [{"file": str(p.pyproject), "old": p.old, "new": p.new} for p in pins]},
+    )
 
 
 def _uv_check() -> Check:
