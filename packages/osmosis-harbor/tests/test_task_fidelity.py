@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
 
 import pytest
 from harbor.trial.queue import TrialQueue
@@ -152,3 +153,44 @@ def test_only_generic_base_images_are_stood_in_for(tmp_path: Path) -> None:
 )
 def test_run_steps_that_need_the_network(command: str, tool: str | None) -> None:
     assert needs_network(command) == tool
+
+
+async def test_a_compose_task_with_a_dockerfile_is_refused_not_run(
+    queue: TrialQueue, tmp_path: Path, make_task: Any
+) -> None:
+    """Issue 38 item 4: docker-compose.yaml next to a Dockerfile with FROM. The reference
+    solution would score 1.0 on the host userland, but without the compose services the task
+    is not the task: the trial must fail naming the compose file, not run."""
+    tasks = tmp_path / "tasks"
+    task = make_task(tasks / "with-compose")
+    (task / "environment" / "docker-compose.yaml").write_text(
+        "services:\n  main:\n    build: .\n  db:\n    image: postgres:16\n"
+    )
+    oracle = HarborBackend(
+        orchestrator=queue,
+        tasks_dir=tasks,
+        task_mode="dataset",
+        agent="oracle",
+        environment_config=local_environment_config(),
+    )
+    try:
+        outcome = await _run(oracle, "o-compose", "with-compose")
+    finally:
+        await oracle.shutdown()
+    assert outcome.result.status == RolloutStatus.FAILURE
+    message = outcome.result.err_message or ""
+    assert "UnsupportedEnvironmentError" in message
+    assert "environment/docker-compose.yaml (multi-container services" in message
+    assert outcome.wire_reward is None
+
+
+def test_the_compose_refusal_survives_every_build_stage(tmp_path: Path) -> None:
+    environment = tmp_path / "environment"
+    environment.mkdir()
+    (environment / "docker-compose.yml").write_text("services: {}\n")
+    (environment / "Dockerfile").write_text(
+        "FROM python:3.12-slim AS build\nRUN true\nFROM build\nWORKDIR /app\n"
+    )
+    assert plan_image(environment).unsupported == [
+        "environment/docker-compose.yml (multi-container services need a container runtime)"
+    ]

@@ -224,13 +224,19 @@ def agent_config(
 async def install_only_trial(
     config: HarborConfig, bundle: Bundle | None, staging: Path
 ) -> TrialConfig:
-    """A trial that only starts the environment and installs the agent (``prewarm``)."""
+    """A trial that only starts the environment and installs the agent (``prewarm``).
+
+    Template mode only. There the rollout's prompt owns ``instruction.md``, so a template task
+    need not ship one; Harbor's ``Task`` reads it all the same, so the copy gets a placeholder
+    prompt's instruction, as osmosis-ai 0.3.8 does (the agent never runs in this trial).
+    """
     from harbor.models.trial.config import TaskConfig, TrialConfig, VerifierConfig
     from osmosis_ai.rollout.types.execution import ExecutionRequest
 
     source = config.tasks_dir
     task_dir = await asyncio.to_thread(materialize_task, source, staging / source.name)
-    request = ExecutionRequest(id="prewarm", prompt=[])
+    request = ExecutionRequest(id="prewarm", prompt=[{"role": "user", "content": "prewarm"}])
+    (task_dir / "instruction.md").write_text(render_instruction(request.prompt))
     endpoint = Endpoint(url="http://127.0.0.1:9/prewarm", api_key=None)
     return TrialConfig(
         task=TaskConfig(path=task_dir),
