@@ -68,7 +68,8 @@ def run(
 ) -> None:
     """Run an eval locally: every row x n samples through the rollout, graded, resumable.
 
-    Starts the rollout's server (its entrypoint's `app`) on 127.0.0.1, or drives running ones
+    Starts the rollout's server (its entrypoint's `app`, or the app a 0.3.x-style `main()` passes
+    to `uvicorn.run`) on 127.0.0.1, or drives running ones
     with --servers/--servers-file, and proxies its model calls to the upstream model. Results
     go to .osmosis/evals/<run>/ (report.html, index.jsonl,
     metrics.json, trajectories/, logs.txt). Rerun with the same --name to resume. Exit code 1
