@@ -194,7 +194,7 @@ class ScriptServe:
 
     ``host``/``port`` are the script's own (0.3.x scaffolds: ``"0.0.0.0"`` and
     ``$_OSMOSIS_ROLLOUT_PORT`` or 8000); ``options`` the other keyword arguments
-    (e.g. ``timeout_keep_alive``). ``via`` is ``"main()"``, ``"__main__"`` or ``"import"``.
+    (e.g. ``timeout_keep_alive``). ``via`` is ``"main()"`` or ``"__main__"``.
     """
 
     via: str
@@ -240,12 +240,12 @@ def _capturing_uvicorn_run() -> Iterator[None]:
         uvicorn.run, uvicorn_main.run = saved
 
 
-def _resolve_captured(captured: _Captured, module: types.ModuleType | None, path: Path) -> Any:
+def _resolve_captured(captured: _Captured, module: types.ModuleType, path: Path) -> Any:
     """The app object behind ``uvicorn.run``'s first argument (an object or ``"mod:attr"``)."""
     app = captured.app
     if isinstance(app, str):
         module_name, _, attr = app.partition(":")
-        if module is not None and module_name == path.stem:
+        if module_name == path.stem:
             owner: Any = module
         else:
             owner = importlib.import_module(module_name)
@@ -341,42 +341,30 @@ def load_rollout_app(
     (``app.state.osmosis_rollout_script`` records what the script asked for). Raises
     :class:`RolloutEntrypointError` (``kind="no_app"`` when none of these yields an app).
     """
-    root = Path(rollout_dir).resolve()
-    path = Path(entrypoint)
-    path = (path if path.is_absolute() else root / path).resolve()
+    # The import itself is never patched: module mode (the fast path) is imported exactly as
+    # before, and only a script-mode entrypoint's main() runs with uvicorn.run captured.
+    module = import_entrypoint(rollout_dir, entrypoint)
     script: ScriptServe | None = None
-    app: Any = None
-    with _capturing_uvicorn_run():
-        try:
-            module: types.ModuleType | None = import_entrypoint(rollout_dir, entrypoint)
-        except _Captured as captured:  # uvicorn.run at module level, outside any guard
-            module = None
-            try:
-                app = _resolve_captured(captured, None, path)
-            except Exception as exc:
-                raise _import_failed(exc, root, path) from exc
-            script = _script_serve(captured, "import")
-    if module is not None:
-        mode = entrypoint_mode(module, attribute)
-        if mode == "app":
-            app = getattr(module, attribute)
-        elif mode == "factory":
-            app = module.create_app()
-        elif mode == "script":
-            app, script = run_script_entrypoint(module, root, path)
-        else:
-            name = Path(entrypoint).name
-            raise RolloutEntrypointError(
-                f"{name} has no `{attribute}`; define `{attribute} = create_rollout_server("
-                "backend=...)` at module level"
-                + (
-                    " (or a zero-argument `create_app()` returning it, or a `main()` that "
-                    "calls `uvicorn.run(app, ...)`)"
-                    if attribute == "app"
-                    else ""
-                ),
-                kind="no_app",
-            )
+    mode = entrypoint_mode(module, attribute)
+    if mode == "app":
+        app = getattr(module, attribute)
+    elif mode == "factory":
+        app = module.create_app()
+    elif mode == "script":
+        app, script = run_script_entrypoint(module, rollout_dir, entrypoint)
+    else:
+        name = Path(entrypoint).name
+        raise RolloutEntrypointError(
+            f"{name} has no `{attribute}`; define `{attribute} = create_rollout_server("
+            "backend=...)` at module level"
+            + (
+                " (or a zero-argument `create_app()` returning it, or a `main()` that "
+                "calls `uvicorn.run(app, ...)`)"
+                if attribute == "app"
+                else ""
+            ),
+            kind="no_app",
+        )
     if script is not None:
         with contextlib.suppress(AttributeError):
             app.state.osmosis_rollout_script = script
