@@ -40,6 +40,7 @@ from .tasks import (
     render_instruction,
     select_task,
     task_has_verifier,
+    task_steps,
 )
 
 if TYPE_CHECKING:
@@ -141,12 +142,30 @@ async def prepare(
     record = await asyncio.to_thread(
         task_record, source, source_dir, config.tasks_dir, environment_name(config.environment)
     )
-    if config.mode is TaskMode.TEMPLATE and source.kind == "local" and request.prompt:
-        (task_dir / "instruction.md").write_text(render_instruction(request.prompt))
-    if not (task_dir / "instruction.md").is_file():
-        raise TaskSelectionError(
-            f"task {source.description} has no instruction.md and the request has no prompt"
-        )
+    steps = task_steps(task_dir)
+    if steps:
+        # Multi-step: Harbor runs each step's instruction, agent and verifier and combines the
+        # rewards. A template prompt is one instruction, so it cannot stand in for the steps.
+        if config.mode is TaskMode.TEMPLATE:
+            raise TaskSelectionError(
+                f"task {source.description} has [[steps]]: each step brings its own "
+                "instruction, so run it with task_mode='dataset' (template mode writes the "
+                "rollout's prompt as the one instruction)"
+            )
+        missing = [s for s in steps if not (task_dir / "steps" / s / "instruction.md").is_file()]
+        if missing:
+            raise TaskSelectionError(
+                f"task {source.description} has no instruction.md for step(s) "
+                + ", ".join(missing)
+                + " (steps/<name>/instruction.md)"
+            )
+    else:
+        if config.mode is TaskMode.TEMPLATE and source.kind == "local" and request.prompt:
+            (task_dir / "instruction.md").write_text(render_instruction(request.prompt))
+        if not (task_dir / "instruction.md").is_file():
+            raise TaskSelectionError(
+                f"task {source.description} has no instruction.md and the request has no prompt"
+            )
     if config.native is None and not endpoint.url:
         raise ValueError(
             "no policy endpoint: the request carries no chat_completions_url (the rollout "
