@@ -212,7 +212,7 @@ def test_script_mode_import_string_is_resolved(tmp_path: Path) -> None:
 
 
 def test_script_mode_main_that_never_serves_is_no_app(tmp_path: Path) -> None:
-    root = _rollout(tmp_path, "idle", {"main.py": "def main():\n    return None\n"})
+    root = _rollout(tmp_path, "idle", {"main.py": "import uvicorn\ndef main():\n    return None\n"})
     with pytest.raises(RolloutEntrypointError) as info:
         load_rollout_app(root)
     assert info.value.kind == "no_app"
@@ -221,9 +221,21 @@ def test_script_mode_main_that_never_serves_is_no_app(tmp_path: Path) -> None:
 
 def test_script_mode_main_raising_is_an_import_error(tmp_path: Path) -> None:
     root = _rollout(
-        tmp_path, "boom", {"main.py": "def main():\n    raise RuntimeError('no backend')\n"}
+        tmp_path,
+        "boom",
+        {"main.py": "import uvicorn\ndef main():\n    raise RuntimeError('no backend')\n"},
     )
     with pytest.raises(RolloutEntrypointError) as info:
         load_rollout_app(root)
     assert info.value.kind == "import_error"
     assert "no backend" in str(info.value)
+
+
+def test_a_main_that_does_not_use_uvicorn_is_never_run(tmp_path: Path) -> None:
+    root = _rollout(
+        tmp_path, "cli", {"main.py": "def main():\n    raise SystemExit('main() must not run')\n"}
+    )
+    with pytest.raises(RolloutEntrypointError) as info:
+        load_rollout_app(root)
+    assert info.value.kind == "no_app"
+    assert "create_rollout_server" in str(info.value)

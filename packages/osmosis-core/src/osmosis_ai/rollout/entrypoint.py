@@ -268,28 +268,34 @@ def _script_serve(captured: _Captured, via: str) -> ScriptServe:
     )
 
 
-def _has_main_block(path: Path) -> bool:
+def _source(module: types.ModuleType) -> str:
+    file = getattr(module, "__file__", None)
+    if not file:
+        return ""
     try:
-        source = path.read_text(encoding="utf-8")
+        return Path(file).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):
-        return False
-    return "__main__" in source and "__name__" in source
+        return ""
 
 
 def entrypoint_mode(module: types.ModuleType, attribute: str = "app") -> str | None:
     """How an imported entrypoint provides its app, without running anything: ``"app"``
-    (module level), ``"factory"`` (``create_app()``), ``"script"`` (``main()`` or a
-    ``__main__`` block to run, as ``python main.py`` would) or ``None``."""
+    (module level), ``"factory"`` (``create_app()``), ``"script"`` (the file uses uvicorn and
+    has a ``main()`` or a ``__main__`` block to run, as ``python main.py`` would) or ``None``."""
     if getattr(module, attribute, None) is not None:
         return "app"
     if attribute != "app":
         return None
     if callable(getattr(module, "create_app", None)):
         return "factory"
+    # Script mode only for an entrypoint that uses uvicorn itself: a main() that does something
+    # else (a CLI, a training loop) is never run by the loader.
+    source = _source(module)
+    if "uvicorn" not in source:
+        return None
     if callable(getattr(module, "main", None)):
         return "script"
-    file = getattr(module, "__file__", None)
-    if file and _has_main_block(Path(file)):
+    if "__main__" in source and "__name__" in source:
         return "script"
     return None
 
