@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
 
 import pytest
 from harbor.trial.queue import TrialQueue
@@ -152,3 +153,130 @@ def test_only_generic_base_images_are_stood_in_for(tmp_path: Path) -> None:
 )
 def test_run_steps_that_need_the_network(command: str, tool: str | None) -> None:
     assert needs_network(command) == tool
+
+
+async def test_a_compose_task_with_a_dockerfile_is_refused_not_run(
+    queue: TrialQueue, tmp_path: Path, make_task: Any
+) -> None:
+    """Issue 38 item 4: docker-compose.yaml next to a Dockerfile with FROM. The reference
+    solution would score 1.0 on the host userland, but without the compose services the task
+    is not the task: the trial must fail naming the compose file, not run."""
+    tasks = tmp_path / "tasks"
+    task = make_task(tasks / "with-compose")
+    (task / "environment" / "docker-compose.yaml").write_text(
+        "services:\n  main:\n    build: .\n  db:\n    image: postgres:16\n"
+    )
+    oracle = HarborBackend(
+        orchestrator=queue,
+        tasks_dir=tasks,
+        task_mode="dataset",
+        agent="oracle",
+        environment_config=local_environment_config(),
+    )
+    try:
+        outcome = await _run(oracle, "o-compose", "with-compose")
+    finally:
+        await oracle.shutdown()
+    assert outcome.result.status == RolloutStatus.FAILURE
+    message = outcome.result.err_message or ""
+    assert "UnsupportedEnvironmentError" in message
+    assert "environment/docker-compose.yaml (multi-container services" in message
+    assert outcome.wire_reward is None
+
+
+def test_the_compose_refusal_survives_every_build_stage(tmp_path: Path) -> None:
+    environment = tmp_path / "environment"
+    environment.mkdir()
+    (environment / "docker-compose.yml").write_text("services: {}\n")
+    (environment / "Dockerfile").write_text(
+        "FROM python:3.12-slim AS build\nRUN true\nFROM build\nWORKDIR /app\n"
+    )
+    assert plan_image(environment).unsupported == [
+        "environment/docker-compose.yml (multi-container services need a container runtime)"
+    ]
+
+
+def _multi_step_task(root: Path, *, second_solution: str, strategy: str | None = None) -> Path:
+    """Harbor's multi-step layout: ``[[steps]]`` in task.toml; each step has its own
+    instruction, solution and verifier under ``steps/<name>/``; no top-level instruction.md."""
+    (root / "environment").mkdir(parents=True)
+    (root / "environment" / "Dockerfile").write_text("FROM python:3.12-slim\nWORKDIR /app\n")
+    toml = 'schema_version = "1.4"\n'
+    if strategy is not None:
+        toml += f'multi_step_reward_strategy = "{strategy}"\n'
+    toml += '\n[environment]\nworkdir = "/app"\n\n[agent]\ntimeout_sec = 60\n\n'
+    toml += "[verifier]\ntimeout_sec = 60\n\n"
+    toml += '[[steps]]\nname = "write"\n\n[[steps]]\nname = "extend"\n'
+    (root / "task.toml").write_text(toml)
+    check = "if {cond}; then echo 1 > /logs/verifier/reward.txt; else echo 0 > /logs/verifier/reward.txt; fi"
+    steps = {
+        "write": ("Write one to /app/n.txt.", "echo one > /app/n.txt", "grep -qx one /app/n.txt"),
+        "extend": (
+            "Append two to /app/n.txt.",
+            second_solution,
+            "[ \"$(cat /app/n.txt)\" = \"$(printf 'one\\ntwo')\" ]",
+        ),
+    }  # fmt: skip
+    for name, (instruction, solve, cond) in steps.items():
+        step = root / "steps" / name
+        (step / "solution").mkdir(parents=True)
+        (step / "tests").mkdir()
+        (step / "instruction.md").write_text(instruction + "\n")
+        for path, body in (
+            (step / "solution" / "solve.sh", solve),
+            (step / "tests" / "test.sh", check.format(cond=cond)),
+        ):
+            path.write_text(f"#!/bin/bash\n{body}\n")
+            path.chmod(0o755)
+    return root
+
+
+async def test_multi_step_tasks_run_each_step_and_combine_rewards(
+    queue: TrialQueue, tmp_path: Path
+) -> None:
+    """Issue 38 item 8: ``[[steps]]`` tasks run in dataset mode, every step's instruction, agent
+    run and verifier, with the rewards combined as Harbor does (mean by default, or final)."""
+    tasks = tmp_path / "tasks"
+    _multi_step_task(tasks / "both-right", second_solution="echo two >> /app/n.txt")
+    _multi_step_task(tasks / "second-wrong", second_solution="echo three >> /app/n.txt")
+    _multi_step_task(tasks / "second-wrong-final", second_solution="true", strategy="final")
+    oracle = HarborBackend(
+        orchestrator=queue,
+        tasks_dir=tasks,
+        task_mode="dataset",
+        agent="oracle",
+        environment_config=local_environment_config(),
+    )
+    try:
+        right, wrong, final = await asyncio.gather(
+            _run(oracle, "ms-right", "both-right"),
+            _run(oracle, "ms-wrong", "second-wrong"),
+            _run(oracle, "ms-final", "second-wrong-final"),
+        )
+    finally:
+        await oracle.shutdown()
+    assert right.result.status == RolloutStatus.SUCCESS, right.result.err_message
+    assert right.wire_reward == 1.0
+    assert wrong.result.status == RolloutStatus.SUCCESS, wrong.result.err_message
+    assert wrong.wire_reward == 0.5  # the mean of the steps' 1 and 0
+    assert final.result.status == RolloutStatus.SUCCESS, final.result.err_message
+    assert final.wire_reward == 0.0  # the final step's
+
+
+async def test_template_mode_refuses_a_multi_step_task(queue: TrialQueue, tmp_path: Path) -> None:
+    task = _multi_step_task(tmp_path / "steps-template", second_solution="true")
+    backend = HarborBackend(
+        orchestrator=queue,
+        tasks_dir=task,
+        agent="oracle",
+        environment_config=local_environment_config(),
+    )
+    try:
+        with RolloutContext(chat_completions_url="http://127.0.0.1:9/v1", rollout_id="t-steps"):
+            outcome = await backend.execute(
+                ExecutionRequest(id="t-steps", prompt=[{"role": "user", "content": "hi"}])
+            )
+    finally:
+        await backend.shutdown()
+    assert outcome.result.status == RolloutStatus.FAILURE
+    assert "task_mode='dataset'" in (outcome.result.err_message or "")

@@ -202,3 +202,24 @@ async def test_prewarm_builds_the_bundle_and_installs_it_once(
     wheels = list((osmosis_home / "cache" / "harbor-bundles").glob("*/*.whl"))
     assert [w.name for w in wheels] == [summary["bundle"]]
     await backend.shutdown()
+
+
+async def test_prewarm_of_a_template_task_without_instruction_md(
+    queue: TrialQueue, tmp_path: Path, multiply_project: ModuleType, make_task: Any
+) -> None:
+    """Issue 38 item 3: template mode's prompt owns instruction.md, so a template task may ship
+    none; the install-only trial gets a placeholder prompt's (as 0.3.8), not a failure."""
+    task = make_task(tmp_path / "no-instruction", instruction="unused", solve=None, test=None)
+    (task / "instruction.md").unlink()
+    backend = HarborBackend(
+        orchestrator=queue,
+        tasks_dir=task,
+        agent="multiply_rollout:MultiplyWorkflow",
+        environment_config=local_environment_config(),
+    )
+    try:
+        summary = await backend.prewarm()
+    finally:
+        await backend.shutdown()
+    assert summary["install_trial"] == "ok"
+    assert not (task / "instruction.md").exists()  # the user's task is never written to

@@ -12,6 +12,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Literal
 
+from osmosis_cli.preflight.sdk_pin import apply_pin_fixes, legacy_sdk_pins
 from osmosis_cli.workspace import REQUIRED_DIRS, find_workspace, missing_dirs
 
 Status = Literal["ok", "warning", "error", "info"]
@@ -105,6 +106,18 @@ def _check_rollouts(root: Path) -> list[DoctorCheck]:
             )
         else:
             checks.append(DoctorCheck(f"rollout {name}", "ok", f"rollouts/{name}"))
+        pins = legacy_sdk_pins(folder)
+        if pins:
+            checks.append(
+                DoctorCheck(
+                    f"rollout {name} sdk pin",
+                    "warning",
+                    f"rollouts/{name} pins the 0.3 SDK: its code runs here, but `pip install -e "
+                    f"rollouts/{name}` and `eval run --isolated` would install the old osmosis-ai; "
+                    "change " + "; ".join(p.describe(root) for p in pins),
+                    "osmosis doctor --fix",
+                )
+            )
     for kind, loader in (("eval", load_eval_config), ("training", load_training_config)):
         folder = root / "configs" / kind
         for path in sorted(folder.glob("*.toml")) if folder.is_dir() else []:
@@ -133,6 +146,15 @@ def _check_rollouts(root: Path) -> list[DoctorCheck]:
             else:
                 checks.append(DoctorCheck(label, "ok", f"rollout {config.rollout}"))
     return checks
+
+
+def fix_sdk_pins(root: Path) -> list[str]:
+    """``doctor --fix``: rewrite every rollout's 0.3 SDK pin; returns the edits made."""
+    rollouts = root / "rollouts"
+    folders = sorted(p for p in rollouts.iterdir() if p.is_dir()) if rollouts.is_dir() else []
+    return [
+        pin.describe(root) for folder in folders for pin in apply_pin_fixes(legacy_sdk_pins(folder))
+    ]
 
 
 def check_uv() -> DoctorCheck:

@@ -403,3 +403,82 @@ def test_validate_and_serve_report_the_same_import_failure(
     with pytest.raises(CLIError) as info:
         _load_app(folder, folder / "main.py", "app")
     assert "main.py:2: KeyError: 'contnet'" in str(info.value)
+
+
+# -- script mode (0.3.x scaffolds: main() builds the app and calls uvicorn.run) ---------------
+
+SCRIPT_ROLLOUT = """
+import os
+
+import uvicorn
+
+from osmosis_ai.rollout import AgentWorkflow, Grader, LocalBackend
+from osmosis_ai.rollout.server import create_rollout_server
+
+
+class Echo(AgentWorkflow):
+    async def run(self, ctx):
+        return list(ctx.prompt)
+
+
+class Zero(Grader):
+    async def grade(self, ctx):
+        ctx.set_reward(0.0)
+
+
+def main():
+    app = create_rollout_server(backend=LocalBackend(workflow=Echo, grader=Zero))
+    uvicorn.run(app, host="0.0.0.0", port=int(os.environ.get("_OSMOSIS_ROLLOUT_PORT", 8000)))
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_validate_says_which_mode_it_found(
+    run_cli: RunCli, git_repo: Path, rollout_factory: RolloutFactory
+) -> None:
+    pytest.importorskip("uvicorn")
+    rollout_factory(git_repo, "module", LOCAL_ROLLOUT, dependencies=["osmosis-core"])
+    rollout_factory(git_repo, "script", SCRIPT_ROLLOUT, dependencies=["osmosis-core"])
+    module = run_cli("--json", "rollout", "validate", "rollouts/module", cwd=git_repo)
+    script = run_cli("--json", "rollout", "validate", "rollouts/script", cwd=git_repo)
+    assert module.code == 0, module.stderr
+    assert script.code == 0, script.stderr
+    module_import = {c["name"]: c for c in module.envelope()["resource"]["checks"]}["import"]
+    script_import = {c["name"]: c for c in script.envelope()["resource"]["checks"]}["import"]
+    assert module_import["details"]["mode"] == "app"
+    assert "(module mode)" in module_import["message"]
+    assert script_import["status"] == "ok"
+    assert script_import["details"]["mode"] == "script"
+    assert script_import["details"]["script"]["via"] == "main()"
+    assert script_import["details"]["attributes"]["app"]
+    assert "script mode" in script_import["message"]
+    assert "binds 0.0.0.0" in script_import["message"]
+
+
+def test_serve_runs_a_script_mode_rollout_on_loopback(
+    git_repo: Path, rollout_factory: RolloutFactory
+) -> None:
+    pytest.importorskip("uvicorn")
+    rollout_factory(git_repo, "script", SCRIPT_ROLLOUT, dependencies=["osmosis-core"])
+    port = _free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "osmosis_cli", "--plain", "rollout", "serve",
+         "rollouts/script", "--port", str(port)],
+        cwd=git_repo, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    try:
+        assert process.stdout is not None
+        seen = []
+        for line in process.stdout:
+            seen.append(line)
+            if "Uvicorn running on" in line or "Application startup complete" in line:
+                break
+        assert any(f"http://127.0.0.1:{port}" in line for line in seen), seen
+        assert not any("0.0.0.0" in line for line in seen), seen
+        assert httpx.get(f"http://127.0.0.1:{port}/health", timeout=5).status_code == 200
+    finally:
+        process.terminate()
+        process.wait(timeout=15)

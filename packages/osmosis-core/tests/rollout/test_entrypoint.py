@@ -133,3 +133,109 @@ def test_loader_imports_only_the_standard_library() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout
     assert out.strip() == "['osmosis_ai']"
+
+
+# Script mode: the 0.3.x scaffold builds its app inside main() and calls uvicorn.run there.
+
+_SCRIPT = """\
+import os
+
+import uvicorn
+
+from osmosis_ai.rollout.backend.local import LocalBackend
+from osmosis_ai.rollout.server import create_rollout_server
+
+from workflow import Workflow
+
+
+def main() -> None:
+    app = create_rollout_server(backend=LocalBackend(workflow=Workflow))
+    uvicorn.run(
+        app,
+        host="0.0.0.0",
+        port=int(os.environ.get("_OSMOSIS_ROLLOUT_PORT", "8000")),
+        timeout_keep_alive=2160,
+    )
+    raise SystemExit("uvicorn.run returned: it was not captured")
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+_WORKFLOW = """\
+from osmosis_ai.rollout import AgentWorkflow
+
+
+class Workflow(AgentWorkflow):
+    async def run(self, ctx):
+        return None
+"""
+
+
+def test_script_mode_main_is_run_with_uvicorn_run_captured(tmp_path: Path) -> None:
+    import uvicorn
+
+    real_run = uvicorn.run
+    root = _rollout(tmp_path, "script", {"main.py": _SCRIPT, "workflow.py": _WORKFLOW})
+    app = load_rollout_app(root)
+    assert app.state.rollout_futures is not None  # the app main() built
+    script = app.state.osmosis_rollout_script
+    assert (script.via, script.host, script.port) == ("main()", "0.0.0.0", 8000)
+    assert script.binds_all_interfaces
+    assert script.options == {"timeout_keep_alive": 2160}
+    # Worker processes reload it the same way.
+    assert app.state.osmosis_rollout_entry["target"] == str(root / "main.py")
+    assert uvicorn.run is real_run
+
+
+def test_script_mode_without_main_function_runs_the_main_block(tmp_path: Path) -> None:
+    source = _SCRIPT.replace("def main() -> None:", "def build() -> None:").replace(
+        "    main()", "    build()"
+    )
+    root = _rollout(tmp_path, "block", {"main.py": source, "workflow.py": _WORKFLOW})
+    app = load_rollout_app(root)
+    assert app.state.osmosis_rollout_script.via == "__main__"
+
+
+def test_script_mode_import_string_is_resolved(tmp_path: Path) -> None:
+    source = (
+        "import uvicorn\n"
+        "app_holder = None\n"
+        "def make():\n"
+        "    return 'built by factory'\n"
+        "def main():\n"
+        "    uvicorn.run('main:make', factory=True, host='127.0.0.1', port=9)\n"
+    )
+    root = _rollout(tmp_path, "string", {"main.py": source})
+    assert load_rollout_app(root) == "built by factory"
+
+
+def test_script_mode_main_that_never_serves_is_no_app(tmp_path: Path) -> None:
+    root = _rollout(tmp_path, "idle", {"main.py": "import uvicorn\ndef main():\n    return None\n"})
+    with pytest.raises(RolloutEntrypointError) as info:
+        load_rollout_app(root)
+    assert info.value.kind == "no_app"
+    assert "returned without calling `uvicorn.run" in str(info.value)
+
+
+def test_script_mode_main_raising_is_an_import_error(tmp_path: Path) -> None:
+    root = _rollout(
+        tmp_path,
+        "boom",
+        {"main.py": "import uvicorn\ndef main():\n    raise RuntimeError('no backend')\n"},
+    )
+    with pytest.raises(RolloutEntrypointError) as info:
+        load_rollout_app(root)
+    assert info.value.kind == "import_error"
+    assert "no backend" in str(info.value)
+
+
+def test_a_main_that_does_not_use_uvicorn_is_never_run(tmp_path: Path) -> None:
+    root = _rollout(
+        tmp_path, "cli", {"main.py": "def main():\n    raise SystemExit('main() must not run')\n"}
+    )
+    with pytest.raises(RolloutEntrypointError) as info:
+        load_rollout_app(root)
+    assert info.value.kind == "no_app"
+    assert "create_rollout_server" in str(info.value)

@@ -16,11 +16,16 @@ app = new_typer("doctor")
 def doctor_command(
     path: Annotated[Path, typer.Argument(help="A folder inside the workspace.")] = Path("."),
     fix: Annotated[
-        bool, typer.Option("--fix", help="Create missing workspace folders and agent files.")
+        bool,
+        typer.Option(
+            "--fix",
+            help="Create missing workspace folders and agent files; move rollouts pinned to "
+            "the 0.3 SDK (osmosis-ai<0.4) to this one.",
+        ),
     ] = False,
 ) -> None:
     """Check the workspace layout, configs, Python, uv and installed integrations."""
-    from osmosis_cli.doctor import check_environment, check_workspace
+    from osmosis_cli.doctor import check_environment, check_workspace, fix_sdk_pins
     from osmosis_cli.errors import CLIError, CLIErrorCode
     from osmosis_cli.output import Column, get_output
     from osmosis_cli.workspace import missing_dirs
@@ -31,9 +36,12 @@ def doctor_command(
         from osmosis_cli.scaffolding.workspace_init import init_workspace
 
         added = init_workspace(root, git=False).created
+        changed = fix_sdk_pins(root)
         checks = check_workspace(path, fix=False)[1]
         if added:
             output.progress(f"Added: {', '.join(added)}")
+        if changed:
+            output.progress(f"Changed: {'; '.join(changed)}")
     checks += check_environment()
     rows = [c.as_dict() for c in checks]
     errors = [c for c in checks if c.status == "error"]

@@ -68,7 +68,8 @@ def run(
 ) -> None:
     """Run an eval locally: every row x n samples through the rollout, graded, resumable.
 
-    Starts the rollout's server (its entrypoint's `app`) on 127.0.0.1, or drives running ones
+    Starts the rollout's server (its entrypoint's `app`, or the app a 0.3.x-style `main()` passes
+    to `uvicorn.run`) on 127.0.0.1, or drives running ones
     with --servers/--servers-file, and proxies its model calls to the upstream model. Results
     go to .osmosis/evals/<run>/ (report.html, index.jsonl,
     metrics.json, trajectories/, logs.txt). Rerun with the same --name to resume. Exit code 1
@@ -81,6 +82,8 @@ def run(
     from osmosis_cli.output import get_output
 
     out = get_output()
+    if isolated:
+        _refuse_legacy_sdk_pin(config)
     sampling = _sampling(temperature, top_p, max_tokens, seed, model_arg or [])
     options = eval_options(ctx.params, sampling=sampling or None)
     result = _execute(out, config, options, yes=yes)
@@ -136,6 +139,36 @@ def _sampling(
         if reserved in sampling:
             raise validation(f"--model-arg cannot set {reserved!r}: the rollout sends it")
     return sampling
+
+
+def _refuse_legacy_sdk_pin(config: Path) -> None:
+    """``--isolated`` installs the rollout's own pins: a 0.3 SDK pin would bring back osmosis-ai
+    0.3.x, which cannot host this eval's server child. Say the exact edit instead."""
+    from osmosis_ai.config import ConfigError, load_eval_config
+    from osmosis_cli.errors import CLIError, CLIErrorCode
+    from osmosis_cli.preflight.sdk_pin import legacy_sdk_pins
+    from osmosis_cli.workspace import find_workspace
+
+    try:
+        rollout = load_eval_config(config).rollout
+    except ConfigError:
+        return  # run_eval reports the config problem itself
+    root = find_workspace(config.resolve().parent)
+    if root is None:
+        return
+    pins = legacy_sdk_pins(root / "rollouts" / rollout)
+    if pins:
+        raise CLIError(
+            CLIErrorCode.VALIDATION,
+            f"--isolated installs rollouts/{rollout}'s own dependencies, and its pyproject.toml "
+            "pins the 0.3 SDK (osmosis-ai<0.4), which cannot run this eval. Change "
+            + "; ".join(p.describe(root) for p in pins)
+            + " (`osmosis doctor --fix` does it), or drop --isolated (the rollout's code runs "
+            "unmodified in this environment).",
+            details={
+                "edits": [{"file": str(p.pyproject), "old": p.old, "new": p.new} for p in pins]
+            },
+        )
 
 
 def _execute(out: Output, config: Path, options: EvalOptions, *, yes: bool) -> EvalRun:

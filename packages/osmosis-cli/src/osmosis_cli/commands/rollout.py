@@ -54,7 +54,11 @@ def validate_command(
 
     The entrypoint is imported once in a child process; its `__main__` block does not run. A
     module it imports that is not installed here fails the check (exit 1); a local dataset
-    whose rows carry no label is a warning.
+    whose rows carry no label is a warning. The import check names the mode it found: module
+    mode (`app = create_rollout_server(...)` at module level) or script mode (0.3.x style:
+    `main()` builds the app and calls `uvicorn.run`; it is run with `uvicorn.run` captured, so
+    the app is served where serve/eval bind it). A rollout pinned to the 0.3 SDK
+    (`osmosis-ai...<0.4`) gets the exact pyproject.toml edit (`osmosis doctor --fix` applies it).
     """
     from osmosis_cli.output import get_output
     from osmosis_cli.preflight import resolve_target, run_preflight
@@ -117,7 +121,12 @@ def serve_command(
         ),
     ] = None,
 ) -> None:
-    """Serve a rollout's `app` (from create_rollout_server) with uvicorn."""
+    """Serve a rollout's `app` (from create_rollout_server) with uvicorn.
+
+    A 0.3.x-style entrypoint without a module-level `app` (its `main()` builds one and calls
+    `uvicorn.run`) is served too: `main()` runs with `uvicorn.run` captured, and the app is bound
+    to --host/--port, not to the host and port the script names.
+    """
     from osmosis_cli.serving import serve_rollout
 
     serve_rollout(entrypoint, host=host, port=port, reload=reload, workers=workers)

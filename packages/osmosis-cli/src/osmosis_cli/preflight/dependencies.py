@@ -9,6 +9,7 @@ own environment (``uv sync``, the platform's image) is where it really runs.
 from __future__ import annotations
 
 import tomllib
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
@@ -25,7 +26,11 @@ class DependencyReport:
     problem: str | None = None  # pyproject missing or malformed: nothing could be checked
 
 
-def check_declared_dependencies(rollout_dir: Path) -> DependencyReport:
+def check_declared_dependencies(
+    rollout_dir: Path, *, ignore: Collection[str] = ()
+) -> DependencyReport:
+    """``ignore``: requirement strings (as written) not to check, e.g. a 0.3 SDK pin that
+    :mod:`.sdk_pin` reports on its own."""
     pyproject = rollout_dir / "pyproject.toml"
     report = DependencyReport()
     if not pyproject.is_file():
@@ -42,6 +47,8 @@ def check_declared_dependencies(rollout_dir: Path) -> DependencyReport:
     report.declared = list(declared)
     visited: set[tuple[str, str]] = set()
     for spec in declared:
+        if spec in ignore:
+            continue
         report.unsatisfied.extend(_unsatisfied(spec, visited))
     return report
 

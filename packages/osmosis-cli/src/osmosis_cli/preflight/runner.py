@@ -14,6 +14,7 @@ from typing import Any
 from osmosis_cli.errors import CLIError, CLIErrorCode
 from osmosis_cli.preflight.dependencies import check_declared_dependencies
 from osmosis_cli.preflight.report import Check, PreflightReport
+from osmosis_cli.preflight.sdk_pin import LegacyPin, legacy_sdk_pins
 from osmosis_cli.preflight.target import RolloutTarget
 
 DEFAULT_IMPORT_TIMEOUT_SEC = 60.0
@@ -48,7 +49,10 @@ def run_preflight(
         )
     )
 
-    deps = check_declared_dependencies(target.rollout_dir)
+    pins = legacy_sdk_pins(target.rollout_dir)
+    if pins:
+        report.add(_pin_check(pins, target))
+    deps = check_declared_dependencies(target.rollout_dir, ignore={p.old for p in pins})
     if deps.problem:
         report.add(Check("dependencies", "warning", deps.problem))
     elif deps.unsatisfied:
@@ -85,6 +89,23 @@ def run_preflight(
 
 
 _HARBOR_BACKEND = "osmosis_ai.rollout.backend.harbor."
+
+
+def _pin_check(pins: list[LegacyPin], target: RolloutTarget) -> Check:
+    """A 0.3 SDK pin: its code runs here, but installs would bring back the old SDK."""
+    root = target.workspace or target.rollout_dir.parent
+    edits = [pin.describe(root) for pin in pins]
+    return Check(
+        "sdk pin",
+        "warning",
+        f"{target.rollout_label} pins the 0.3 SDK. Its code runs unmodified on this SDK (the "
+        "import check below uses this environment), but `pip install -e "
+        f"{target.rollout_label}` and `osmosis eval run --isolated` would install the old "
+        "osmosis-ai from that pin. Change it: "
+        + "; ".join(edits)
+        + " (`osmosis doctor --fix` applies it).",
+        {"edits": [{"file": str(p.pyproject), "old": p.old, "new": p.new} for p in pins]},
+    )
 
 
 def _uv_check() -> Check:
@@ -189,20 +210,42 @@ def _import_check(target: RolloutTarget, timeout_sec: float, *, local: bool) -> 
 def _interpret(result: dict[str, Any], target: RolloutTarget, *, local: bool = False) -> Check:
     if result.get("ok"):
         attributes = result.get("attributes") or {}
+        mode = result.get("mode", "app" if attributes.get("app") else None)
+        details: dict[str, Any] = {"attributes": attributes, "mode": mode}
         if attributes.get("app") is None:
             return Check(
                 "import",
                 "warning",
-                f"{target.entrypoint_label} imports, but defines no module-level `app`; "
-                "`osmosis rollout serve` needs `app = create_rollout_server(backend=...)`.",
-                {"attributes": attributes},
+                f"{target.entrypoint_label} imports, but defines no module-level `app`"
+                + (f" ({result['script_error']})" if result.get("script_error") else "")
+                + "; `osmosis rollout serve` needs `app = create_rollout_server(backend=...)` "
+                "(or a `main()` that calls `uvicorn.run(app, ...)`).",
+                details,
             )
-        return Check(
-            "import",
-            "ok",
-            f"{target.entrypoint_label} imports and exposes `app`",
-            {"attributes": attributes},
-        )
+        if mode == "script":
+            script = result.get("script") or {}
+            details["script"] = script
+            host = script.get("host")
+            bind = (
+                f"; run directly (`python {target.entrypoint_label}`) it binds {host}, "
+                "reachable from other machines"
+                if script.get("binds_all_interfaces")
+                else (f"; run directly it binds {host}" if host else "")
+            )
+            return Check(
+                "import",
+                "ok",
+                f"{target.entrypoint_label} imports; script mode: its {script.get('via')} "
+                "builds the app and calls uvicorn.run (0.3.x style). `osmosis rollout serve` "
+                "and `osmosis eval run` capture that app and bind it where they are told "
+                "(loopback unless --host says otherwise), not where the script says"
+                + bind
+                + ". Module mode (`app = create_rollout_server(...)` at module level) starts "
+                "faster.",
+                details,
+            )
+        label = "exposes `app` (module mode)" if mode == "app" else "exposes `create_app()`"
+        return Check("import", "ok", f"{target.entrypoint_label} imports and {label}", details)
     location = _location_label(result, target)
     if result.get("module_not_found") and local:
         missing = result.get("missing_module")

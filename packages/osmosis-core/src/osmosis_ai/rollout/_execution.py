@@ -34,7 +34,8 @@ timeout=None)``
     Grades a copy of the workflow's sample (the workflow result stays ungraded), then applies
     :func:`validate_reward`. A raising grader is a categorised failure whose sample is kept with
     ``reward=None``; past ``timeout`` seconds it is ``timeout``
-    (``"grader exceeded its Ns deadline"``). LLM-judge calls made while grading
+    (``"grader exceeded its Ns deadline"``), also when the grader swallowed the cancellation or
+    blocked the loop past it (its late reward is cleared). LLM-judge calls made while grading
     (:mod:`osmosis_ai.judge_usage`) are added to the sample's metrics as ``judge_*``, apart from
     the policy's usage, whatever the outcome; a judge that failed makes a ``judge_error``.
 
@@ -287,7 +288,9 @@ async def _grade_copy(
     grader_ctx = GraderContext(
         label=label, sample=sample, metadata=metadata, artifacts_dir=artifacts_dir
     )
-    scope = asyncio.timeout(timeout) if timeout is not None else None
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout if timeout is not None else None
+    scope = asyncio.timeout_at(deadline) if deadline is not None else None
     try:
         async with scope or _UNBOUNDED:
             await _call_grader(build_grader, grader_ctx)
@@ -299,4 +302,9 @@ async def _grade_copy(
     except Exception as exc:
         _clear_reward(sample)
         return exception_failure(exc, "grader", sample)
+    if timeout is not None and deadline is not None and loop.time() >= deadline:
+        # The grader swallowed the cancellation or blocked the loop past its deadline: a reward
+        # set late is not a reward (0.3.8 reports it the same way).
+        _clear_reward(sample)
+        return failure(_TIMEOUT, f"grader exceeded its {seconds(timeout)}s deadline", sample)
     return validate_reward(sample)

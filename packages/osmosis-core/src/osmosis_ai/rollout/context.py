@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import logging
 import math
 import os
 from abc import ABC, abstractmethod
@@ -24,6 +25,8 @@ if TYPE_CHECKING:
     from osmosis_ai.rollout.policy_endpoint import PolicyEndpoint
     from osmosis_ai.rollout.types.execution import ExecutionRequest
     from osmosis_ai.rollout.types.sample import RolloutSample
+
+logger = logging.getLogger(__name__)
 
 ENV_CHAT_COMPLETIONS_URL = "OSMOSIS_CHAT_COMPLETIONS_URL"
 ENV_API_KEY = "OSMOSIS_API_KEY"
@@ -119,9 +122,14 @@ class RolloutProgress:
         event, self.changed = self.changed, asyncio.Event()
         event.set()
         if self.on_status is not None:
-            maybe = self.on_status(status)
-            if maybe is not None:
-                await maybe
+            # An observer is told, never in charge: one that raises is logged and the rollout
+            # goes on (as in osmosis-ai 0.3.8).
+            try:
+                maybe = self.on_status(status)
+                if maybe is not None:
+                    await maybe
+            except Exception:
+                logger.warning("rollout status observer failed on %s", status, exc_info=True)
 
     async def wait_for_status_change(
         self,

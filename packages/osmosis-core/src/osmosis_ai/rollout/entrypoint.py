@@ -13,6 +13,18 @@ How an entrypoint is imported:
 * with the rollout folder (and the entrypoint's own folder) first on ``sys.path``, as
   ``python main.py`` would have them, so ``import tools`` works too.
 
+Two shapes of entrypoint are served:
+
+* **module mode** (the fast path): the module defines ``app = create_rollout_server(...)`` (or a
+  zero-argument ``create_app()`` returning it);
+* **script mode** (what ``osmosis-ai`` 0.3.x's ``osmosis rollout init`` scaffolds and 0.3.x
+  ``osmosis eval run`` starts as ``python main.py``): no module-level ``app``; ``main()`` (or the
+  ``if __name__ == "__main__":`` block) builds the app and calls ``uvicorn.run(app, host=...,
+  port=...)``. The loader runs that code with ``uvicorn.run`` replaced by a stand-in that captures
+  the app and returns control, so the app is served by the caller *where the caller binds it*
+  (``rollout serve``'s ``--host``/``--port``, eval's loopback port): the script's own ``host``
+  (0.3.x scaffolds say ``"0.0.0.0"``) and ``port`` are recorded on ``app.state``, never used.
+
 Failures raise :class:`RolloutEntrypointError` with what went wrong, where (the innermost frame in
 the rollout's own files), the missing module if any, and the formatted traceback.
 
@@ -26,16 +38,25 @@ import contextlib
 import hashlib
 import importlib
 import importlib.util
+import runpy
 import sys
 import traceback
 import types
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from osmosis_ai._util.tracebacks import traceback_from
 from osmosis_ai.errors import ConfigurationError
 
-__all__ = ["RolloutEntrypointError", "import_entrypoint", "load_rollout_app"]
+__all__ = [
+    "RolloutEntrypointError",
+    "ScriptServe",
+    "entrypoint_mode",
+    "import_entrypoint",
+    "load_rollout_app",
+]
 
 
 class RolloutEntrypointError(ConfigurationError):
@@ -167,26 +188,192 @@ def import_entrypoint(rollout_dir: str | Path, entrypoint: str | Path) -> types.
         raise _import_failed(exc, root, path) from exc
 
 
+@dataclass(frozen=True)
+class ScriptServe:
+    """What a script-mode entrypoint asked ``uvicorn.run`` for (recorded, not obeyed).
+
+    ``host``/``port`` are the script's own (0.3.x scaffolds: ``"0.0.0.0"`` and
+    ``$_OSMOSIS_ROLLOUT_PORT`` or 8000); ``options`` the other keyword arguments
+    (e.g. ``timeout_keep_alive``). ``via`` is ``"main()"`` or ``"__main__"``.
+    """
+
+    via: str
+    host: str | None = None
+    port: int | None = None
+    options: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def binds_all_interfaces(self) -> bool:
+        return self.host in ("0.0.0.0", "::", "")
+
+
+class _Captured(BaseException):
+    """Raised by the ``uvicorn.run`` stand-in; a ``BaseException`` so that a script's
+    ``except Exception`` around ``uvicorn.run`` does not swallow it."""
+
+    def __init__(self, app: Any, kwargs: dict[str, Any]) -> None:
+        super().__init__("uvicorn.run captured")
+        self.app = app
+        self.kwargs = kwargs
+
+
+@contextlib.contextmanager
+def _capturing_uvicorn_run() -> Iterator[None]:
+    """Replace ``uvicorn.run`` (both spellings) with a stand-in raising :class:`_Captured`."""
+    try:
+        import uvicorn
+        import uvicorn.main  # ``uvicorn.main`` the attribute is the click command
+    except ImportError:  # a script-mode entrypoint needs uvicorn; without it nothing to capture
+        yield
+        return
+
+    def run(app: Any, *args: Any, **kwargs: Any) -> None:
+        raise _Captured(app, kwargs)
+
+    uvicorn_main: Any = sys.modules["uvicorn.main"]
+    saved = (uvicorn.run, uvicorn_main.run)
+    uvicorn.run = run  # type: ignore[assignment]
+    uvicorn_main.run = run
+    try:
+        yield
+    finally:
+        uvicorn.run, uvicorn_main.run = saved
+
+
+def _resolve_captured(captured: _Captured, module: types.ModuleType, path: Path) -> Any:
+    """The app object behind ``uvicorn.run``'s first argument (an object or ``"mod:attr"``)."""
+    app = captured.app
+    if isinstance(app, str):
+        module_name, _, attr = app.partition(":")
+        if module_name == path.stem:
+            owner: Any = module
+        else:
+            owner = importlib.import_module(module_name)
+        app = getattr(owner, attr or "app")
+    if captured.kwargs.get("factory"):
+        app = app()
+    return app
+
+
+def _script_serve(captured: _Captured, via: str) -> ScriptServe:
+    kwargs = dict(captured.kwargs)
+    host = kwargs.pop("host", None)
+    port = kwargs.pop("port", None)
+    kwargs.pop("factory", None)
+    return ScriptServe(
+        via=via,
+        host=host if isinstance(host, str) else None,
+        port=port if isinstance(port, int) else None,
+        options=kwargs,
+    )
+
+
+def _source(module: types.ModuleType) -> str:
+    file = getattr(module, "__file__", None)
+    if not file:
+        return ""
+    try:
+        return Path(file).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return ""
+
+
+def entrypoint_mode(module: types.ModuleType, attribute: str = "app") -> str | None:
+    """How an imported entrypoint provides its app, without running anything: ``"app"``
+    (module level), ``"factory"`` (``create_app()``), ``"script"`` (the file uses uvicorn and
+    has a ``main()`` or a ``__main__`` block to run, as ``python main.py`` would) or ``None``."""
+    if getattr(module, attribute, None) is not None:
+        return "app"
+    if attribute != "app":
+        return None
+    if callable(getattr(module, "create_app", None)):
+        return "factory"
+    # Script mode only for an entrypoint that uses uvicorn itself: a main() that does something
+    # else (a CLI, a training loop) is never run by the loader.
+    source = _source(module)
+    if "uvicorn" not in source:
+        return None
+    if callable(getattr(module, "main", None)):
+        return "script"
+    if "__main__" in source and "__name__" in source:
+        return "script"
+    return None
+
+
+def run_script_entrypoint(
+    module: types.ModuleType, rollout_dir: str | Path, entrypoint: str | Path
+) -> tuple[Any, ScriptServe]:
+    """Run a script-mode entrypoint's ``main()`` (else its ``__main__`` block) until it calls
+    ``uvicorn.run``; return the app it passed and what it asked for.
+
+    Raises :class:`RolloutEntrypointError`: ``kind="import_error"`` when the script raises,
+    ``kind="no_app"`` when it finishes without calling ``uvicorn.run``.
+    """
+    root = Path(rollout_dir).resolve()
+    path = Path(entrypoint)
+    path = (path if path.is_absolute() else root / path).resolve()
+    main = getattr(module, "main", None)
+    via = "main()" if callable(main) else "__main__"
+    with _capturing_uvicorn_run():
+        try:
+            if callable(main):
+                main()
+            else:
+                runpy.run_path(str(path), run_name="__main__")
+        except _Captured as captured:
+            try:
+                app = _resolve_captured(captured, module, path)
+            except Exception as exc:
+                raise _import_failed(exc, root, path) from exc
+            return app, _script_serve(captured, via)
+        except (Exception, SystemExit) as exc:
+            raise _import_failed(exc, root, path) from exc
+    raise RolloutEntrypointError(
+        f"{path.name} has no module-level `app`, and its {via} returned without calling "
+        "`uvicorn.run(app, ...)`; define `app = create_rollout_server(backend=...)` at module "
+        "level",
+        kind="no_app",
+    )
+
+
 def load_rollout_app(
     rollout_dir: str | Path, entrypoint: str | Path = "main.py", attribute: str = "app"
 ) -> Any:
     """Import the entrypoint and return its ``app`` (the ASGI app ``create_rollout_server`` made).
 
-    A module without ``app`` but with a zero-argument ``create_app()`` gets that called. Raises
-    :class:`RolloutEntrypointError` (``kind="no_app"`` when neither exists).
+    A module without ``app`` but with a zero-argument ``create_app()`` gets that called; one with
+    neither but a ``main()`` / ``__main__`` block calling ``uvicorn.run(app, ...)`` (script mode,
+    as 0.3.x scaffolds) gets that run with ``uvicorn.run`` captured, and its app is returned
+    (``app.state.osmosis_rollout_script`` records what the script asked for). Raises
+    :class:`RolloutEntrypointError` (``kind="no_app"`` when none of these yields an app).
     """
+    # The import itself is never patched: module mode (the fast path) is imported exactly as
+    # before, and only a script-mode entrypoint's main() runs with uvicorn.run captured.
     module = import_entrypoint(rollout_dir, entrypoint)
-    app = getattr(module, attribute, None)
-    if app is None and attribute == "app" and callable(getattr(module, "create_app", None)):
+    script: ScriptServe | None = None
+    mode = entrypoint_mode(module, attribute)
+    if mode == "app":
+        app = getattr(module, attribute)
+    elif mode == "factory":
         app = module.create_app()
-    if app is None:
+    elif mode == "script":
+        app, script = run_script_entrypoint(module, rollout_dir, entrypoint)
+    else:
         name = Path(entrypoint).name
         raise RolloutEntrypointError(
             f"{name} has no `{attribute}`; define `{attribute} = create_rollout_server("
             "backend=...)` at module level"
-            + (" (or a zero-argument `create_app()` returning it)" if attribute == "app" else ""),
+            + (
+                " (or a zero-argument `create_app()` returning it, or a `main()` that "
+                "calls `uvicorn.run(app, ...)`)"
+                if attribute == "app"
+                else ""
+            ),
             kind="no_app",
         )
+    if script is not None:
+        with contextlib.suppress(AttributeError):
+            app.state.osmosis_rollout_script = script
     _record_entry(app, rollout_dir, entrypoint, attribute)
     return app
 

@@ -5,6 +5,11 @@ Integration distributions add leaf packages under ``osmosis_ai.rollout`` (for ex
 ``ModuleNotFoundError``. A meta-path finder appended *last* to ``sys.meta_path`` only sees
 imports every other finder failed to resolve, so it never shadows an installed integration; for
 the known leaves it raises the error with the exact install command.
+
+An integration that *is* installed while its framework is not (``osmosis-strands`` without
+``strands-agents``) fails later, when a name is first resolved; the integrations' lazy exports
+(:func:`osmosis_ai.rollout.integrations.spi.lazy_exports`) turn that failure into the same
+message through :func:`with_install_hint`.
 """
 
 from __future__ import annotations
@@ -37,6 +42,31 @@ OPTIONAL_MODULES: dict[str, tuple[str, str, str]] = {
 def install_hint(extra: str) -> str:
     """The install command for an extra, quoted as osmosis-ai 0.3.8 prints it."""
     return f'pip install "osmosis-ai[{extra}]"'
+
+
+def _leaf_of(module: str) -> str | None:
+    for leaf in OPTIONAL_MODULES:
+        if module == leaf or module.startswith(leaf + "."):
+            return leaf
+    return None
+
+
+def with_install_hint(package: str, exc: ModuleNotFoundError) -> ModuleNotFoundError | None:
+    """The error to raise instead of ``exc`` when importing part of the installed integration
+    ``package`` failed because a third-party module (its framework, say ``strands``) is missing:
+    the same install command as a missing integration gets. ``None`` when ``exc`` is something
+    else (not a known integration, or a missing ``osmosis_ai`` module)."""
+    leaf = _leaf_of(package)
+    missing = exc.name or ""
+    if leaf is None or not missing or missing.split(".")[0] == "osmosis_ai":
+        return None
+    feature, extra, dist = OPTIONAL_MODULES[leaf]
+    return ModuleNotFoundError(
+        f"{feature} requires optional dependencies. Install them with "
+        f"`{install_hint(extra)}` ({dist!r} is installed, but the module {missing!r} it needs "
+        "is not).",
+        name=missing,
+    )
 
 
 class MissingExtraFinder:

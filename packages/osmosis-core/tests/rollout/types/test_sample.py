@@ -48,6 +48,22 @@ def test_non_string_keys_are_stringified_as_json_writes_them() -> None:
     assert safe.extra_fields == {"7": {"true": "yes", "null": "none", "1.5": "x"}}
 
 
+def test_keys_json_cannot_spell_are_dropped_not_stringified(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Issue 38 item 6: tuple and frozenset keys drop their entry (0.3.8's rule), the rest stays."""
+    sample = RolloutSample(metrics={"ok": 1.0})
+    sample.metrics[(1, 2)] = 3.0  # type: ignore[index]
+    sample.extra_fields["nested"] = {frozenset({"a"}): "x", "kept": "y"}
+    with caplog.at_level(logging.WARNING):
+        safe = sample.json_safe_copy()
+    assert safe.metrics == {"ok": 1.0}
+    assert safe.extra_fields == {"nested": {"kept": "y"}}
+    assert "tuple key" in caplog.text
+    assert "frozenset key" in caplog.text
+    json.dumps(safe.model_dump(mode="json"), allow_nan=False)
+
+
 def test_returns_the_sample_itself_when_nothing_needs_changing() -> None:
     class Colour(enum.StrEnum):
         RED = "red"

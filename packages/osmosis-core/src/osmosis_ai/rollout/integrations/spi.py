@@ -38,9 +38,33 @@ Names resolve on first use, so importing this module costs nothing measurable.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
-from osmosis_ai._lazy import exports_from, lazy_exports
+from osmosis_ai._lazy import exports_from
+from osmosis_ai._lazy import lazy_exports as _lazy_exports
+from osmosis_ai.rollout.optional_imports import with_install_hint
+
+
+def lazy_exports(
+    package: str, exports: Mapping[str, str]
+) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
+    """:func:`osmosis_ai._lazy.lazy_exports` for an integration package: a name whose module
+    needs a framework that is not installed (``osmosis-strands`` without ``strands``) raises
+    ``ModuleNotFoundError`` with the ``pip install 'osmosis-ai[...]'`` command to run."""
+    resolve, listing = _lazy_exports(package, exports)
+
+    def __getattr__(name: str) -> Any:
+        try:
+            return resolve(name)
+        except ModuleNotFoundError as exc:
+            hinted = with_install_hint(package, exc)
+            if hinted is None:
+                raise
+            raise hinted from exc
+
+    return __getattr__, listing
+
 
 _CONTEXT = "osmosis_ai.rollout.context"
 _POLICY = "osmosis_ai.rollout.policy"

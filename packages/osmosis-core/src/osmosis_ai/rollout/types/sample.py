@@ -81,7 +81,7 @@ class RolloutSample(BaseModel):
 
         Returns the sample itself when nothing needs changing (the common case). Otherwise a
         copy in which, at any depth: non-string keys become strings (as ``json.dumps`` spells
-        them), numpy-like scalars and arrays become ``int``/``float``/lists, and only the
+        them; a key it refuses, such as a tuple or frozenset, drops its entry), numpy-like scalars and arrays become ``int``/``float``/lists, and only the
         values that cannot be encoded (NaN, infinities, arbitrary objects, structures nested
         deeper than 100 levels or circular) are dropped, each named in one warning. The rest
         of a nested structure is kept: ``{"nested": {"ok": 1.0, "bad": nan}}`` becomes
@@ -160,10 +160,14 @@ def _clean_mapping(value: Mapping[Any, Any], path: str, dropped: list[str], dept
     out: dict[str, Any] | None = None if type(value) is dict else {}
     for index, (key, item) in enumerate(value.items()):
         text = key if type(key) is str else _key_text(key)
-        cleaned = _clean(item, f"{path}.{text}", dropped, depth)
+        if text is None:  # a key JSON has no spelling for (tuple, frozenset, object): dropped
+            dropped.append(f"{path}[{type(key).__name__} key]")
+            cleaned: Any = _DROP
+        else:
+            cleaned = _clean(item, f"{path}.{text}", dropped, depth)
         if out is None and (cleaned is not item or text is not key):
             out = dict(list(value.items())[:index])  # the unchanged prefix (its keys are str)
-        if out is not None and cleaned is not _DROP:
+        if out is not None and cleaned is not _DROP and text is not None:
             out[text] = cleaned
     return value if out is None else out
 
@@ -179,11 +183,19 @@ def _clean_sequence(value: Sequence[Any], path: str, dropped: list[str], depth: 
     return value if out is None else out
 
 
-def _key_text(key: Any) -> str:
-    """A non-string key as ``json.dumps`` writes it (``1`` -> ``"1"``, ``True`` -> ``"true"``)."""
+def _key_text(key: Any) -> str | None:
+    """A non-string key as ``json.dumps`` writes it (``1`` -> ``"1"``, ``True`` -> ``"true"``);
+    ``None`` for a key ``json.dumps`` refuses (a tuple, a frozenset, any other object): the
+    entry is dropped, as in osmosis-ai 0.3.8, never keyed by its ``str()``."""
     if key is None or isinstance(key, (bool, int, float)):
         return json.dumps(key)
-    return str(key)
+    if isinstance(key, str):  # a str subclass (an enum member, say)
+        return str(key)
+    if isinstance(key, numbers.Integral):  # numpy integers
+        return json.dumps(int(key))
+    if isinstance(key, numbers.Real):
+        return json.dumps(float(key))
+    return None
 
 
 def _convert(value: Any) -> Any:

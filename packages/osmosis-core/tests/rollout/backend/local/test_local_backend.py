@@ -463,6 +463,26 @@ async def test_grader_has_its_own_deadline() -> None:
     assert result.sample.reward is None
 
 
+async def test_grader_swallowing_its_deadline_is_still_a_timeout() -> None:
+    """Issue 38 item 5 (0.3.8: ``failure/timeout "grader exceeded its ... deadline"``)."""
+
+    class SwallowingGrader(Grader):
+        async def grade(self, ctx: GraderContext) -> None:
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.Event().wait()
+            ctx.set_reward(1.0)  # too late: past the deadline
+
+    outcome = await LocalBackend(workflow=Answer, grader=SwallowingGrader).execute(
+        request(agent_timeout_sec=30, grader_timeout_sec=0.05)
+    )
+    result = outcome.result
+    assert result.status == RolloutStatus.FAILURE
+    assert result.err_category == RolloutErrorCategory.TIMEOUT
+    assert result.err_message == "grader exceeded its 0.05s deadline"
+    assert result.sample is not None
+    assert result.sample.reward is None
+
+
 # -- instances, configs, contexts, artifacts ------------------------------------------------
 
 

@@ -12,7 +12,9 @@ installed, ahead of the first rollout (see :func:`_preload_policy_client`).
 * The entrypoint is loaded by :func:`osmosis_ai.rollout.entrypoint.load_rollout_app`, the loader
   ``osmosis rollout validate`` and ``rollout serve`` use too: never as ``__main__`` (its
   ``if __name__ == "__main__"`` block does not run); it must expose ``app`` (the object
-  ``create_rollout_server`` returns) or a zero-argument ``create_app()``.
+  ``create_rollout_server`` returns) or a zero-argument ``create_app()``, or be a 0.3.x-style
+  script whose ``main()`` builds the app and calls ``uvicorn.run`` (script mode: run with
+  ``uvicorn.run`` captured, so its ``host="0.0.0.0"`` is never bound; see the loader).
 * The child binds 127.0.0.1 on a free port itself and reports it through ``PORT_FILE``, so
   there is no race between choosing a port and binding it.
 * Parent death: with ``_OSMOSIS_EVAL_WATCH_STDIN=1`` a thread blocks on stdin, a pipe whose

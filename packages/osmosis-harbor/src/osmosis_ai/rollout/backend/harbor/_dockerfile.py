@@ -265,16 +265,19 @@ def plan_image(
     """Read ``environment/Dockerfile`` (if any) into an :class:`ImagePlan`; without one, the
     task's prebuilt ``docker_image`` (``task.toml``) must be a generic userland too."""
     planner = _Planner(environment_dir, dict(base_env or {}))
-    for compose in ("docker-compose.yaml", "docker-compose.yml"):
-        if (environment_dir / compose).is_file():
-            planner.plan.unsupported.append(
-                f"environment/{compose} (multi-container services need a container runtime)"
-            )
+    # Whole-environment problems, added to the *final* plan: each FROM starts a new stage's
+    # plan, so anything recorded before the Dockerfile is read would be lost with it.
+    compose = [
+        f"environment/{name} (multi-container services need a container runtime)"
+        for name in ("docker-compose.yaml", "docker-compose.yml")
+        if (environment_dir / name).is_file()
+    ]
     dockerfile = environment_dir / "Dockerfile"
     if not dockerfile.is_file():
         problem = base_image_problem(docker_image) if docker_image else None
         if problem is not None:
             planner.plan.unsupported.append(f"[environment] docker_image ({problem})")
+        planner.plan.unsupported[:0] = compose
         return planner.plan
     from dockerfile_parse import DockerfileParser
 
@@ -283,6 +286,7 @@ def plan_image(
         instruction = str(item["instruction"]).upper()
         text = " ".join(str(item["content"]).replace("\\\n", " ").split())
         planner.add(instruction, str(item["value"]), int(item["startline"]) + 1, text)
+    planner.plan.unsupported[:0] = compose
     return planner.plan
 
 

@@ -40,6 +40,7 @@ from .tasks import (
     render_instruction,
     select_task,
     task_has_verifier,
+    task_steps,
 )
 
 if TYPE_CHECKING:
@@ -141,12 +142,30 @@ async def prepare(
     record = await asyncio.to_thread(
         task_record, source, source_dir, config.tasks_dir, environment_name(config.environment)
     )
-    if config.mode is TaskMode.TEMPLATE and source.kind == "local" and request.prompt:
-        (task_dir / "instruction.md").write_text(render_instruction(request.prompt))
-    if not (task_dir / "instruction.md").is_file():
-        raise TaskSelectionError(
-            f"task {source.description} has no instruction.md and the request has no prompt"
-        )
+    steps = task_steps(task_dir)
+    if steps:
+        # Multi-step: Harbor runs each step's instruction, agent and verifier and combines the
+        # rewards. A template prompt is one instruction, so it cannot stand in for the steps.
+        if config.mode is TaskMode.TEMPLATE:
+            raise TaskSelectionError(
+                f"task {source.description} has [[steps]]: each step brings its own "
+                "instruction, so run it with task_mode='dataset' (template mode writes the "
+                "rollout's prompt as the one instruction)"
+            )
+        missing = [s for s in steps if not (task_dir / "steps" / s / "instruction.md").is_file()]
+        if missing:
+            raise TaskSelectionError(
+                f"task {source.description} has no instruction.md for step(s) "
+                + ", ".join(missing)
+                + " (steps/<name>/instruction.md)"
+            )
+    else:
+        if config.mode is TaskMode.TEMPLATE and source.kind == "local" and request.prompt:
+            (task_dir / "instruction.md").write_text(render_instruction(request.prompt))
+        if not (task_dir / "instruction.md").is_file():
+            raise TaskSelectionError(
+                f"task {source.description} has no instruction.md and the request has no prompt"
+            )
     if config.native is None and not endpoint.url:
         raise ValueError(
             "no policy endpoint: the request carries no chat_completions_url (the rollout "
@@ -224,13 +243,19 @@ def agent_config(
 async def install_only_trial(
     config: HarborConfig, bundle: Bundle | None, staging: Path
 ) -> TrialConfig:
-    """A trial that only starts the environment and installs the agent (``prewarm``)."""
+    """A trial that only starts the environment and installs the agent (``prewarm``).
+
+    Template mode only. There the rollout's prompt owns ``instruction.md``, so a template task
+    need not ship one; Harbor's ``Task`` reads it all the same, so the copy gets a placeholder
+    prompt's instruction, as osmosis-ai 0.3.8 does (the agent never runs in this trial).
+    """
     from harbor.models.trial.config import TaskConfig, TrialConfig, VerifierConfig
     from osmosis_ai.rollout.types.execution import ExecutionRequest
 
     source = config.tasks_dir
     task_dir = await asyncio.to_thread(materialize_task, source, staging / source.name)
-    request = ExecutionRequest(id="prewarm", prompt=[])
+    request = ExecutionRequest(id="prewarm", prompt=[{"role": "user", "content": "prewarm"}])
+    (task_dir / "instruction.md").write_text(render_instruction(request.prompt))
     endpoint = Endpoint(url="http://127.0.0.1:9/prewarm", api_key=None)
     return TrialConfig(
         task=TaskConfig(path=task_dir),

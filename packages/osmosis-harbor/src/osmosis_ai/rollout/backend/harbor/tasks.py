@@ -190,7 +190,34 @@ def materialize_task(source_dir: Path, target_dir: Path) -> Path:
     return target_dir
 
 
-def task_has_verifier(task_dir: Path) -> bool:
-    """A task's own verifier script wins over ``grader=`` (reward precedence)."""
-    tests = task_dir / "tests"
+def task_steps(task_dir: Path) -> list[str]:
+    """The step names of a multi-step task (``[[steps]]`` in ``task.toml``), else ``[]``.
+
+    Harbor runs such a task step by step (each step's ``steps/<name>/instruction.md``, agent run
+    and verifier) and combines the steps' rewards (``multi_step_reward_strategy``: the per-key
+    mean by default, or the final step's); the task needs no top-level ``instruction.md``.
+    """
+    import tomllib
+
+    try:
+        data = tomllib.loads((task_dir / "task.toml").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    steps = data.get("steps")
+    if not isinstance(steps, list):
+        return []
+    return [str(step.get("name")) for step in steps if isinstance(step, dict)]
+
+
+def _has_test_script(tests: Path) -> bool:
     return (tests / "test.sh").is_file() or (tests / "test.bat").is_file()
+
+
+def task_has_verifier(task_dir: Path) -> bool:
+    """A task's own verifier script wins over ``grader=`` (reward precedence); a multi-step
+    task's are its steps' (``steps/<name>/tests/``) or the shared top-level one."""
+    if _has_test_script(task_dir / "tests"):
+        return True
+    return any(
+        _has_test_script(task_dir / "steps" / name / "tests") for name in task_steps(task_dir)
+    )
