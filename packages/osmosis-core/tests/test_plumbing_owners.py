@@ -95,6 +95,11 @@ ALLOWED: dict[tuple[str, str], str] = {
     # ``osmosis rollout serve --reload``: uvicorn's reloader pickles the config into a child
     # process, so it must be ``uvicorn.run`` with plain arguments (docs/decisions.md).
     ("uvicorn", "packages/osmosis-cli/src/osmosis_cli/serving.py"): "uvicorn's reloader",
+    # Script mode (a 0.3.x main.py that calls uvicorn.run in main()): the loader swaps
+    # uvicorn.run for a stand-in that captures the app; it serves nothing itself.
+    ("uvicorn", f"{CORE}/rollout/entrypoint.py"): "captures a 0.3.x script's uvicorn.run",
+    # A validate hint that names the 0.3.x pattern (text, not a call).
+    ("uvicorn", "packages/osmosis-cli/src/osmosis_cli/preflight/runner.py"): "hint text",
     # The eval proxy's retry numbers (serialized to its child process); delays come from Backoff.
     ("backoff", f"{CORE}/eval/_impl/proxy/calls.py"): "RetryPolicy holds numbers over Backoff",
     # The outbox's JSON lines are a journal on disk, not messages to a child process.
