@@ -3,7 +3,9 @@ console output and error bodies.
 
 * **Given secrets** (an API key, a token, a secret env value) of at least
   :data:`MIN_SECRET_LENGTH` characters are masked, longest first, so a secret that contains
-  another is never half-revealed. A shorter value (a placeholder key such as ``x`` for a local
+  another is never half-revealed, in every encoding a server or a log could echo them in: as
+  is, JSON-escaped (ASCII or not), URL-quoted (``%20`` or ``+``), Python ``repr`` escapes and
+  HTML-escaped. A shorter value (a placeholder key such as ``x`` for a local
   server) is not a secret anyone can keep, and masking it would rewrite every ``x`` in a log or
   report.
 * **Credentials in URLs**: user-info (``https://user:pass@host``) and credential-like query
@@ -16,11 +18,13 @@ Everything is replaced by :data:`MARK`.
 
 from __future__ import annotations
 
+import html
+import json
 import re
 from collections.abc import Iterable
-from urllib.parse import urlsplit
+from urllib.parse import quote, quote_plus, urlsplit
 
-__all__ = ["MARK", "MIN_SECRET_LENGTH", "Redactor", "mask_url", "redact"]
+__all__ = ["MARK", "MIN_SECRET_LENGTH", "Redactor", "encodings", "mask_url", "redact"]
 
 #: What every redacted value becomes.
 MARK = "***"
@@ -33,6 +37,23 @@ _QUERY_CREDENTIAL = re.compile(
     re.IGNORECASE,
 )
 _AUTHORIZATION = re.compile(r"\b(Bearer|Basic) +(?!\*\*\*)[A-Za-z0-9._~+/=-]+")
+
+
+def encodings(secret: str) -> set[str]:
+    """``secret`` and the escaped forms in which an echo could carry it."""
+    forms = {
+        secret,
+        json.dumps(secret)[1:-1],
+        json.dumps(secret, ensure_ascii=False)[1:-1],
+        quote(secret, safe=""),
+        quote(secret),
+        quote_plus(secret),
+        repr(secret)[1:-1],
+        html.escape(secret),
+    }
+    # A JSON document inside JSON (an error body quoted in a log line) escapes twice.
+    forms.add(json.dumps(json.dumps(secret)[1:-1])[1:-1])
+    return forms
 
 
 def mask_url(url: str) -> str:
@@ -62,12 +83,12 @@ class Redactor:
         """Register one secret (``None`` and values shorter than :data:`MIN_SECRET_LENGTH` are
         ignored)."""
         if secret and len(secret) >= MIN_SECRET_LENGTH and secret not in self._secrets:
-            self._secrets.add(secret)
+            self._secrets.update(encodings(secret))
             self._ordered = sorted(self._secrets, key=len, reverse=True)
 
     @property
     def secrets(self) -> tuple[str, ...]:
-        """The registered secrets, longest first."""
+        """The registered secrets and their escaped forms, longest first."""
         return tuple(self._ordered)
 
     def __call__(self, text: str) -> str:
