@@ -34,6 +34,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from osmosis_ai._util import json_bounded
 from osmosis_ai._util.group_sync import GroupSync
 
 WorkKey = tuple[int, int]  # (row_index, run_index)
@@ -54,7 +55,7 @@ def iter_records(path: Path) -> Iterator[dict[str, Any]]:
 
 def _decode(line: bytes) -> dict[str, Any] | None:
     try:
-        record = json.loads(line.decode("utf-8"))  # a NUL or invalid UTF-8: ValueError
+        record = json_bounded.loads(line)  # a NUL, invalid UTF-8, nested too deep: ValueError
     except ValueError:
         return None
     return record if isinstance(record, dict) else None
