@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 from pathlib import Path
 
+import pytest
 from platform_harness import Cli, CliResult, Platform  # pyright: ignore[reportMissingImports]
 from stand_in_state import Fault  # pyright: ignore[reportMissingImports]
 
@@ -140,3 +141,28 @@ def test_the_token_is_not_sent_after_a_redirect_to_another_origin(
     assert redirected.headers["host"].startswith("localhost")
     assert "authorization" not in redirected.headers
     assert platform.token not in result.stdout + result.stderr
+
+
+@pytest.mark.parametrize(
+    "canary", ["Zq7x", "Zq7xW", "Zq7xW3kP", "Zq7xW3kP" + "Vb9mRt2LcYh5Ns8Qd4Jf6Gk1Xw3Pz7Ta"]
+)
+def test_a_canary_secret_of_any_length_is_never_printed(
+    cli: Cli, platform: Platform, tmp_path: Path, canary: str
+) -> None:
+    """Canaries of 4, 5, 8 and 40 characters, echoed as is, escaped and in ``field``."""
+    from urllib.parse import quote
+
+    cli.env.update(OSMOSIS_TOKEN=platform.token, MY_KEY=canary)
+    platform.state.faults.append(
+        Fault("PUT", "/api/cli/secrets/", 422, times=2, message=f"{quote(canary)}", field=canary)
+    )
+    outputs = []
+    for mode in ("--json", "--plain"):
+        result = cli(mode, "secret", "set", "JUDGE_KEY", "--env", "MY_KEY", cwd=tmp_path)
+        outputs.append(result.stdout + result.stderr)
+    stored = cli("--json", "secret", "set", "JUDGE_KEY", "--env", "MY_KEY", cwd=tmp_path)
+    assert stored.code == 0
+    outputs.append(stored.stdout + stored.stderr)
+    for output in outputs:
+        assert canary not in output
+    assert _files_containing(tmp_path, canary.encode()) == []

@@ -73,3 +73,20 @@ def test_a_secret_is_masked_in_every_form_an_echo_carries_it() -> None:
         json.dumps(json.dumps(secret)[1:-1])[1:-1],
     ):
         assert redactor(f"echo: {form} end") == "echo: *** end", form
+
+
+def test_process_credentials_come_from_credential_named_variables_only() -> None:
+    from osmosis_ai._util.redaction import env_secrets, url_secrets
+
+    env = {
+        "OPENAI_API_KEY": "Zq7x",
+        "HF_TOKEN": "hf_abcdef",
+        "USE_AUTH": "true",  # a flag, not a secret: masking it would rewrite JSON
+        "MAX_TOKENS_PER_KEY": "4096",
+        "SSH_AUTH_SOCK": "/tmp/agent.1",
+        "HOME": "/root",
+        "_OSMOSIS_REDACT_VALUES": '["from-the-parent"]',
+    }
+    assert sorted(env_secrets(env)) == ["Zq7x", "from-the-parent", "hf_abcdef"]
+    found = url_secrets("http://bob:pw%21x@h/v1?key=Zq7xW&api-version=2024")
+    assert {"pw!x", "pw%21x", "Zq7xW", "Ym9iOnB3IXg="} <= set(found)

@@ -37,6 +37,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
+from osmosis_ai._util.redaction import process_redactor, redact_file_data
 from osmosis_ai.atomic_file import write_atomic
 from osmosis_ai.rollout.home import ENV_ARTIFACT_ROOT, osmosis_home
 from osmosis_ai.rollout.identifiers import validate_rollout_id
@@ -228,7 +229,9 @@ def _write_atomic(folder: str, name: str, text: str) -> str:
     except FileNotFoundError:
         os.makedirs(folder, exist_ok=True)
     final = os.path.join(folder, name)
-    write_atomic(final, text)
+    # No credential of this process (the judge's key in a traceback, a key the upstream
+    # echoed) reaches a trajectory or its diagnostics (write_atomic adds a folder's own).
+    write_atomic(final, redact_file_data(process_redactor(), text))
     return final
 
 

@@ -36,6 +36,7 @@ from typing import Any
 
 from osmosis_ai._util import json_bounded
 from osmosis_ai._util.group_sync import GroupSync
+from osmosis_ai._util.redaction import file_redactor, redact_file_data
 
 WorkKey = tuple[int, int]  # (row_index, run_index)
 
@@ -123,7 +124,7 @@ class Journal:
         if self._sync_error is not None:
             error, self._sync_error = self._sync_error, None
             raise error
-        self._write(_encode(record))
+        self._write(redact_file_data(file_redactor(self.path), _encode(record)))
         self._syncer.wake()
 
     def _write(self, data: bytes) -> None:
