@@ -98,6 +98,10 @@ class _Writer:
         self._queue.put((loop, future, job))
         return future
 
+    def backlog(self) -> int:
+        """Jobs queued and not yet taken by the thread (approximate)."""
+        return self._queue.qsize()
+
     def post(self, job: Callable[[], Any]) -> None:
         """Queue ``job`` without waiting for it: no future, no wake-up of the event loop (the
         job reports its own failures). Jobs run in order, so a later :meth:`submit` completes
@@ -357,6 +361,20 @@ def _save_logged(**arguments: Any) -> None:
     except Exception:
         rollout_id = arguments.get("rollout_id")
         logger.warning("could not save the trajectory of rollout %r", rollout_id, exc_info=True)
+
+
+#: Trajectories queued and not yet written above which a finishing rollout waits for the writer
+#: (its slot stays taken, so admission feels it): backpressure, not a queue that grows while
+#: rollouts finish faster than files are written.
+MAX_QUEUED_TRAJECTORIES = 1024
+
+
+async def trajectory_room(limit: int | None = None) -> None:
+    """Return once fewer than ``limit`` (:data:`MAX_QUEUED_TRAJECTORIES`) trajectories wait to
+    be written; at once when they do not."""
+    bound = MAX_QUEUED_TRAJECTORIES if limit is None else limit
+    if _WRITER.backlog() >= bound:
+        await trajectories_written()
 
 
 async def trajectories_written() -> None:

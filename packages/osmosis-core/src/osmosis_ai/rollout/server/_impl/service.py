@@ -315,6 +315,7 @@ class RolloutService:
             )
             return
         self._finalize(entry, outcome)
+        await self._trajectories.room()  # backpressure: the result is out, the slot waits
 
     def _task_done(self, entry: RolloutEntry, task: asyncio.Task[None]) -> None:
         self.active -= 1
