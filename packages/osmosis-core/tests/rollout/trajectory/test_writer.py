@@ -282,8 +282,14 @@ async def test_a_full_trajectory_queue_makes_finishing_rollouts_wait() -> None:
 
     from osmosis_ai.rollout.trajectory import writer
 
-    gate = threading.Event()
-    writer._WRITER.post(gate.wait)  # the writer thread is busy with this job
+    gate, busy = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        busy.set()
+        gate.wait()
+
+    writer._WRITER.post(hold)  # the writer thread is busy with this job
+    await asyncio.to_thread(busy.wait)  # (the jobs below queue behind it, not in its batch)
     for _ in range(8):
         writer._WRITER.post(lambda: None)
     waiting = asyncio.create_task(writer.trajectory_room(limit=4))
