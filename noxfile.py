@@ -303,7 +303,9 @@ def real_model(session: nox.Session) -> None:
 @nox.session(python="3.12", tags=["reliability"])
 def reliability(session: nox.Session) -> None:
     """Fault injection on loopback (SIGTERM drain, kill -9 at random points, crash during
-    restart, lost admissions) and fuzzing of the server's routes; bounded to a few minutes."""
+    restart, lost admissions), fuzzing of the server's routes (schemathesis) and property tests
+    of the readers (hypothesis: wire models, journals, datasets, the bounded JSON reader; a
+    fixed, derandomized budget of about 10 s); bounded to a few minutes."""
     session.install(*TEST_DEPS, "schemathesis>=4", *CORE)
     _pytest(session, RELIABILITY_TESTS)
 

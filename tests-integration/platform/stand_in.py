@@ -13,7 +13,7 @@ import json
 from typing import Any
 
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from stand_in_files import add_file_routes, error
 from stand_in_state import RUN_KINDS, TERMINAL, PlatformState, RecordedRequest, now
 
@@ -52,8 +52,11 @@ def create_app(state: PlatformState) -> FastAPI:
         if token not in state.users:
             return error(401, "unauthorized", "invalid or expired token")
         fault = state.take_fault(request.method, request.url.path)
+        if fault is not None and fault.redirect_to is not None:
+            target = fault.redirect_to + request.url.path
+            return Response(status_code=307, headers={"Location": target})
         if fault is not None:
-            response = error(fault.status, "injected", fault.message)
+            response = error(fault.status, "injected", fault.message, fault.field)
             if fault.retry_after is not None:
                 response.headers["Retry-After"] = fault.retry_after
             return response

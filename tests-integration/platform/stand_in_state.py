@@ -42,6 +42,8 @@ class Fault:
     times: int = 1  # -1: every time
     message: str = "injected failure"
     retry_after: str | None = None
+    field: str | None = None  # the error's ``field`` (a platform may echo input there)
+    redirect_to: str | None = None  # answer 307 to this URL (plus the request's path) instead
 
 
 @dataclass

@@ -51,3 +51,42 @@ def test_mask_url_masks_userinfo_and_query() -> None:
 def test_bytes_are_masked_for_given_secrets_only() -> None:
     redactor = Redactor(["Qz7w"])
     assert redactor.redact_bytes(b"\x00Qz7w\xff Bearer x") == b"\x00***\xff Bearer x"
+
+
+def test_a_secret_is_masked_in_every_form_an_echo_carries_it() -> None:
+    import html
+    import json
+    from urllib.parse import quote, quote_plus
+
+    from osmosis_ai._util.redaction import Redactor
+
+    secret = 'k"y\\é /+&<4'
+    redactor = Redactor([secret])
+    for form in (
+        secret,
+        json.dumps(secret)[1:-1],
+        json.dumps(secret, ensure_ascii=False)[1:-1],
+        quote(secret, safe=""),
+        quote_plus(secret),
+        repr(secret)[1:-1],
+        html.escape(secret),
+        json.dumps(json.dumps(secret)[1:-1])[1:-1],
+    ):
+        assert redactor(f"echo: {form} end") == "echo: *** end", form
+
+
+def test_process_credentials_come_from_credential_named_variables_only() -> None:
+    from osmosis_ai._util.redaction import env_secrets, url_secrets
+
+    env = {
+        "OPENAI_API_KEY": "Zq7x",
+        "HF_TOKEN": "hf_abcdef",
+        "USE_AUTH": "true",  # a flag, not a secret: masking it would rewrite JSON
+        "MAX_TOKENS_PER_KEY": "4096",
+        "SSH_AUTH_SOCK": "/tmp/agent.1",
+        "HOME": "/root",
+        "_OSMOSIS_REDACT_VALUES": '["from-the-parent"]',
+    }
+    assert sorted(env_secrets(env)) == ["Zq7x", "from-the-parent", "hf_abcdef"]
+    found = url_secrets("http://bob:pw%21x@h/v1?key=Zq7xW&api-version=2024")
+    assert {"pw!x", "pw%21x", "Zq7xW", "Ym9iOnB3IXg="} <= set(found)

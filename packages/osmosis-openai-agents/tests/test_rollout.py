@@ -7,9 +7,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from agents import ModelSettings, Runner, function_tool
 
 from osmosis_ai.rollout import AgentWorkflow, AgentWorkflowContext, Grader, GraderContext
+from osmosis_ai.rollout import policy as policy_layer
 from osmosis_ai.rollout.integrations.agents.openai_agents import (
     OsmosisAgent,
     OsmosisMemorySession,
@@ -224,7 +226,9 @@ async def test_slow_policy_past_the_agent_deadline_is_a_timeout() -> None:
     assert (result.status, result.err_category) == ("failure", "timeout")
 
 
-async def test_unreachable_policy_is_an_http_error() -> None:
+async def test_unreachable_policy_is_an_http_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    # connection attempts are retried for a while (refused: never reached); not 30 s here
+    monkeypatch.setattr(policy_layer, "POLICY_CONNECT_RETRY_BUDGET_SEC", 0.3)
     result = await run_rollout(
         MultiplyWorkflow,
         MultiplyGrader,

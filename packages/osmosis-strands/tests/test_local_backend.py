@@ -15,6 +15,7 @@ from strands_multiply_rollout import (
     multiply_workflow_config,
 )
 
+from osmosis_ai.rollout import policy as policy_layer
 from osmosis_ai.rollout.agent_workflow import AgentWorkflow
 from osmosis_ai.rollout.context import AgentWorkflowContext
 from osmosis_ai.rollout.integrations.agents.strands import OsmosisRolloutModel, OsmosisStrandsAgent
@@ -223,7 +224,9 @@ async def test_rollout_deadline_while_waiting_for_the_policy_is_a_timeout() -> N
     assert result.err_category == RolloutErrorCategory.TIMEOUT
 
 
-async def test_policy_unreachable_is_an_http_error() -> None:
+async def test_policy_unreachable_is_an_http_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    # connection attempts are retried for a while (refused: never reached); not 30 s here
+    monkeypatch.setattr(policy_layer, "POLICY_CONNECT_RETRY_BUDGET_SEC", 0.3)
     async with ScriptedPolicyServer("multiply") as policy:
         dead_url = policy.chat_completions_url("gone")
     result = await run_rollout(

@@ -55,3 +55,7 @@ def test_the_default_folder_is_one_safe_segment() -> None:
     assert folder_name("my-run", "run_1") == "my-run"
     assert folder_name("/etc/x", "run_1") == "_etc_x"
     assert folder_name("..", "run_1") == "run_1"
+    # A platform that names the run and its id '..' (or '..\x'): never the parent folder.
+    assert folder_name("..", "..") == "run"
+    assert folder_name("...", "..") == "run"
+    assert folder_name(" .. ", "../..") == "run"

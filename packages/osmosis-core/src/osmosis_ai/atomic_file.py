@@ -14,6 +14,8 @@ import contextlib
 import os
 import threading
 
+from osmosis_ai._util.redaction import file_redactor, redact_file_data
+
 __all__ = ["move_into_place", "write_atomic"]
 
 
@@ -26,6 +28,8 @@ def write_atomic(
 ) -> None:
     """Write ``data`` (``str`` is encoded as UTF-8) to ``path`` atomically."""
     target = os.fspath(path)
+    # Under a run folder or a server home: through its redactor (no credential reaches a file).
+    data = redact_file_data(file_redactor(target), data)
     folder, name = os.path.split(target)
     # Unique per process and thread, so concurrent writers of one target never share a temp file.
     tmp = os.path.join(folder, f".{name}.{os.getpid()}.{threading.get_ident()}.tmp")

@@ -220,3 +220,74 @@ async def test_a_connection_is_not_reused_once_the_server_may_be_closing_it() ->
         await server.wait_closed()
     assert first.choices[0].message.content == second.choices[0].message.content == "ok"
     assert len(ports) == 2  # the idle connection was closed by the client, not reused
+
+
+async def test_a_refused_connection_is_retried_until_the_policy_listens(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The policy's port refuses connections (bound, not listening) for the first attempts, then
+    a policy server listens there: the call succeeds, and the policy saw the request once (a
+    connection that was never made is safe to retry)."""
+    import socket
+
+    placeholder = socket.socket()
+    placeholder.bind(("127.0.0.1", 0))  # bound, never listening: connect() is refused
+    port = placeholder.getsockname()[1]
+    server = ScriptedPolicyServer("echo", port=port)
+    waits: list[float] = []
+
+    async def at_each_retry(seconds: float) -> None:
+        waits.append(seconds)
+        if len(waits) == 2:  # two refusals so far: the policy comes up
+            placeholder.close()
+            await server.start()
+
+    monkeypatch.setattr(policy, "_sleep", at_each_retry)
+    await policy.aclose_policy_clients()
+    try:
+        client = policy.policy_client(f"http://127.0.0.1:{port}/v1/rollouts/r-late", "k")
+        reply = await client.chat.completions.create(
+            model="osmosis-rollout", messages=[{"role": "user", "content": "hi"}]
+        )
+        assert reply.choices[0].message.content
+        assert len(server.requests_for("r-late")) == 1
+    finally:
+        placeholder.close()
+        await policy.aclose_policy_clients()
+        await server.stop()
+    assert len(waits) == 2
+    assert all(0 < wait <= policy.POLICY_CONNECT_BACKOFF.cap for wait in waits)
+
+
+async def test_connection_retries_stop_at_their_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A policy that never listens: the call fails as a connection error once the budget is
+    spent, naming the attempts (the rollout fails as ``http_error``, as before)."""
+    import socket
+
+    placeholder = socket.socket()
+    placeholder.bind(("127.0.0.1", 0))
+    port = placeholder.getsockname()[1]
+    waits: list[float] = []
+
+    async def no_wait(seconds: float) -> None:
+        waits.append(seconds)
+
+    monkeypatch.setattr(policy, "_sleep", no_wait)
+    monkeypatch.setattr(policy, "POLICY_CONNECT_RETRY_BUDGET_SEC", 1.0)
+    monkeypatch.setattr(policy, "POLICY_CONNECT_BACKOFF", policy.Backoff(0.4, jitter="none"))
+    await policy.aclose_policy_clients()
+    url = f"http://127.0.0.1:{port}/v1/rollouts/r-never"
+    try:
+        with (
+            pytest.raises(PolicyHTTPError, match="could not reach the policy") as raised,
+            policy.translating_policy_errors(url),
+        ):
+            await policy.policy_client(url, "k").chat.completions.create(
+                model="m", messages=[{"role": "user", "content": "hi"}]
+            )
+    finally:
+        placeholder.close()
+        await policy.aclose_policy_clients()
+    assert waits
+    assert waits == [0.4, 0.8][: len(waits)]  # 1.6 more would pass the 1.0 s budget
+    assert "connection attempt(s)" in str(raised.value)

@@ -15,6 +15,7 @@ second of start-up for a handful of small requests.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol
@@ -40,6 +41,36 @@ class Readable(Protocol):
 
 
 Body = bytes | Callable[[], Readable]
+
+
+def _origin(url: str) -> tuple[str, str, int | None]:
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    port = parts.port or {"http": 80, "https": 443}.get(parts.scheme.lower())
+    return parts.scheme.lower(), (parts.hostname or "").lower(), port
+
+
+@functools.cache
+def _opener() -> Any:
+    """urllib's default opener, except that a redirect to another origin (scheme, host or
+    port) drops the ``Authorization`` header: the platform token goes only where it was sent
+    (as browsers, curl and httpx do). A same-origin redirect keeps it."""
+    import urllib.request
+
+    class SameOriginAuthRedirects(urllib.request.HTTPRedirectHandler):
+        def redirect_request(  # type: ignore[override]
+            self, req: Any, fp: Any, code: int, msg: str, headers: Any, newurl: str
+        ) -> Any:
+            new = super().redirect_request(req, fp, code, msg, headers, newurl)
+            if new is not None and _origin(newurl) != _origin(req.full_url):
+                for name in list(new.headers):
+                    if name.lower() == "authorization":
+                        del new.headers[name]
+                new.unredirected_hdrs.pop("Authorization", None)
+            return new
+
+    return urllib.request.build_opener(SameOriginAuthRedirects)
 
 
 class PlatformClient:
@@ -131,7 +162,7 @@ class PlatformClient:
                 url, data=data, method=method, headers={**self._headers(), **(headers or {})}
             )
             try:
-                return urllib.request.urlopen(request, timeout=timeout or self._timeout)
+                return _opener().open(request, timeout=timeout or self._timeout)
             except urllib.error.HTTPError as exc:
                 status, raw, retry_header = exc.code, exc.read(), exc.headers.get("Retry-After")
                 exc.close()

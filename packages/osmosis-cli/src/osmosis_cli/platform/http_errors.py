@@ -40,6 +40,9 @@ def error_from_response(
 ) -> CLIError:
     import json
 
+    from osmosis_ai.rollout.integrations.spi import Redactor
+
+    scrubbed = Redactor(redact)
     platform_code: str | None = None
     field: str | None = None
     message = ""
@@ -53,8 +56,13 @@ def error_from_response(
         elif isinstance(body, dict) and "detail" in body:
             message = str(body["detail"])
     except ValueError:
-        message = raw[:300].decode(errors="replace")
-    message = scrub(message, redact)
+        # Scrubbed whole, then cut: a secret across the cut must not leave half of itself.
+        message = scrubbed(raw.decode(errors="replace"))[:300]
+    # Every part of the answer the CLI shows is scrubbed: a platform may echo the request's
+    # value in its message, its code or the ``field`` it blames.
+    message = scrubbed(message)
+    platform_code = None if platform_code is None else scrubbed(str(platform_code))
+    field = None if field is None else scrubbed(str(field))
     code = STATUS_CODES.get(status, CLIErrorCode.PLATFORM_ERROR)
     suffix = f": {message}" if message else ""
     if status == 401:

@@ -52,8 +52,11 @@ def parse_types(spec: str) -> list[str]:
 
 def folder_name(name: str, run_id: str) -> str:
     """The default output folder: the run name made safe as one path segment."""
-    safe = name.replace("/", "_").replace("\\", "_").strip()
-    return run_id.replace("/", "_") if safe in ("", ".", "..") else safe
+    for candidate in (name, run_id):  # the platform names both; neither may leave the folder
+        safe = candidate.replace("/", "_").replace("\\", "_").strip()
+        if safe not in ("", ".", "..") and not safe.startswith(".."):
+            return safe
+    return "run"
 
 
 def _select(

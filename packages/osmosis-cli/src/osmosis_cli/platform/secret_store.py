@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from typing import Literal
 from urllib.parse import quote
 
@@ -61,6 +62,13 @@ def read_value(name: str, env_var: str | None, output: Output) -> str:
     return value
 
 
+def scrub_answer(value: str) -> Callable[[str], str]:
+    """What the platform's answer to a ``PUT`` may show: with the value masked (in any encoding)."""
+    from osmosis_ai.rollout.integrations.spi import Redactor
+
+    return Redactor([value])
+
+
 def set_secret(name: str, output: Output, *, env_var: str | None, scope: Scope) -> None:
     check_name(name)
     value = read_value(name, env_var, output)
@@ -72,7 +80,9 @@ def set_secret(name: str, output: Output, *, env_var: str | None, scope: Scope) 
         redact=[value],
     )
     stored = stored if isinstance(stored, dict) else {}
+    scrubbed = scrub_answer(value)
     resource = {k: stored.get(k) for k in ("name", "scope", "created_at", "updated_at")}
+    resource = {k: scrubbed(v) if isinstance(v, str) else v for k, v in resource.items()}
     resource["name"] = resource["name"] or name
     output.emit_operation(
         "secret.set",

@@ -20,6 +20,11 @@ about that call that does not depend on the framework lives here:
   :class:`~osmosis_ai.errors.PolicyHTTPError` (``http_error``) or
   :class:`~osmosis_ai.errors.PolicyTimeoutError` (``timeout``) with status, body excerpt and URL,
   so a failing policy is an infrastructure failure, never reward 0;
+* connection establishment is retried: a connect that times out or is refused never reached the
+  policy (no request was sent, so no generation can reach the trainer twice), so the pooled
+  transport retries it with :class:`~osmosis_ai._util.backoff.Backoff` delays for up to
+  :data:`POLICY_CONNECT_RETRY_BUDGET_SEC` (the rollout's own deadline cancels it sooner). Any
+  failure after the connection was made is not retried;
 * :func:`strict_chat_messages` — the request's messages in the shape strict OpenAI-compatible
   servers accept (llama.cpp's server, vLLM's validation): text-only content as a string;
 * :func:`usage_dict` and :class:`PolicyCall` — one usage normaliser and one per-call record (the
@@ -34,7 +39,9 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import importlib
 import threading
+import time
 import weakref
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -42,6 +49,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import urlsplit, urlunsplit
 
+from osmosis_ai._util.backoff import Backoff
 from osmosis_ai.errors import NoActiveRolloutError, PolicyHTTPError, PolicyTimeoutError
 from osmosis_ai.rollout.context import RolloutContext, get_rollout_context
 
@@ -75,6 +83,13 @@ MAX_CACHED_ROLLOUT_CLIENTS = 1024
 #: and fail as a transport error (calls are not retried: a retried generation could reach the
 #: trainer twice). Reopening a connection idle for 4-5 s costs one TCP connect.
 POLICY_KEEPALIVE_EXPIRY_SEC = 4.0
+#: How long connection establishment to the policy is retried (connect timeouts and refusals:
+#: the request never left), counted from the first attempt. A policy server restarting, or a
+#: protocol process waiting for a CPU while workers saturate every core, recovers well within it;
+#: the rollout's ``agent_timeout_sec`` still bounds the whole call.
+POLICY_CONNECT_RETRY_BUDGET_SEC = 30.0
+#: The delays between those attempts (THE backoff: equal jitter).
+POLICY_CONNECT_BACKOFF = Backoff(initial=0.2, cap=3.0)
 _BODY_EXCERPT_CHARS = 500
 # Top-level modules whose exceptions mean "the HTTP exchange with the policy failed" (the openai
 # client lets raw transport errors through mid-stream).
@@ -163,6 +178,8 @@ def _new_base_client() -> AsyncOpenAI:
         max_keepalive_connections=connections,
         keepalive_expiry=POLICY_KEEPALIVE_EXPIRY_SEC,
     )
+    http = importlib.import_module(type(DEFAULT_CONNECTION_LIMITS).__module__.split(".", 1)[0])
+    transport = _connect_retrying_transport(http, http.AsyncHTTPTransport(limits=limits))
     return _strict_clients()[1](
         # Explicit values so OPENAI_API_KEY / OPENAI_BASE_URL from the environment are never used.
         api_key=NO_API_KEY,
@@ -171,9 +188,50 @@ def _new_base_client() -> AsyncOpenAI:
         # An explicit HTTP client (openai's defaults): the one AsyncOpenAI would build schedules
         # ``aclose()`` from a finalizer on whatever loop runs at garbage collection, which fails
         # noisily once this client's own loop has closed.
-        http_client=DefaultAsyncHttpxClient(limits=limits),
+        http_client=DefaultAsyncHttpxClient(limits=limits, transport=transport),
         default_headers=_hygienic_headers(),
     )
+
+
+async def _sleep(seconds: float) -> None:
+    """The wait between connection attempts (a seam: tests act at each retry)."""
+    await asyncio.sleep(seconds)
+
+
+def _connect_retrying_transport(http: Any, inner: Any) -> Any:
+    """``inner`` (an ``AsyncHTTPTransport`` of ``http``: httpx or httpx2) with connection
+    establishment retried.
+
+    Only ``ConnectError`` / ``ConnectTimeout`` are retried: the connection pool raises them
+    before any byte of the request was written, so the policy never saw it. Read errors, a
+    connection closed mid-answer and every status code propagate as before (a retried generation
+    could reach the trainer twice). The request body is bytes (openai serialises JSON), so
+    sending it again is safe.
+    """
+
+    class ConnectRetryingTransport(http.AsyncBaseTransport):
+        def __init__(self) -> None:
+            self.inner = inner
+
+        async def handle_async_request(self, request: Any) -> Any:
+            started = time.monotonic()
+            retry = 0
+            while True:
+                try:
+                    return await self.inner.handle_async_request(request)
+                except (http.ConnectError, http.ConnectTimeout) as exc:
+                    retry += 1
+                    delay = POLICY_CONNECT_BACKOFF.delay(retry)
+                    spent = time.monotonic() - started
+                    if spent + delay > POLICY_CONNECT_RETRY_BUDGET_SEC:
+                        exc.args = (f"{exc} (after {retry} connection attempt(s), {spent:.1f}s)",)
+                        raise
+                    await _sleep(delay)
+
+        async def aclose(self) -> None:
+            await self.inner.aclose()
+
+    return ConnectRetryingTransport()
 
 
 def sync_policy_client(

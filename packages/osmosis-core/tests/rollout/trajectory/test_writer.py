@@ -273,3 +273,29 @@ def test_saves_from_separate_event_loops(osmosis_home: Path) -> None:
             asyncio.run(save_trajectory(rollout_id=f"loop{i}", result=success(sample))) is not None
         )
     assert names(osmosis_home) == ["loop0", "loop1", "loop2"]
+
+
+async def test_a_full_trajectory_queue_makes_finishing_rollouts_wait() -> None:
+    """Backpressure, not growth: while the writer's queue is at its bound, ``trajectory_room``
+    does not return; once the writer catches up it does."""
+    import threading
+
+    from osmosis_ai.rollout.trajectory import writer
+
+    gate, busy = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        busy.set()
+        gate.wait()
+
+    writer._WRITER.post(hold)  # the writer thread is busy with this job
+    await asyncio.to_thread(busy.wait)  # (the jobs below queue behind it, not in its batch)
+    for _ in range(8):
+        writer._WRITER.post(lambda: None)
+    waiting = asyncio.create_task(writer.trajectory_room(limit=4))
+    for _ in range(20):
+        await asyncio.sleep(0)
+    assert not waiting.done()
+    gate.set()
+    await waiting
+    await writer.trajectory_room(limit=4)  # room now: returns at once

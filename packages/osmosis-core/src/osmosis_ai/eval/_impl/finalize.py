@@ -252,10 +252,15 @@ def _write_metrics(
 
 
 def plan_redactor(plan: EvalPlan) -> Redactor:
-    """Redacts the run's secrets: the upstream API key and the rollout's secret values."""
+    """Redacts the run's secrets: the upstream API key and the credentials in its URL, the
+    rollout's secret values, and this process's credentials (the judge's key among them: the
+    environment variables named like a credential)."""
+    from osmosis_ai._util.redaction import env_secrets, url_secrets
+
     redactor = Redactor()
     redactor.add(plan.upstream.api_key)
-    for value in plan.secrets.values():
+    base_url = getattr(plan.upstream, "base_url", None)
+    for value in (*url_secrets(base_url), *env_secrets(), *plan.secrets.values()):
         redactor.add(value)
     return redactor
 

@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from osmosis_ai._util.redaction import redact_files_under, register_secret, url_secrets
 from osmosis_ai.eval._impl.adaptive import AdaptiveLimit
 from osmosis_ai.eval._impl.cost.budget import Budget, CostEstimate
 from osmosis_ai.eval._impl.dispatch import DispatchJob, dispatch
@@ -58,7 +59,12 @@ async def run_session(
     try:
         end.archived = archive_run(paths.root) if plan.options.fresh else None
         manifest, code_change = _open_manifest(plan, paths)
-        log = RunLog(paths.logs, plan_redactor(plan))
+        redactor = plan_redactor(plan)
+        redact_files_under(paths.root, redactor)  # every file written under the run
+        register_secret(
+            *url_secrets(plan.upstream.base_url), plan.upstream.api_key, *plan.secrets.values()
+        )
+        log = RunLog(paths.logs, redactor)
         try:
             session = _Session(plan, paths, manifest, log, progress, confirm)
             session.code_change = code_change

@@ -13,6 +13,8 @@ import math
 import re
 from typing import Any
 
+from osmosis_ai._util.json_bounded import TooDeepError, json_objects
+
 _THINK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
 _SCORE_PHRASE = re.compile(
     r"""["']?score["']?\s*[:=]\s*["']?(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)""", re.IGNORECASE
@@ -28,7 +30,11 @@ def parse_reply(text: str | None) -> tuple[float, str]:
     if text is None or not text.strip():
         raise MalformedReplyError("the judge's reply was empty")
     cleaned = _THINK.sub("", text).strip()
-    for candidate in _json_objects(cleaned):
+    try:
+        candidates = json_objects(cleaned)
+    except TooDeepError as exc:
+        raise MalformedReplyError(f"the judge's reply is not a usable verdict: {exc}") from None
+    for candidate in candidates:
         if "score" in candidate:
             return _from_mapping(candidate)
     match = _SCORE_PHRASE.search(cleaned)
@@ -65,20 +71,3 @@ def _finite(score: float) -> float:
     if not math.isfinite(score):
         raise MalformedReplyError(f"the judge's score is not finite ({score})")
     return score
-
-
-def _json_objects(text: str) -> list[dict[str, Any]]:
-    """Every JSON object that parses, starting at each ``{`` in ``text`` (outermost first)."""
-    decoder = json.JSONDecoder()
-    found: list[dict[str, Any]] = []
-    index = text.find("{")
-    while index != -1:
-        try:
-            value, end = decoder.raw_decode(text, index)
-        except json.JSONDecodeError:
-            index = text.find("{", index + 1)
-            continue
-        if isinstance(value, dict):
-            found.append(value)
-        index = text.find("{", end)
-    return found

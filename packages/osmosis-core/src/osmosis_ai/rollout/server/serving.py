@@ -85,7 +85,11 @@ def serve(app: Any, *, workers: int | str | None = None, **options: Any) -> None
         use_workers(app, count)
     from osmosis_ai._util.serving import run
 
-    run(_DrainingServer(uvicorn_config(app, **options)))
+    config = uvicorn_config(app, **options)
+    service = getattr(getattr(app, "state", None), "rollout_service", None)
+    if service is not None and config.port:  # a restart on this port finds this outbox
+        service.outbox_instance = f"{config.host}-{config.port}"
+    run(_DrainingServer(config))
 
 
 def uvicorn_config(

@@ -245,11 +245,16 @@ def save_calls(file: TextIO | None, rollout_id: str, calls: list[CallRecord]) ->
     results."""
     if file is None or not calls:
         return
+    from osmosis_ai._util.redaction import file_redactor, process_redactor
+
+    redactor = file_redactor(str(getattr(file, "name", ""))) or process_redactor()
     with contextlib.suppress(OSError, TypeError, ValueError):
         file.write(
-            "".join(
-                json.dumps({"rollout_id": rollout_id, **call}) + "\n"
-                for call in compact_calls(calls)
+            redactor(
+                "".join(
+                    json.dumps({"rollout_id": rollout_id, **call}) + "\n"
+                    for call in compact_calls(calls)
+                )
             )
         )
 

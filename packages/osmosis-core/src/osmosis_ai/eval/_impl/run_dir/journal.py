@@ -34,7 +34,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from osmosis_ai._util import json_bounded
 from osmosis_ai._util.group_sync import GroupSync
+from osmosis_ai._util.redaction import file_redactor, redact_file_data
 
 WorkKey = tuple[int, int]  # (row_index, run_index)
 
@@ -54,7 +56,7 @@ def iter_records(path: Path) -> Iterator[dict[str, Any]]:
 
 def _decode(line: bytes) -> dict[str, Any] | None:
     try:
-        record = json.loads(line.decode("utf-8"))  # a NUL or invalid UTF-8: ValueError
+        record = json_bounded.loads(line)  # a NUL, invalid UTF-8, nested too deep: ValueError
     except ValueError:
         return None
     return record if isinstance(record, dict) else None
@@ -122,7 +124,7 @@ class Journal:
         if self._sync_error is not None:
             error, self._sync_error = self._sync_error, None
             raise error
-        self._write(_encode(record))
+        self._write(redact_file_data(file_redactor(self.path), _encode(record)))
         self._syncer.wake()
 
     def _write(self, data: bytes) -> None:

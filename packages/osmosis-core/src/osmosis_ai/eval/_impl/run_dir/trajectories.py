@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from osmosis_ai.atomic_file import write_atomic
 from osmosis_ai.eval._impl.results.reproducibility import rollout_record
 from osmosis_ai.eval._impl.run_dir.layout import RunPaths, trajectory_name
 
@@ -92,7 +93,8 @@ def assemble_trajectory(
                             metrics.setdefault(key, call[key])
     target.parent.mkdir(parents=True, exist_ok=True)
     try:
-        target.write_text(json.dumps(document, indent=2, allow_nan=False), encoding="utf-8")
+        # write_atomic: through the run's redactor, like every file under the run
+        write_atomic(target, json.dumps(document, indent=2, allow_nan=False))
     except (OSError, TypeError, ValueError):
         return None
     with contextlib.suppress(OSError):

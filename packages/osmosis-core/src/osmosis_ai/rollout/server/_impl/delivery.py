@@ -40,6 +40,7 @@ class TrajectorySaver:
     def __init__(self) -> None:
         self._queue: Callable[..., None] | None = None
         self._written: Callable[[], Coroutine[Any, Any, None]] | None = None
+        self._room: Callable[[], Coroutine[Any, Any, None]] | None = None
         self._report_type: Any = None
         self._queued = False
 
@@ -53,6 +54,7 @@ class TrajectorySaver:
             return
         self._queue = writer.queue_trajectory
         self._written = writer.trajectories_written
+        self._room = writer.trajectory_room
         self._report_type = TrajectoryReport
 
     def spawn_save(
@@ -75,6 +77,11 @@ class TrajectorySaver:
             self._queued = True
         except Exception:  # the writer promises not to raise; a bug there must not spread
             logger.exception("saving the trajectory of rollout %s failed", rollout_id)
+
+    async def room(self) -> None:
+        """Wait while the writer's queue is at its bound (a finishing rollout holds its slot)."""
+        if self._queued and self._room is not None:
+            await self._room()
 
     def report_from_ack(self, ack: Any) -> Any:
         """A ``TrajectoryReport`` from a callback acknowledgement, if it carries one."""

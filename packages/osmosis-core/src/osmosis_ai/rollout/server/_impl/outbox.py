@@ -26,12 +26,26 @@ Records (one JSON object per line; ``op`` says which):
   the result's wire bytes are embedded as they are, last, after their length ``rlen``);
 * ``ack`` - the result was fetched, its callbacks acknowledged, or it was forgotten.
 
-At start the journal is replayed: an acknowledged rollout is gone, a finished one is offered
-again (fetchable with the lease token the controller holds, callbacks re-sent), an admitted one
-that never finished becomes a terminal failure (the service decides which). The replayed state
-is then written to a fresh journal atomically (temporary file + rename), so a crash during a
-restart loses nothing. The writer compacts the same way when the file grows past four times
-its live records.
+At start the journal is replayed, streamed line by line (memory for the live records only): an
+acknowledged rollout is gone, a finished one is offered again (fetchable with the lease token
+the controller holds, callbacks re-sent), an admitted one that never finished becomes a
+terminal failure (the service decides which). A torn last line is cut off and the server
+appends to the same file, so a restart needs no free disk for a second copy and a crash during
+it loses nothing. The writer compacts (temporary file + rename) when the file grows past four
+times its live records; a compaction that fails (a full disk) is retried at the next one.
+An unreadable line (torn, corrupt, nested deeper than :data:`~osmosis_ai._util.json_bounded.
+MAX_DEPTH`) is skipped and counted in the log.
+
+A write that fails (a full disk) is cut back to the last whole line and kept: it is written
+again, before anything newer, at the next write or at the latest :data:`RETRY_WRITE_SEC`
+later; meanwhile :attr:`Outbox.failed` is true and ``/health`` reports the journal as
+``degraded``. Leftover temporary files of a compaction killed midway are removed at start.
+
+Identity: ``identity.json`` names the backend the outbox belongs to (the user's backend class,
+whatever the worker count). A server refuses an outbox that names another backend
+(:class:`OutboxForeign`); the default folder is named by the backend, the working directory
+and the listening port when ``serve()`` knows it, so a restart finds its own outbox after a
+change of worker count and two servers side by side restart in any order.
 
 The directory is locked (``flock``) by the server that uses it, so two servers never share one.
 Only SHA-256 digests of lease tokens are stored; a callback record keeps the controller's bearer
@@ -41,6 +55,7 @@ key to re-send with it, so the directory is 0700 and the files 0600.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
 import logging
@@ -51,6 +66,7 @@ from json.encoder import encode_basestring_ascii
 from pathlib import Path
 from typing import Any
 
+from osmosis_ai._util import json_bounded
 from osmosis_ai._util.group_sync import SYNC_INTERVAL_SEC, GroupSync
 from osmosis_ai.atomic_file import write_atomic
 
@@ -59,6 +75,9 @@ logger = logging.getLogger("osmosis_ai.rollout.server")
 JOURNAL_NAME = "journal.jsonl"
 KEY_NAME = "lease.key"
 LOCK_NAME = "lock"
+IDENTITY_NAME = "identity.json"
+#: A write that failed is tried again at the latest this many seconds later.
+RETRY_WRITE_SEC = 1.0
 _COMPACT_MIN_BYTES = 4 * 1024 * 1024
 
 # What :meth:`Outbox.put` takes: the line, ``None`` (an acknowledgement), or a function giving
@@ -71,13 +90,19 @@ class OutboxLocked(OSError):
     """Another live server holds this outbox directory."""
 
 
+class OutboxForeign(OSError):
+    """The outbox directory belongs to a server of another backend."""
+
+
 class Outbox:
     """One server's journal. :meth:`open` and :meth:`close` block (call them in a thread);
     :meth:`put`, :meth:`write_now` and :meth:`flush` run on the event loop (the writer thread
     does the syncing)."""
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, *, backend: str | None = None) -> None:
         self.directory = directory
+        #: The backend this outbox is for (``identity.json``); ``None`` checks nothing.
+        self.backend = backend
         self.lease_key = b""
         self._lock = threading.Lock()  # writes (event loop) vs compaction (writer thread)
         # The writer thread: syncs (and compacts) after a write, at most every SYNC_INTERVAL_SEC.
@@ -98,6 +123,9 @@ class Outbox:
         self._fd = -1
         self._lock_fd = -1
         self.failed = False
+        self.error = ""  # the last write failure while :attr:`failed`
+        self._unwritten: list[bytes] = []  # records whose write failed, oldest first
+        self._retrying = False
 
     # ---- start ------------------------------------------------------------------------
 
@@ -106,13 +134,44 @@ class Outbox:
         (``op`` ``done`` or ``admit``), oldest first."""
         self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
         self._lock_fd = lock_directory(self.directory)
+        try:
+            self._check_identity()
+        except OSError:
+            os.close(self._lock_fd)
+            self._lock_fd = -1
+            raise
+        _remove_stale_temporaries(self.directory)
         self.lease_key = self._load_key()
         journal = self.directory / JOURNAL_NAME
         records = replay(journal)
         self._live = {r["id"]: encode(r) for r in records}
-        self._rewrite()
+        self._live_bytes = sum(len(line) for line in self._live.values())
+        self._fd = os.open(journal, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
+        self._file_bytes = _cut_torn_tail(self._fd)
         self._writer.start()
         return records
+
+    def _check_identity(self) -> None:
+        """Refuse an outbox whose ``identity.json`` names another backend; name ours in a new
+        one."""
+        if self.backend is None:
+            return
+        path = self.directory / IDENTITY_NAME
+        try:
+            theirs = json_bounded.loads(path.read_bytes()).get("backend")
+        except FileNotFoundError:
+            theirs = None
+        except (ValueError, AttributeError, OSError):
+            theirs = None  # unreadable: rewritten below
+        if theirs is not None and theirs != self.backend:
+            raise OutboxForeign(
+                f"the rollout outbox {self.directory} belongs to a server of backend {theirs!r}, "
+                f"not {self.backend!r}; its results are not this server's. Give this server its "
+                "own outbox_dir (or remove that folder if its results are no longer wanted)"
+            )
+        if theirs is None:
+            data = json.dumps({"backend": self.backend, "cwd": os.getcwd()}).encode()
+            write_atomic(path, data + b"\n", mode=0o600, durable=True)
 
     def bind(self, loop: asyncio.AbstractEventLoop) -> None:
         """Write what :meth:`put` records at the end of the turn on ``loop`` (unbound, at once)."""
@@ -212,14 +271,14 @@ class Outbox:
             self._release(waiters)
 
     def _flush(self) -> None:
-        if not self._pending or self._fd < 0:
+        if (not self._pending and not self._unwritten) or self._fd < 0:
             return  # nothing to write, or closed (the server has stopped)
         with self._lock:
             pending, self._pending = self._pending, {}
             self._urgent = 0
             self._taken += 1
             batch = self._taken
-            chunks: list[bytes] = []
+            chunks, self._unwritten = self._unwritten, []  # a failed write goes first
             live = self._live
             for rollout_id, item in pending.items():
                 line = item() if callable(item) else item
@@ -251,9 +310,17 @@ class Outbox:
             while view:
                 view = view[os.write(self._fd, view) :]
         except OSError as exc:
+            # Cut what part of it reached the file (shrinking needs no space), keep it all for
+            # the next write: a later line must never be appended to a half-written one.
+            with contextlib.suppress(OSError):
+                os.ftruncate(self._fd, self._file_bytes)
+            self._unwritten = [data]
             self._write_failed(exc)
             return
+        if self.failed:
+            logger.warning("the rollout outbox %s is written again", self.directory)
         self.failed = False
+        self.error = ""
         self._file_bytes += len(data)
         if not self._dirty:
             self._dirty = True
@@ -263,11 +330,29 @@ class Outbox:
         if not self.failed:
             logger.error(
                 "could not write the rollout outbox %s (%s): results are not crash-safe until "
-                "it can be written again",
+                "it can be written again (retried every %gs)",
                 self.directory / JOURNAL_NAME,
                 exc,
+                RETRY_WRITE_SEC,
             )
         self.failed = True
+        self.error = str(exc)
+        loop = self._loop
+        if self._unwritten and loop is not None and not self._retrying:
+            self._retrying = True
+            if threading.get_ident() == self._loop_thread:
+                loop.call_later(RETRY_WRITE_SEC, self._retry)
+            else:
+                loop.call_soon_threadsafe(loop.call_later, RETRY_WRITE_SEC, self._retry)
+
+    def _retry(self) -> None:
+        self._retrying = False
+        self.flush()
+
+    @property
+    def unwritten(self) -> int:
+        """Bytes of records whose write failed and waits for a retry."""
+        return sum(len(chunk) for chunk in self._unwritten)
 
     def _sync(self) -> None:
         """Sync what was written and compact the journal if it has grown (the writer thread at
@@ -290,7 +375,10 @@ class Outbox:
                 logger.error("could not compact the rollout outbox: %s", exc)
 
     def _rewrite(self) -> None:
-        """Replace the journal with the live records only (atomically), and append to it."""
+        """Replace the journal with the live records only (atomically), and append to it (the
+        writer thread, under the lock; never while a failed write waits to be retried)."""
+        if self._unwritten:
+            return
         journal = self.directory / JOURNAL_NAME
         data = b"".join(self._live.values())
         write_atomic(journal, data, mode=0o600, durable=True)
@@ -327,30 +415,61 @@ def encode(record: dict[str, Any]) -> bytes:
 def replay(journal: Path) -> list[dict[str, Any]]:
     """The live records of ``journal`` in order (a torn or corrupt line is skipped and logged)."""
     try:
-        raw = journal.read_bytes()
+        handle = journal.open("rb")
     except FileNotFoundError:
         return []
     live: dict[str, dict[str, Any]] = {}
     skipped = 0
-    for line in raw.split(b"\n"):
-        if not line:
-            continue
-        try:
-            record = json.loads(line)
-            op, rollout_id = record["op"], record["id"]
-            if not isinstance(rollout_id, str) or op not in ("admit", "done", "ack"):
-                raise ValueError(op)
-            if "rlen" in record:
-                record["result"] = _embedded_result(line, record.pop("rlen"))
-        except (ValueError, KeyError, TypeError):
-            skipped += 1
-            continue
-        live.pop(rollout_id, None)
-        if op != "ack":
-            live[rollout_id] = record
+    with handle:
+        for line in handle:  # streamed: the file may be larger than the free memory or disk
+            if line.strip():
+                skipped += _replay_line(line.rstrip(b"\n"), live)
     if skipped:
         logger.error("skipped %d unreadable record(s) in the rollout outbox %s", skipped, journal)
     return list(live.values())
+
+
+def _replay_line(line: bytes, live: dict[str, dict[str, Any]]) -> int:
+    """Apply one journal line to ``live``; 1 if it was unreadable (skipped), else 0."""
+    try:
+        record = json_bounded.loads(line)
+        op, rollout_id = record["op"], record["id"]
+        if not isinstance(rollout_id, str) or op not in ("admit", "done", "ack"):
+            raise ValueError(op)
+        if "rlen" in record:
+            record["result"] = _embedded_result(line, record.pop("rlen"))
+    except (ValueError, KeyError, TypeError):
+        return 1
+    live.pop(rollout_id, None)
+    if op != "ack":
+        live[rollout_id] = record
+    return 0
+
+
+def _cut_torn_tail(fd: int) -> int:
+    """Cut a last line the process died writing (no newline) so the next append starts a
+    line; return the file's size. Reads backwards from the end: no copy, no space needed."""
+    size = os.fstat(fd).st_size
+    end = size
+    while end > 0:
+        start = max(end - 65536, 0)
+        chunk = os.pread(fd, end - start, start)
+        if end == size and chunk.endswith(b"\n"):
+            return size
+        newline = chunk.rfind(b"\n")
+        if newline >= 0:
+            end = start + newline + 1
+            break
+        end = start
+    os.ftruncate(fd, end)
+    return end
+
+
+def _remove_stale_temporaries(directory: Path) -> None:
+    """Temporary files of a write killed midway (``write_atomic``'s ``.<name>.*.tmp``)."""
+    for stale in directory.glob(".*.tmp"):
+        with contextlib.suppress(OSError):
+            stale.unlink()
 
 
 def _embedded_result(line: bytes, length: Any) -> str:
@@ -375,12 +494,26 @@ def lock_directory(directory: Path) -> int:
     return fd
 
 
-def default_outbox_dir(root: Path, backend_name: str) -> Path:
-    """``<root>/<backend>-<hash of the working directory>-<n>``: the first such folder no
-    running server holds, so a restarted server finds its own outbox and two servers started
+def outbox_label(backend: object) -> str:
+    """The backend an outbox belongs to: the user's backend class, also when worker processes
+    run it (the protocol process then holds a pool wrapping it as ``template``)."""
+    template = getattr(backend, "template", None)
+    chosen = (
+        template if template is not None and type(backend).__name__ == "WorkerPool" else backend
+    )
+    return type(chosen).__name__
+
+
+def default_outbox_dir(root: Path, backend_name: str, instance: str | None = None) -> Path:
+    """``<root>/<backend>-<hash of the working directory>-<instance>`` when the server knows
+    its instance (its port), else ``-<n>``: the first such folder no running server holds. So a
+    restarted server finds its own outbox (whatever its worker count) and two servers started
     side by side never share one."""
     key = hashlib.sha256(os.getcwd().encode("utf-8", "surrogatepass")).hexdigest()[:12]
     safe = "".join(c if c.isascii() and c.isalnum() else "_" for c in backend_name)[:32]
+    if instance:
+        tag = "".join(c if c.isascii() and c.isalnum() else "_" for c in instance)[:32]
+        return root / f"{safe}-{key}-{tag}"
     n = 0
     while True:
         candidate = root / f"{safe}-{key}-{n}"

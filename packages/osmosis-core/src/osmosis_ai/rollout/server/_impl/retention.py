@@ -16,6 +16,7 @@ from collections.abc import Callable
 from json.encoder import encode_basestring_ascii as _quote
 from typing import Any
 
+from osmosis_ai._util.redaction import process_redactor
 from osmosis_ai.rollout.server._impl.entry import FINISHED, RolloutEntry
 from osmosis_ai.rollout.types.enums import RolloutStatus
 
@@ -110,6 +111,14 @@ def done_line(entry: RolloutEntry) -> bytes | None:
     back byte for byte."""
     if not needs_record(entry):
         return None
+    # No credential of this process (an upstream's echo of a key) goes to the journal; the
+    # callbacks' authorization is the controller's and is kept (it is needed to re-send them).
+    secrets = process_redactor()
+    result = entry.result
+    err_message = entry.err_message
+    if secrets.secrets:
+        result = secrets.redact_bytes(result)
+        err_message = None if err_message is None else secrets(err_message)
     pending = entry.callbacks or []
     callbacks = ",".join(
         f'{{"phase":{_quote(phase)},"url":{_quote(url)},"body":{_quote(body.decode())}}}'
@@ -121,11 +130,11 @@ def done_line(entry: RolloutEntry) -> bytes | None:
         f'"salt":"{entry.salt.hex()}","fp":"{entry.fingerprint.hex()}",'
         f'"uses_lease":{"true" if entry.uses_lease else "false"},"status":"{entry.status.value}",'
         f'"reward":{"null" if reward is None else _number(reward)},'
-        f'"err_message":{_text(entry.err_message)},"callbacks":[{callbacks}],'
+        f'"err_message":{_text(err_message)},"callbacks":[{callbacks}],'
         f'"authorization":{_text(entry.callback_key if pending else None)},'
-        f'"rlen":{len(entry.result)},"result":'
+        f'"rlen":{len(result)},"result":'
     ).encode()
-    return head + entry.result + b"}\n"
+    return head + result + b"}\n"
 
 
 def _number(value: float) -> str:

@@ -41,7 +41,12 @@ from osmosis_ai.rollout.server._impl.delivery import CallbackDelivery, Trajector
 from osmosis_ai.rollout.server._impl.drain import Drain
 from osmosis_ai.rollout.server._impl.entry import FINISHED, AdmissionError, RolloutEntry, publish
 from osmosis_ai.rollout.server._impl.lease import LeaseKey
-from osmosis_ai.rollout.server._impl.outbox import Outbox, OutboxLocked, default_outbox_dir
+from osmosis_ai.rollout.server._impl.outbox import (
+    Outbox,
+    OutboxLocked,
+    default_outbox_dir,
+    outbox_label,
+)
 from osmosis_ai.rollout.server._impl.polling import LEASE_EXPIRED_MESSAGE, Leases
 from osmosis_ai.rollout.server._impl.retention import (
     RetainedResults,
@@ -89,6 +94,8 @@ class RolloutService:
             forget=self._acknowledge,
         )
         self._outbox: Outbox | None = None
+        #: Names this server's default outbox folder when set (``serve()``: the port).
+        self.outbox_instance: str | None = None
         self._restored: set[str] = set()
         self._drain = Drain(
             settings,
@@ -199,18 +206,22 @@ class RolloutService:
     def _open_outbox(self) -> tuple[Outbox, list[dict[str, Any]]]:
         """Open the configured outbox, else the first free per-server default (blocking)."""
         configured = self.settings.outbox_dir or os.environ.get(ENV_OUTBOX_DIR) or None
+        label = outbox_label(self.backend)
         if configured is not None:
-            outbox = Outbox(Path(configured))
+            outbox = Outbox(Path(configured), backend=label)
             return outbox, outbox.open()
         from osmosis_ai.rollout.home import osmosis_home
 
         home = osmosis_home()
         root = home.with_name(f"{home.name}.outbox")  # beside the trajectories, not among them
         while True:
-            outbox = Outbox(default_outbox_dir(root, type(self.backend).__name__))
+            directory = default_outbox_dir(root, label, self.outbox_instance)
+            outbox = Outbox(directory, backend=label)
             try:
                 return outbox, outbox.open()
             except OutboxLocked:
+                if self.outbox_instance:
+                    raise  # this instance's own folder: another server of it is running
                 continue  # another server took it between the check and the lock
 
     async def shutdown(self) -> None:
@@ -304,6 +315,7 @@ class RolloutService:
             )
             return
         self._finalize(entry, outcome)
+        await self._trajectories.room()  # backpressure: the result is out, the slot waits
 
     def _task_done(self, entry: RolloutEntry, task: asyncio.Task[None]) -> None:
         self.active -= 1
@@ -446,6 +458,12 @@ class RolloutService:
             "accepting_rollouts": self.accepting,
             "active_rollouts": self.active,
         }
+        outbox = self._outbox
+        if outbox is not None and outbox.failed:  # results are not crash-safe right now
+            payload["status"] = "degraded"
+            payload["journal"] = {"status": "degraded", "error": outbox.error}
+        elif outbox is not None:
+            payload["journal"] = {"status": "ok"}
         return payload
 
     def status_of(self, rollout_id: str) -> dict[str, Any]:
