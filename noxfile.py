@@ -306,7 +306,10 @@ def reliability(session: nox.Session) -> None:
     restart, lost admissions), fuzzing of the server's routes (schemathesis) and property tests
     of the readers (hypothesis: wire models, journals, datasets, the bounded JSON reader; a
     fixed, derandomized budget of about 10 s); bounded to a few minutes."""
-    session.install(*TEST_DEPS, "schemathesis>=4", *CORE)
+    # The eval extra: the property tests read eval journals and datasets.
+    session.install(
+        *TEST_DEPS, "schemathesis>=4", "-e", f"{PACKAGES / 'osmosis-core'}[server,rubric,eval]"
+    )
     _pytest(session, RELIABILITY_TESTS)
 
 
