@@ -11,6 +11,8 @@ from typing import Any
 import httpx
 import pytest
 
+from osmosis_ai._util.backoff import Backoff
+
 openai = pytest.importorskip("openai")
 
 from osmosis_ai.errors import PolicyHTTPError, PolicyTimeoutError  # noqa: E402
@@ -274,7 +276,7 @@ async def test_connection_retries_stop_at_their_budget(monkeypatch: pytest.Monke
 
     monkeypatch.setattr(policy, "_sleep", no_wait)
     monkeypatch.setattr(policy, "POLICY_CONNECT_RETRY_BUDGET_SEC", 1.0)
-    monkeypatch.setattr(policy, "POLICY_CONNECT_BACKOFF", policy.Backoff(0.4, jitter="none"))
+    monkeypatch.setattr(policy, "POLICY_CONNECT_BACKOFF", Backoff(0.4, jitter="none"))
     await policy.aclose_policy_clients()
     url = f"http://127.0.0.1:{port}/v1/rollouts/r-never"
     try:

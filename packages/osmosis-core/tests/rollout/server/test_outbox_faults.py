@@ -138,7 +138,7 @@ async def test_records_that_failed_to_write_are_written_later_and_health_says_de
                 raise OSError(errno.ENOSPC, "No space left on device")
             return real_write(fd, data)
 
-        monkeypatch.setattr(outbox_module.os, "write", write)
+        monkeypatch.setattr(os, "write", write)  # the os module the outbox writes through
         assert (await client.get("/health")).json()["journal"] == {"status": "ok"}
         full["on"] = True
         for i in range(5):
