@@ -91,6 +91,7 @@ def header_summary(header: RunHeader) -> dict[str, Any]:
         "skipped": figures.skipped,
         "mean_reward": figures.mean_reward,
         "pass_rate": figures.pass_rate,
+        "cost_usd": figures.cost_usd,
         "pending": header.pending,
         "halt_reason": header.halt_reason,
         "path": str(header.path),
@@ -106,6 +107,7 @@ def row_summary(row: RowRecord, threshold: float) -> dict[str, Any]:
         "run_index": row.run_index,
         "source_row_index": row.source_row_index,
         "status": row.status,
+        "outcome": _outcome(row, threshold),
         "passed": None if row.reward is None else row.reward >= threshold,
         "reward": row.reward,
         "duration_ms": row.duration_ms,
@@ -114,10 +116,22 @@ def row_summary(row: RowRecord, threshold: float) -> dict[str, Any]:
         "error_type": row.error_type,
         "error_message": row.error_message,
         "error_location": str(where) if where else None,
+        "failed_phase": row.failed_phase,
+        "cost_usd": row.cost_usd,
         "prompt": row.prompt,
+        "label": row.label,
         "answer": row.answer,
+        "metrics": row.metrics,
+        "explanation": row.explanation,
         "trajectory_filename": row.trajectory_filename,
     }
+
+
+def _outcome(row: RowRecord, threshold: float) -> str:
+    """What the report calls the row: ``pass``, ``below threshold``, ``failed``, ``skipped``."""
+    if row.status == "success" and row.reward is not None:
+        return "pass" if row.reward >= threshold else "below threshold"
+    return row.status
 
 
 # ---- eval list ---------------------------------------------------------------------------
@@ -139,6 +153,7 @@ def list_local(runs_dir: Path | None, limit: int, offset: int, out: Output) -> N
             Column("rollout", "rollout"),
             Column("rows", "rows"),
             Column("mean_reward", "mean reward"),
+            Column("cost_usd", "cost $"),
             Column("status", "status", _list_status),
         ],
         plain=lambda item: (
@@ -179,6 +194,7 @@ def _metrics_lines(data: RunData) -> dict[str, Any]:
         "denominator": f"{len(rewards)} graded ({summary.get('failed', 0)} failed and "
         f"{summary.get('skipped', 0)} skipped excluded)",
         "pass_at_k": summary.get("pass_at_k", []),
+        "grader_metrics": dict(header.figures.grader_metrics),
         "failures": [g.describe() for g in groups],
     }
 
@@ -204,8 +220,7 @@ def _show_row(data: RunData, row: int, sample: int, out: Output) -> None:
             details={"row": row, "sample": sample},
         )
     detail = row_summary(match, data.header.pass_threshold)
-    detail["label"] = match.label
-    detail["metrics"] = match.metrics
+    detail["cost"] = match.cost
     detail["traceback"] = match.traceback
     if out.is_json:
         detail["messages"] = transcript.messages if transcript else []
@@ -249,16 +264,19 @@ def show(
         columns=[
             Column("row_index", "row"),
             Column("run_index", "sample"),
-            Column("status", "status"),
+            Column("outcome", "outcome"),
             Column("reward", "reward"),
             Column("duration_ms", "ms"),
             Column("error_type", "error"),
             Column("error_location", "where"),
+            Column("cost_usd", "cost $"),
             Column("prompt", "prompt"),
+            Column("label", "label"),
+            Column("answer", "answer"),
         ],
         plain=lambda r: "\t".join(
             _fmt(r.get(k))
-            for k in ("row_index", "run_index", "status", "reward", "error_type", "prompt")
+            for k in ("row_index", "run_index", "outcome", "reward", "error_type", "prompt")
         ),
         empty="No failed rows." if failed else "No finished rows yet.",
     )
@@ -312,6 +330,13 @@ def compare(
         if interval is None
         else f"{interval.estimate:+.4f}  95% paired-bootstrap CI [{interval.low:+.4f}, "
         f"{interval.high:+.4f}] over {interval.n} rows graded in both",
+        "cost difference (B - A)": "-"
+        if comparison.cost_difference_usd is None
+        else f"{comparison.cost_difference_usd:+.4f} USD",
+        **{
+            f"{key} difference (B - A)": f"{i.estimate:+.4f}  95% CI [{i.low:+.4f}, {i.high:+.4f}]"
+            for key, i in comparison.metric_differences.items()
+        },
         "regressed (pass -> fail)": detail["regressed"],
         "improved (fail -> pass)": detail["improved"],
         "status changed (graded <-> failed/skipped)": detail["status_changed"],
@@ -330,6 +355,9 @@ def compare(
             Column("reward_a", "reward A"),
             Column("reward_b", "reward B"),
             Column("delta", "delta"),
+            Column("label", "label"),
+            Column("answer_a", "answer A"),
+            Column("answer_b", "answer B"),
         ],
         plain=lambda p: "\t".join(
             _fmt(p.get(k)) for k in ("source_row_index", "run_index", "change", "delta")

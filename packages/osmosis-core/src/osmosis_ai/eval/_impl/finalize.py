@@ -62,6 +62,8 @@ def row_from_journal(
     """The one place a journal record becomes a :class:`RowRecord`."""
     reward = record.get("reward")
     return RowRecord(
+        prompt=dataset_prompt(item.row.initial_messages),
+        label=item.row.label,
         row_index=item.row_index,
         run_index=item.run_index,
         source_row_index=item.row.source_index,
@@ -80,6 +82,19 @@ def row_from_journal(
         cost=record.get("cost"),
         training_safety=record.get("training_safety"),
     )
+
+
+def dataset_prompt(messages: list[dict[str, Any]]) -> str | None:
+    """The row's first user message as the dataset gave it (kept for every row, failed or
+    not), truncated like the readers truncate it."""
+    from osmosis_ai.eval._impl.report.run_data import PROMPT_CHARS
+    from osmosis_ai.rollout.types.messages import content_text
+
+    for message in messages:
+        if message.get("role") == "user":
+            text = content_text(message.get("content"))
+            return text[:PROMPT_CHARS] if text else None
+    return None
 
 
 def collect_rows(
@@ -171,12 +186,14 @@ def finalize(
                 r.error_type,
                 r.judge,
                 r.cost,
+                r.metrics,
             )
             for r in rows
         ),
         samples_per_row=plan.knobs.n,
         pass_threshold=plan.knobs.pass_threshold,
         total_work_items=len(items),
+        metric_thresholds=plan.knobs.metric_thresholds,
     )
     summary["training_safety"] = summarize_training_safety(
         (r.training_safety for r in rows), token_ids_requested=plan.options.token_ids

@@ -82,6 +82,8 @@ def _metrics(run: RunData) -> dict[str, Any]:
         "tokens": summary.get("tokens_used", sum(r.tokens for r in run.rows)),
         "failures_by_type": summary.get("failures_by_type", {}),
         "failure_groups": [g.as_dict() for g in group_failures(run.rows)],
+        "cost_usd": run.header.figures.cost_usd,
+        "grader_metrics": dict(run.header.figures.grader_metrics),
         "training_safety": _training_safety(run),
     }
 
@@ -119,6 +121,7 @@ def _row(row: RowRecord, threshold: float) -> dict[str, Any]:
         "l": row.label,
         "a": row.answer[:ANSWER_CHARS] if row.answer else row.answer,
         "ts": verdict_cause(row.training_safety),
+        "cu": row.cost_usd,
     }
 
 
@@ -132,7 +135,8 @@ def _details(run: RunData) -> list[dict[str, Any]]:
                 "c": transcript.calls if transcript else [],
                 "x": row.metrics or {},
                 "tb": row.traceback,
-                "ph": row.extra.get("failed_phase"),
+                "ph": row.failed_phase,
+                "ex": row.explanation,
                 "em": row.error_message,
                 "tr": row.trajectory_filename,
                 "ts": row.training_safety,
