@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from contract_support import CRASH_ROW, ContractRun
 from playwright.sync_api import Browser, Page, Route, sync_playwright
 from report_support import (
     FLIPPED_ROWS,
@@ -258,3 +259,37 @@ def test_row_detail_shows_the_first_divergence(safety_run: SafetyRun, tab: Opene
         assert excerpts == [divergence["expected"], divergence["actual"]]
         if mode == "reasoning_dropped":
             assert divergence["expected"] == "I will use the tool."
+
+
+def test_grader_metrics_cost_label_and_explanation_are_shown(
+    contract: ContractRun, tab: Opened
+) -> None:
+    """The contract run (a grader with two metrics and an explanation, priced calls, a crashed
+    row): results come first, each metric has a card, cost and label are beside the answer."""
+    run_dir = contract.run.run_dir
+    target = run_dir.parent / "contract-report.html"
+    made = contract.cli.run(
+        "--json", "eval", "report", str(run_dir), "-o", str(target), cwd=contract.workspace
+    )
+    assert made.code == 0, made.stderr
+    page = tab.open(target)
+    order = page.eval_on_selector_all("main > section", "ss => ss.map(s => s.id)")
+    assert order.index("metrics") < order.index("provenance")  # results above the fold
+    metrics = page.eval_on_selector_all(
+        ".grader-metric", "cs => cs.map(c => [c.dataset.metric, c.textContent])"
+    )
+    assert sorted(metrics) == [["exact", "1.000"], ["used_tool", "1.000"]]
+    assert page.inner_text("#run-cost").startswith("$")
+    heads = page.eval_on_selector_all("#row-table thead th", "hs => hs.map(h => h.textContent)")
+    assert heads.index("cost") < heads.index("label") < heads.index("answer")
+    tab.shot("report-grader-metrics")
+    page.click("#row-table tbody tr[data-row='0.0']")
+    page.wait_for_selector("#detail .explanation")
+    assert page.inner_text("#detail .explanation").startswith("expected 6")
+    tab.shot("report-explanation")
+    page.click("#detail .close")
+    page.click(f"#row-table tbody tr[data-row='{CRASH_ROW}.0']")
+    page.wait_for_selector("#detail .transcript .msg")  # the crashed row's partial transcript
+    assert "failed phase" in page.inner_text("#detail table.kv")
+    assert "workflow" in page.inner_text("#detail table.kv")
+    tab.shot("report-crashed-row")

@@ -197,11 +197,13 @@ class Output:
         resource: Mapping[str, Any] | None = None,
         next_steps: Sequence[str] = (),
         lines: Sequence[str] = (),
+        ok: bool | None = None,
     ) -> None:
         """Result of a command that changed something (``template.apply``, ``eval.submit``...).
 
         ``lines`` are extra human-only details (e.g. the files written); JSON carries them in
-        ``resource`` instead.
+        ``resource`` instead. ``ok``: whether the human output marks the result with a ✓
+        (default: ``status == "success"``; an eval in which nothing passed is not ✓).
         """
         if self.is_json:
             payload: dict[str, Any] = {
@@ -219,7 +221,13 @@ class Output:
             return
         rich = self.mode is not Mode.PLAIN
         emit = self._console().print if rich else self._print
-        for text in _operation_text(status, message, lines, next_steps, rich=rich):
+        for text in _operation_text(
+            status if ok is None else ("success" if ok else "warning"),
+            message,
+            lines,
+            next_steps,
+            rich=rich,
+        ):
             emit(text)
 
     def emit_event(self, payload: Mapping[str, Any], text: str) -> None:

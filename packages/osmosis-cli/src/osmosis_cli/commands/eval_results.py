@@ -94,6 +94,7 @@ def header_summary(header: RunHeader) -> dict[str, Any]:
         "cost_usd": figures.cost_usd,
         "pending": header.pending,
         "halt_reason": header.halt_reason,
+        "stop_code": header.stop_code,
         "path": str(header.path),
     }
 

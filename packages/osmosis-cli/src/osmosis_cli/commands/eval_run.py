@@ -86,15 +86,17 @@ def run(
     result = _execute(out, config, options, yes=yes)
     from osmosis_cli.commands.eval_report import finish_run
 
-    report, failures = finish_run(result.run_dir, write=not no_report)
+    # A rerun that changed nothing leaves an existing report as it is too.
+    keep = result.unchanged and (result.run_dir / "report.html").is_file()
+    report, failures = finish_run(result.run_dir, write=not no_report and not keep)
+    if keep and not no_report:
+        report = result.run_dir / "report.html"
     _emit(result, out, config, report, failures, output_dir)
     if result.status == "interrupted":
         raise typer.Exit(code=EXIT_INTERRUPTED)
     if result.stop_code == "budget":
         raise typer.Exit(code=EXIT_BUDGET)
     if result.status != "success":
-        raise typer.Exit(code=1)
-    if require_append_only and result.metrics.get("training_safety", {}).get("broken"):
         raise typer.Exit(code=1)
 
 
@@ -224,15 +226,28 @@ def _emit(
     failures: list[str],
     output: Path | None,
 ) -> None:
-    status = "success" if result.status == "success" else "partial"
+    status = result.status if result.status in ("success", "failed") else "partial"
+    passed = result.figures.passed or 0
     resource = {**run_resource(result), "report_path": str(report) if report else None}
     if result.status == "interrupted":
         message = (
             f"Interrupted: {result.pending} work item(s) pending. Rerun with --name "
             f"{result.run_name} (the stored model and rows are reused) to resume."
         )
+    elif result.unchanged and result.status == "success":
+        message = (
+            f"Eval {result.run_name}: nothing to run, it had already finished; no file "
+            f"changed. {_rewards(result)}."
+        )
+    elif result.stop_code == "append_only":
+        broken = result.metrics.get("training_safety", {}).get("broken")
+        message = (
+            f"Eval {result.run_name} failed --require-append-only: {broken} rollout(s) are not "
+            f"append-only (see the training-safety line); {_rewards(result)}."
+        )
     elif result.status == "success":
-        message = f"Eval {result.run_name} finished: {_rewards(result)}."
+        nothing = "" if passed else " (nothing passed)"
+        message = f"Eval {result.run_name} finished{nothing}: {_rewards(result)}."
     elif stop_message(result) is not None:
         message = f"{stop_message(result)} {_rewards(result)}."
     else:
@@ -267,6 +282,7 @@ def _emit(
         resource=resource,
         next_steps=next_steps,
         lines=lines,
+        ok=result.status == "success" and passed > 0,
     )
 
 

@@ -7,6 +7,7 @@ has stopped, so every trajectory file is on disk); rows from earlier sessions ke
 
 from __future__ import annotations
 
+import json
 import shlex
 import sys
 import time
@@ -205,9 +206,23 @@ def finalize(
     counts = {s: sum(1 for r in rows if r.status == s) for s in ("success", "failed", "skipped")}
     pending = len(items) - len(rows)
     status = _status(end.interrupted, counts["failed"], pending)
+    if (
+        plan.options.require_append_only
+        and not end.interrupted
+        and summary["training_safety"].get("broken")
+    ):
+        # A gate that fails the run says so everywhere: status, stop_code, metrics.json.
+        status, end.stop_code = "failed", "append_only"
     duration_ms = (time.perf_counter() - end.t0) * 1000
-    write_index(paths.index, rows)
-    _write_metrics(plan, paths, manifest, end, status, pending, duration_ms, summary)
+    stored = _unchanged(paths, end, rows, status, summary)
+    if stored is not None:
+        # Nothing ran and nothing would change: the run's files (and its provenance: started
+        # at, duration, command line) stay as the session that made them wrote them.
+        duration = stored.get("duration_ms")
+        duration_ms = float(duration) if isinstance(duration, int | float) else duration_ms
+    else:
+        write_index(paths.index, rows)
+        _write_metrics(plan, paths, manifest, end, status, pending, duration_ms, summary)
     return EvalRun(
         status=status,
         run_name=plan.run_name,
@@ -230,7 +245,44 @@ def finalize(
         halt_reason=end.halt_reason,
         servers=end.servers,
         stop_code=end.stop_code,
+        unchanged=stored is not None,
     )
+
+
+def _unchanged(
+    paths: RunPaths, end: SessionEnd, rows: list[RowRecord], status: str, summary: dict[str, Any]
+) -> dict[str, Any] | None:
+    """The stored ``eval_run`` block when this session dispatched nothing and its results
+    equal what is on disk (a rerun of a finished run); else ``None``."""
+    if end.dispatched or end.session_ids or end.interrupted or end.halt_reason:
+        return None
+    try:
+        stored = json.loads(paths.metrics.read_text(encoding="utf-8"))
+        index = paths.index.read_text(encoding="utf-8")
+    except (OSError, ValueError):
+        return None
+    run = stored.get("eval_run") if isinstance(stored, dict) else None
+    if not isinstance(run, dict):
+        return None
+    stored_summary = stored.get("summary")
+    if not isinstance(stored_summary, dict):
+        return None
+    # What describes a session rather than the results: the concurrency it adapted to, and
+    # whether a row finished in an earlier session (every row has, on a rerun).
+    session_keys = ("concurrency",)
+    same = (
+        run.get("status") == status
+        and run.get("stop_code") == end.stop_code
+        and _without(stored_summary, session_keys)
+        == _without(json.loads(json.dumps(summary)), session_keys)
+        and [_without(json.loads(line), ("resumed",)) for line in index.splitlines()]
+        == [_without(row.to_json(), ("resumed",)) for row in rows]
+    )
+    return run if same else None
+
+
+def _without(data: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
+    return {k: v for k, v in data.items() if k not in keys}
 
 
 def _write_metrics(
@@ -259,6 +311,8 @@ def _write_metrics(
                 "pending": pending,
                 # why dispatch stopped early (--max-failures, a broken endpoint, the server)
                 "halt_reason": end.halt_reason,
+                # why the run stopped or failed on purpose: budget, declined, append_only
+                "stop_code": end.stop_code,
                 # provenance of this session (the report's header)
                 "command_line": _command_line(plan),
                 "versions": run_versions(),

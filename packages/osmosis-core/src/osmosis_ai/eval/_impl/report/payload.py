@@ -58,6 +58,7 @@ def _header(header: RunHeader) -> dict[str, Any]:
         "reproducibility": header.reproducibility,
         "pending": header.pending,
         "halt_reason": header.halt_reason,
+        "stop_code": header.stop_code,
     }
 
 

@@ -70,6 +70,8 @@ class RunHeader:
     #: endpoint, ``--max-failures``, the rollout server), from ``metrics.json``.
     pending: int = 0
     halt_reason: str | None = None
+    #: Why the run stopped or failed on purpose (``budget``, ``declined``, ``append_only``).
+    stop_code: str | None = None
 
     @property
     def figures(self) -> RunFigures:
@@ -208,6 +210,7 @@ def read_header(path: Path) -> RunHeader:
         },
         pending=run["pending"] if isinstance(run.get("pending"), int) else 0,
         halt_reason=_str(run.get("halt_reason")),
+        stop_code=_str(run.get("stop_code")),
     )
 
 

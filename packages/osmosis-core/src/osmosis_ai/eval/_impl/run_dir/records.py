@@ -158,5 +158,9 @@ def write_index(path: Path, rows: list[RowRecord]) -> None:
     """Atomically replace ``index.jsonl`` (temp file, fsync, rename)."""
     from osmosis_ai.atomic_file import write_atomic
 
-    text = "".join(json.dumps(row.to_json(), allow_nan=False) + "\n" for row in rows)
-    write_atomic(path, text, durable=True)
+    write_atomic(path, index_text(rows), durable=True)
+
+
+def index_text(rows: list[RowRecord]) -> str:
+    """The text of ``index.jsonl`` for ``rows`` (one JSON object per line)."""
+    return "".join(json.dumps(row.to_json(), allow_nan=False) + "\n" for row in rows)

@@ -20,6 +20,7 @@
   const int = (v) => (v === null || v === undefined ? "–" : Number(v).toLocaleString("en-US"));
   const ms = (v) => (v === null || v === undefined ? "–" : v >= 1000 ? (v / 1000).toFixed(2) + " s" : v.toFixed(0) + " ms");
   const pct = (v) => (v === null || v === undefined ? "–" : (100 * v).toFixed(1) + "%");
+  const usd = (v) => (v === null || v === undefined ? "–" : "$" + (v >= 1 ? v.toFixed(2) : v.toPrecision(2)));
 
   async function unpack(id) {
     const bin = atob(document.getElementById(id).textContent);
@@ -43,7 +44,7 @@
   };
   function provenance() {
     const fields = [
-      ["run", (h) => h.name], ["status", (h) => (h.pending ? `${h.status} (${h.pending} pending)` : h.status)],
+      ["run", (h) => h.name], ["status", (h) => (h.pending ? `${h.status} (${h.pending} pending)` : h.status) + (h.stop_code ? ` · stop code ${h.stop_code}` : "")],
       ["rollout", (h) => h.rollout],
       ["entrypoint", (h) => h.entrypoint], ["model", (h) => h.model],
       ["base URL host", (h) => h.base_url_host || "(mock / local)"],
@@ -88,10 +89,20 @@
       card("failed", int(m.failed), `${int(m.failed)}/${int(m.total)} rows produced no reward`, { id: "failed-count" }),
       card("skipped", int(m.skipped), "removed by the rollout (remove_sample)"),
       card("tokens", int(m.tokens), "policy tokens, all rows"),
+      card("cost", usd(m.cost_usd), m.cost_usd === null || m.cost_usd === undefined ? "not priced (see docs/cost-and-rate-limits.md)" : "policy and judge, all rows", { id: "run-cost" }),
     ];
     for (const p of m.pass_at_k || [])
       cards.push(card(`pass@${p.k}`, p.value === null ? "–" : pct(p.value), `over ${int(p.rows)} rows with ≥ ${p.k} graded samples`));
-    $("#metrics").append(el("h2", {}, "Results"), el("div", { class: "cards" }, cards));
+    for (const [key, g] of Object.entries(m.grader_metrics || {}))
+      cards.push(card(key, num(g.mean, 3), `grader metric · 95% CI ${num(g.ci95[0], 3)} – ${num(g.ci95[1], 3)} over ${int(g.n)} rows` +
+        (g.pass_rate === undefined ? "" : ` · ${pct(g.pass_rate)} ≥ ${g.threshold}`), { class: "value grader-metric", "data-metric": key }));
+    const h = runs[0].header;
+    const banner = h.status === "failed" || h.stop_code
+      ? el("p", { class: "error", id: "run-outcome" }, `Run ${h.status}` + (h.stop_code ? ` (stop code ${h.stop_code})` : "") +
+        (h.stop_code === "append_only" ? ": some rollouts are not append-only and --require-append-only was set." :
+          h.halt_reason ? `: ${h.halt_reason}` : "."))
+      : m.graded && !m.passed ? el("p", { class: "error", id: "run-outcome" }, "Nothing passed: every graded row is below the pass threshold.") : null;
+    $("#metrics").append(...[el("h2", {}, "Results"), banner, el("div", { class: "cards" }, cards)].filter(Boolean));
   }
 
   // ---- training safety (docs/guides/training-safe-rollouts.md) -------------------------------
@@ -222,7 +233,7 @@
   // ---- row table ----------------------------------------------------------------------------
   const state = { sort: "i", dir: 1, page: 0, outcome: "", error: "", safety: "", min: "", max: "", q: "", hits: null };
   const COLS = [["i", "row"], ["s", "sample"], ["src", "source row"], ["o", "status"], ["r", "reward"],
-    ["d", "duration"], ["t", "tokens"], ["c", "calls"], ["ts", "training safety"], ["et", "error"], ["p", "prompt"], ["a", "answer"]];
+    ["d", "duration"], ["t", "tokens"], ["c", "calls"], ["cu", "cost"], ["ts", "training safety"], ["et", "error"], ["p", "prompt"], ["l", "label"], ["a", "answer"]];
   let view = rows;
   function applyFilters() {
     const min = state.min === "" ? -Infinity : Number(state.min), max = state.max === "" ? Infinity : Number(state.max);
@@ -282,8 +293,9 @@
     if (key === "r") return el("td", { class: "n" }, num(v));
     if (key === "d") return el("td", { class: "n" }, ms(v));
     if (key === "t" || key === "c") return el("td", { class: "n" }, int(v));
+    if (key === "cu") return el("td", { class: "n" }, usd(v));
     if (key === "o") return el("td", {}, el("span", { class: "pill " + v }, OUTCOME[v] || v));
-    if (key === "p" || key === "a") return el("td", { class: "clip", title: v || "" }, v || "");
+    if (key === "p" || key === "a" || key === "l") return el("td", { class: "clip", title: v || "" }, v || "");
     if (key === "ts") return v === null || v === undefined ? el("td", { class: "muted" }, "–")
       : el("td", { class: v === "ok" ? "safety-ok" : "safety-broken mono" }, v === "ok" ? "append-only" : v);
     return el("td", {}, v ?? "");
@@ -330,7 +342,7 @@
     if (k < 0) return el("p", { class: "muted" }, "not in this run");
     const r = all[k], d = (await detailsOf(run))[k];
     const facts = [["status", OUTCOME[r.o] || r.o], ["reward", num(r.r)], ["label", r.l ?? "–"],
-      ["duration", ms(r.d)], ["tokens", int(r.t)], ["policy calls", int(r.c)], ["error type", r.et || "–"],
+      ["duration", ms(r.d)], ["tokens", int(r.t)], ["cost", usd(r.cu)], ["policy calls", int(r.c)], ["error type", r.et || "–"],
       ["failed phase", d.ph || "–"], ["trajectory", d.tr || "–"]];
     const calls = d.c.length ? el("table", { class: "grid calls" },
       el("tr", {}, ["call", "latency", "prompt tok", "completion tok", "finish", "HTTP", "attempts"].map((h) => el("th", {}, h))),
@@ -344,6 +356,7 @@
       d.tb ? el("details", { open: true, class: "traceback" }, el("summary", {}, "traceback"), el("pre", {}, d.tb)) : null,
       el("h4", {}, "training safety"), safetyDetail(d.ts),
       grader ? el("h4", {}, "grader metrics") : null, grader,
+      d.ex ? el("h4", {}, "grader explanation") : null, d.ex ? el("pre", { class: "explanation" }, d.ex) : null,
       calls ? el("h4", {}, "policy calls") : null, calls,
       el("h4", {}, "transcript"), el("div", { class: "transcript" }, d.m.length ? d.m.map(message) : el("p", { class: "muted" }, "no trajectory")));
   }
@@ -388,6 +401,10 @@
       el("p", { id: "compare-summary" }, `mean reward difference (this run − baseline): `, el("strong", { id: "mean-diff" }, interval),
         `. ${c.regressed} regressed (pass → fail), ${c.improved} improved (fail → pass), ${c.status_changed} changed status ` +
         `(graded ↔ failed/skipped), ${c.only_a} only in the baseline, ${c.only_b} only in this run; ${int(c.paired_rows)} rows paired.`),
+      el("p", { id: "compare-cost" }, `cost: this run ${usd(c.cost_b_usd)}, baseline ${usd(c.cost_a_usd)}` +
+        (c.cost_difference_usd === null || c.cost_difference_usd === undefined ? "" : ` (difference ${c.cost_difference_usd >= 0 ? "+" : "−"}${usd(Math.abs(c.cost_difference_usd))})`)),
+      Object.keys(c.metric_differences || {}).length ? el("ul", { id: "metric-diffs" }, Object.entries(c.metric_differences).map(([k, d]) =>
+        el("li", {}, `${k}: ${num(d.estimate, 3)} (95% CI ${num(d.low, 3)} – ${num(d.high, 3)}, n = ${int(d.n)})`))) : "",
       el("label", {}, "show ", el("select", { id: "pair-filter", on: { change: (e) => { show.value = e.target.value; draw(); } } },
         el("option", { value: "flipped" }, "flipped rows"), el("option", { value: "changed" }, "every changed row"),
         el("option", { value: "all" }, "all rows"))), " ", el("span", { id: "pair-count", class: "muted" }),
