@@ -343,3 +343,17 @@ async def test_a_rerun_of_a_finished_run_changes_nothing_on_disk(
     assert (again.status, again.dispatched, again.succeeded) == ("success", 0, 2)
     assert again.duration_ms == pytest.approx(first.duration_ms, abs=0.1)
     assert files() == before
+
+
+async def test_max_failures_sets_a_stop_code_the_files_show(workspace: MakeWorkspace) -> None:
+    config = workspace(n_rows=4)
+    with_errors = ScriptedPolicyServer(lambda body: ErrorReply(400, "no"))
+    async with with_errors as policy:
+        result = await run_session(
+            _plan(config, model="m", base_url=policy.url, max_failures=1, max_in_flight=1)
+        )
+    assert (result.status, result.stop_code) == ("partial", "max_failures")
+    assert result.pending > 0
+    written = json.loads((result.run_dir / "metrics.json").read_text())["eval_run"]
+    assert written["stop_code"] == "max_failures"
+    assert read_header(result.run_dir).stop_code == "max_failures"

@@ -50,6 +50,8 @@ class EvalRun:
     #: Why dispatch stopped early on purpose: ``"budget"`` (``max_cost`` reached) or
     #: ``"declined"`` (the cost estimate was not confirmed); the run is resumable. ``"append_only"``:
     #: ``require_append_only`` and some rollout was not append-only (status ``failed``).
+    #: ``"max_failures"`` (``max_failures`` failed items halted the session) and
+    #: ``"endpoint_failures"`` (consecutive model-endpoint failures halted it): ``partial``.
     stop_code: str | None = None
     #: This session dispatched nothing and the run's results were already on disk: no file
     #: was rewritten (``duration_ms`` is the stored one).
