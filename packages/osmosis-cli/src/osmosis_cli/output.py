@@ -330,11 +330,26 @@ def _stderr_is_tty(stream: TextIO) -> bool:
 def _cell(value: Any) -> str:
     if value is None:
         return "-"
+    if isinstance(value, float):
+        return human_number(value)
     if isinstance(value, list | tuple):
         return ", ".join(_cell(v) for v in value)
     if isinstance(value, Mapping):
         return ", ".join(f"{k}={_cell(v)}" for k, v in value.items())
     return str(value)
+
+
+def human_number(value: float) -> str:
+    """A float as a person reads it (JSON keeps full precision): at most 4 decimals (1 from
+    100 up), trailing zeros dropped; ``5.551115123125783e-17`` reads ``0``,
+    ``0.8333333333333334`` ``0.8333`` and ``367.928`` ``367.9``."""
+    import math
+
+    if not math.isfinite(value):
+        return str(value)
+    text = f"{value:.1f}" if abs(value) >= 100 else f"{value:.4f}"
+    text = text.rstrip("0").rstrip(".") if "." in text else text
+    return "0" if text in ("-0", "") else text
 
 
 def escape_markup(text: str) -> str:

@@ -180,11 +180,11 @@ def _list_status(item: Mapping[str, Any]) -> str:
 
 
 def _metrics_lines(data: RunData) -> dict[str, Any]:
-    from osmosis_ai.eval.report import group_failures, mean_interval, wilson_interval
+    from osmosis_ai.eval.report import group_failures, mean_interval, score_range, wilson_interval
 
     header, summary = data.header, data.header.summary
     rewards = [r.reward for r in data.rows if r.status == "success" and r.reward is not None]
-    mean = mean_interval(rewards)
+    mean = mean_interval(rewards, clip=score_range(rewards))
     passed = sum(1 for r in rewards if r >= header.pass_threshold)
     rate = wilson_interval(passed, len(rewards))
     groups = group_failures(data.rows)
@@ -243,22 +243,48 @@ def show(
         int | None, typer.Option("--row", help="Print row N's transcript (with tool calls).")
     ] = None,
     sample: Annotated[int, typer.Option("--sample", help="Sample index with --row.")] = 0,
+    below_threshold: Annotated[
+        bool,
+        typer.Option("--below-threshold", help="Only graded rows below the pass threshold."),
+    ] = False,
+    reward_range: Annotated[
+        str | None,
+        typer.Option(
+            "--reward-range",
+            metavar="LOW:HIGH",
+            help="Only graded rows with LOW <= reward <= HIGH (either side may be empty).",
+        ),
+    ] = None,
+    limit: Annotated[
+        int | None, typer.Option("--limit", min=1, help="Show at most N rows (after filters).")
+    ] = None,
     runs_dir: RunsDirOption = None,
 ) -> None:
     """Summary of a local eval run and its rows, or one row's transcript (--row)."""
     from osmosis_cli.output import Column, get_output
 
     out = get_output()
+    bounds = _reward_bounds(reward_range)
     data = _load(run, runs_dir, transcripts=row is not None)
     if row is not None:
         _show_row(data, row, sample, out)
         return
     threshold = data.header.pass_threshold
-    rows = [row_summary(r, threshold) for r in data.rows if not failed or r.status == "failed"]
+    selected = [
+        r
+        for r in data.rows
+        if (not failed or r.status == "failed")
+        and (not below_threshold or (r.reward is not None and r.reward < threshold))
+        and (bounds is None or (r.reward is not None and bounds[0] <= r.reward <= bounds[1]))
+    ]
+    matched = len(selected)
+    rows = [row_summary(r, threshold) for r in selected[:limit]]
     summary = _metrics_lines(data)
     if out.is_json:
-        out.emit_detail({**summary, "rows": rows})
+        out.emit_detail({**summary, "rows_matched": matched, "rows": rows})
         return
+    if len(rows) < matched:
+        summary["rows shown"] = f"{len(rows)} of {matched} (--limit)"
     out.emit_detail(summary, title=f"eval run {data.header.name}")
     out.emit_list(
         rows,
@@ -279,8 +305,34 @@ def show(
             _fmt(r.get(k))
             for k in ("row_index", "run_index", "outcome", "reward", "error_type", "prompt")
         ),
-        empty="No failed rows." if failed else "No finished rows yet.",
+        empty="No failed rows."
+        if failed
+        else "No row matches."
+        if below_threshold or bounds
+        else "No finished rows yet.",
     )
+
+
+def _reward_bounds(text: str | None) -> tuple[float, float] | None:
+    """``LOW:HIGH`` (either side may be empty) as bounds; a usage error when malformed."""
+    import math
+
+    if text is None:
+        return None
+    low, sep, high = text.partition(":")
+    try:
+        bounds = (
+            float(low) if low.strip() else -math.inf,
+            float(high) if high.strip() else math.inf,
+        )
+    except ValueError:
+        bounds = None
+    if not sep or bounds is None or bounds[0] > bounds[1]:
+        raise typer.BadParameter(
+            f"expected LOW:HIGH with LOW <= HIGH (e.g. 0:0.5 or :0.5), got {text!r}",
+            param_hint="--reward-range",
+        )
+    return bounds
 
 
 # ---- eval compare ----------------------------------------------------------------------------

@@ -29,6 +29,7 @@ from osmosis_ai.eval._impl.report.stats import (
     Interval,
     mean_interval,
     paired_bootstrap,
+    score_range,
     wilson_interval,
 )
 from osmosis_ai.eval._impl.report.transcript import format_transcript
@@ -58,6 +59,7 @@ __all__ = [
     "load_run",
     "mean_interval",
     "paired_bootstrap",
+    "score_range",
     "read_header",
     "render_report",
     "run_redactor",

@@ -12,7 +12,7 @@ from typing import Any
 from osmosis_ai.eval._impl.report.compare import RunComparison
 from osmosis_ai.eval._impl.report.failures import group_failures
 from osmosis_ai.eval._impl.report.run_data import RunData, RunHeader, outcome
-from osmosis_ai.eval._impl.report.stats import mean_interval, wilson_interval
+from osmosis_ai.eval._impl.report.stats import mean_interval, score_range, wilson_interval
 from osmosis_ai.eval._impl.results.safety_summary import (
     missing_token_ids_reason,
     summarize_training_safety,
@@ -67,7 +67,7 @@ def _metrics(run: RunData) -> dict[str, Any]:
     threshold = run.header.pass_threshold
     rewards = [r.reward for r in run.rows if r.status == "success" and r.reward is not None]
     passed = sum(1 for value in rewards if value >= threshold)
-    mean = mean_interval(rewards)
+    mean = mean_interval(rewards, clip=score_range(rewards))
     rate = wilson_interval(passed, len(rewards))
     return {
         "total": len(run.rows),

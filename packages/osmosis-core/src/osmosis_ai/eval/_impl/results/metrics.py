@@ -11,7 +11,7 @@ and ``pass_rate`` are over *graded* items only, and pass@k is over each row's gr
 
 pass@k uses the unbiased estimator of Chen et al. (2021): for a row with ``n`` graded attempts of
 which ``c`` passed, ``pass@k = 1 - C(n-c, k) / C(n, k)``, averaged over the rows that have at
-least ``k`` graded attempts; k runs over 1, 2, 4, ... up to the samples per row.
+least ``k`` graded attempts; k runs over 1, 2, 4, ... and the samples per row ``n`` itself.
 """
 
 from __future__ import annotations
@@ -61,13 +61,13 @@ def pass_at_k(n: int, c: int, k: int) -> float:
 
 
 def k_values(n: int) -> list[int]:
-    """1, 2, 4, ... up to ``n``."""
+    """1, 2, 4, ... below ``n``, and ``n`` itself (pass@n: did any sample of the row pass)."""
     ks: list[int] = []
     k = 1
-    while k <= n:
+    while k < n:
         ks.append(k)
         k *= 2
-    return ks
+    return [*ks, n] if n >= 1 else ks
 
 
 def reward_stats(rewards: list[float]) -> dict[str, float | None]:
@@ -105,7 +105,7 @@ class RunFigures:
     #: Passed / graded (``None`` when nothing was graded); failures are never reward 0.
     pass_rate: float | None = None
     pass_threshold: float | None = None
-    #: ``{"k", "value", "rows"}`` per k = 1, 2, 4, ... (only with ``n >= 2``).
+    #: ``{"k", "value", "rows"}`` per k = 1, 2, 4, ..., n (only with ``n >= 2``).
     pass_at_k: tuple[Mapping[str, Any], ...] = ()
     tokens_used: int | None = None
     failures_by_type: Mapping[str, int] = field(default_factory=dict)
@@ -224,9 +224,9 @@ def grader_metric_stats(
     graded: Iterable[ItemResult], thresholds: Mapping[str, float]
 ) -> dict[str, dict[str, Any]]:
     """Per numeric grader metric, over the graded rows that report it: ``n``, ``mean``,
-    ``ci95`` (Student-t, clipped to the values' range), ``min``, ``max``, and ``pass_rate``
+    ``ci95`` (Student-t, clipped to the score range: ``[0, 1]`` widened to the values), ``min``, ``max``, and ``pass_rate``
     with its ``threshold`` when ``[evaluation] metric_thresholds`` names the metric."""
-    from osmosis_ai.eval._impl.report.stats import mean_interval
+    from osmosis_ai.eval._impl.report.stats import mean_interval, score_range
 
     values: dict[str, list[float]] = defaultdict(list)
     for item in graded:
@@ -236,12 +236,12 @@ def grader_metric_stats(
     for key in sorted(values):
         series = values[key]
         low, high = min(series), max(series)
-        interval = mean_interval(series)
+        interval = mean_interval(series, clip=score_range(series))
         assert interval is not None
         figures: dict[str, Any] = {
             "n": len(series),
             "mean": interval.estimate,
-            "ci95": [max(low, interval.low), min(high, interval.high)],
+            "ci95": [interval.low, interval.high],
             "min": low,
             "max": high,
         }
