@@ -59,10 +59,10 @@ __all__ = [
     "load_run",
     "mean_interval",
     "paired_bootstrap",
-    "score_range",
     "read_header",
     "render_report",
     "run_redactor",
+    "score_range",
     "wilson_interval",
     "write_report",
 ]
