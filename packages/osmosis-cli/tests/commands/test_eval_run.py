@@ -314,7 +314,9 @@ def test_full_disk_names_the_file_and_the_resume_command(
     assert error["details"]["path"] == str(journal)
     assert error["details"]["resumable"] is True
     assert str(journal) in error["message"]
-    assert f"Resume: osmosis eval run {config} --name full --output {where[1]}" in error["message"]
+    assert (
+        f"Resume: osmosis eval run {config} --name full --runs-dir {where[1]}" in error["message"]
+    )
     assert "OSError" not in err
 
     monkeypatch.setattr(journal_module, "os", os)
@@ -428,3 +430,23 @@ def test_a_rerun_of_a_finished_run_says_nothing_changed(
     assert {k: v for k, v in after.items() if k != "logs.txt"} == {
         k: v for k, v in stamps.items() if k != "logs.txt"
     }
+
+
+def test_runs_dir_is_eval_runs_folder_and_o_is_its_deprecated_spelling(
+    workspace: MakeWorkspace, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """``-o`` names the file a command writes (eval report/info, rubric); eval run's folder is
+    ``--runs-dir`` like eval show/list/compare/report. ``-o DIR`` still works, with a warning."""
+    config = workspace(n_rows=1, mode="noop")
+    code, out, err = _cli(capsys, "eval", "run", str(config), "--runs-dir", str(tmp_path / "a"),
+                          "--json")  # fmt: skip
+    assert code == 0, err
+    assert json.loads(out)["resource"]["output_path"].startswith(str(tmp_path / "a") + "/")
+    assert "DEPRECATED_OPTION" not in err
+    code, out, err = _cli(capsys, "eval", "run", str(config), "-o", str(tmp_path / "b"), "--json")
+    assert code == 0, err
+    assert json.loads(out)["resource"]["output_path"].startswith(str(tmp_path / "b") + "/")
+    assert "DEPRECATED_OPTION" in err
+    code, out, err = _cli(capsys, "eval", "run", "--help")
+    assert "--runs-dir" in out
+    assert " -o" not in out

@@ -256,7 +256,8 @@ def show(
         ),
     ] = None,
     limit: Annotated[
-        int | None, typer.Option("--limit", min=1, help="Show at most N rows (after filters).")
+        int | None,
+        typer.Option("--limit", min=1, metavar="N", help="Show at most N rows (after filters)."),
     ] = None,
     runs_dir: RunsDirOption = None,
 ) -> None:

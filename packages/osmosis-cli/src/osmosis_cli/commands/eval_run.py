@@ -56,6 +56,7 @@ def run(
     allow_changed: opt.AllowChanged = False,
     max_failures: opt.MaxFailures = None,
     output_dir: opt.OutputDir = None,
+    output_dir_short: opt.OutputDirShort = None,
     isolated: opt.Isolated = False,
     no_report: opt.NoReport = False,
     workers: opt.Workers = "auto",
@@ -82,7 +83,15 @@ def run(
 
     out = get_output()
     sampling = _sampling(temperature, top_p, max_tokens, seed, model_arg or [])
-    options = eval_options(ctx.params, sampling=sampling or None)
+    params = dict(ctx.params)
+    if output_dir_short is not None:
+        out.warn(
+            "DEPRECATED_OPTION",
+            "`eval run -o DIR` is the old spelling of `--runs-dir DIR` (-o names the file a "
+            "command writes, as in `eval report -o`)",
+        )
+        params["output_dir"] = output_dir if output_dir is not None else output_dir_short
+    options = eval_options(params, sampling=sampling or None)
     result = _execute(out, config, options, yes=yes)
     from osmosis_cli.commands.eval_report import finish_run
 
@@ -91,7 +100,8 @@ def run(
     report, failures = finish_run(result.run_dir, write=not no_report and not keep)
     if keep and not no_report:
         report = result.run_dir / "report.html"
-    _emit(result, out, config, report, failures, output_dir)
+    runs_dir = Path(options.output_dir) if options.output_dir is not None else None
+    _emit(result, out, config, report, failures, runs_dir)
     if result.status == "interrupted":
         raise typer.Exit(code=EXIT_INTERRUPTED)
     if result.stop_code == "budget":
@@ -213,9 +223,9 @@ def _execute(out: Output, config: Path, options: EvalOptions, *, yes: bool) -> E
 
 def _resume_command(config: Path, run_name: str, output: Path | None) -> str:
     """The run's manifest stores the model, dataset and selection: ``--name`` alone resumes it
-    (with ``--output`` when the run lives elsewhere than the default)."""
+    (with ``--runs-dir`` when the run lives elsewhere than the default)."""
     command = f"osmosis eval run {shlex.quote(str(config))} --name {shlex.quote(run_name)}"
-    return f"{command} --output {shlex.quote(str(output))}" if output is not None else command
+    return f"{command} --runs-dir {shlex.quote(str(output))}" if output is not None else command
 
 
 def _emit(
