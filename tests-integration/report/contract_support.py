@@ -32,6 +32,7 @@ USAGE = {"prompt_tokens": 1000, "completion_tokens": 500}
 CALL_USD = (1000 * 1.0 + 500 * 2.0) / 1e6
 N_ROWS = 3
 CRASH_ROW = 1  # the workflow raises after its first policy call on this row
+TOOL_ERROR_ROW = 2  # its tool call is recorded as a tool that raised
 
 
 def _tiny() -> Any:
@@ -66,7 +67,11 @@ def make_contract_run(root: Path) -> ContractRun:
         root / "ws",
         rows=rows,
         mode="crash-after-call",
-        env={"TINY_METRICS": "1", "TINY_CRASH_PROMPT": rows[CRASH_ROW]["user_prompt"]},
+        env={
+            "TINY_METRICS": "1",
+            "TINY_CRASH_PROMPT": rows[CRASH_ROW]["user_prompt"],
+            "TINY_TOOL_ERROR_PROMPT": rows[TOOL_ERROR_ROW]["user_prompt"],
+        },
         model="m",
         evaluation="metric_thresholds = { used_tool = 1.0 }",
     )

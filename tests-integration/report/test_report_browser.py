@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from contract_support import CRASH_ROW, ContractRun
+from contract_support import CRASH_ROW, TOOL_ERROR_ROW, ContractRun
 from playwright.sync_api import Browser, Page, Route, sync_playwright
 from report_support import (
     FLIPPED_ROWS,
@@ -293,3 +293,12 @@ def test_grader_metrics_cost_label_and_explanation_are_shown(
     assert "failed phase" in page.inner_text("#detail table.kv")
     assert "workflow" in page.inner_text("#detail table.kv")
     tab.shot("report-crashed-row")
+    page.click("#detail .close")
+    assert page.inner_text("#tool-error-rows") == "2"
+    page.select_option("#f-tools", "1")
+    assert sorted(_rows_shown(page)) == [f"{TOOL_ERROR_ROW}.0", f"{TOOL_ERROR_ROW}.1"]
+    assert page.locator("#row-table td.tool-error").count() == 2
+    page.click(f"#row-table tbody tr[data-row='{TOOL_ERROR_ROW}.0']")
+    page.wait_for_selector("#detail ul.tool-errors")
+    assert page.inner_text("#detail ul.tool-errors") == "multiply: ValueError: multiply is flaky"
+    tab.shot("report-tool-errors")

@@ -18,7 +18,7 @@ import re
 from typing import Any
 
 import pytest
-from contract_support import CALL_USD, CRASH_ROW, N_ROWS, ContractRun
+from contract_support import CALL_USD, CRASH_ROW, N_ROWS, TOOL_ERROR_ROW, ContractRun
 
 from osmosis_ai.eval import EvalRun, read_index
 from osmosis_ai.eval.report import load_run
@@ -179,3 +179,25 @@ def test_the_report_embeds_the_rows_facts(contract: ContractRun) -> None:
         else:
             assert detail["ph"] == "workflow"
             assert detail["m"], "the partial transcript of the crashed row"
+
+
+def test_tool_errors_are_counted_filterable_and_shown(contract: ContractRun) -> None:
+    """A tool call recorded as raising (record_tool_error, what the Strands and OpenAI Agents
+    integrations call) is a fact of the row in every reader, not a silent reward-0 answer."""
+    run = contract.run
+    for row in load_run(run.run_dir, transcripts=False).rows:
+        if row.row_index == TOOL_ERROR_ROW:
+            assert row.tool_errors is not None
+            assert [(e["tool"], e["message"]) for e in row.tool_errors] == [
+                ("multiply", "ValueError: multiply is flaky")
+            ]
+        else:
+            assert row.tool_errors is None
+    summary = json.loads((run.run_dir / "metrics.json").read_text())["summary"]
+    assert summary["tool_errors"] == {"rows": 2, "calls": 2, "by_tool": {"multiply": 2}}
+    shown = _cli_json(contract, "show", str(run.run_dir), "--tool-errors")["data"]
+    assert [(r["row_index"], r["tool_errors"]) for r in shown["rows"]] == [
+        (TOOL_ERROR_ROW, 1),
+        (TOOL_ERROR_ROW, 1),
+    ]
+    assert shown["tool_errors"]["rows"] == 2

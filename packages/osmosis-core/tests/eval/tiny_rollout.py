@@ -14,6 +14,9 @@ Behaviour is chosen by ``TINY_MODE`` in the eval config's ``[env]``:
 * ``crash-after-call``: like ``multiply``, but the workflow raises after its first policy call
   on rows whose prompt contains ``TINY_CRASH_PROMPT`` (a partial transcript is in ``llm_calls.jsonl``).
 
+``TINY_TOOL_ERROR_PROMPT``: on rows whose prompt contains it, every tool call is also recorded
+as a tool error (``record_tool_error``), as the framework integrations record a tool that raised.
+
 ``TINY_METRICS=1`` makes the grader set two metrics (``used_tool``, ``exact``) and an explanation
 (``ctx.sample.extra_fields["explanation"]``), as a rubric or an LLM judge would.
 """
@@ -94,6 +97,11 @@ class TinyWorkflow(AgentWorkflow):
                 break
             for call in calls:
                 args = json.loads(call["function"]["arguments"])
+                tool_error_on = os.environ.get("TINY_TOOL_ERROR_PROMPT")
+                if tool_error_on and tool_error_on in json.dumps(ctx.prompt):
+                    from osmosis_ai.rollout.integrations.spi import record_tool_error
+
+                    record_tool_error("multiply", ValueError("multiply is flaky"), call_id=call["id"])
                 messages.append({"role": "tool", "tool_call_id": call["id"],
                                  "content": str(args["a"] * args["b"])})
         return messages

@@ -124,6 +124,8 @@ def row_summary(row: RowRecord, threshold: float) -> dict[str, Any]:
         "answer": row.answer,
         "metrics": row.metrics,
         "explanation": row.explanation,
+        "tool_errors": row.tool_error_count,
+        "tool_error_list": row.tool_errors,
         "trajectory_filename": row.trajectory_filename,
     }
 
@@ -196,6 +198,7 @@ def _metrics_lines(data: RunData) -> dict[str, Any]:
         f"{summary.get('skipped', 0)} skipped excluded)",
         "pass_at_k": summary.get("pass_at_k", []),
         "grader_metrics": dict(header.figures.grader_metrics),
+        "tool_errors": summary.get("tool_errors"),
         "failures": [g.describe() for g in groups],
     }
 
@@ -255,6 +258,9 @@ def show(
             help="Only graded rows with LOW <= reward <= HIGH (either side may be empty).",
         ),
     ] = None,
+    tool_errors: Annotated[
+        bool, typer.Option("--tool-errors", help="Only rows in which a tool call raised.")
+    ] = False,
     limit: Annotated[
         int | None,
         typer.Option("--limit", min=1, metavar="N", help="Show at most N rows (after filters)."),
@@ -277,6 +283,7 @@ def show(
         if (not failed or r.status == "failed")
         and (not below_threshold or (r.reward is not None and r.reward < threshold))
         and (bounds is None or (r.reward is not None and bounds[0] <= r.reward <= bounds[1]))
+        and (not tool_errors or r.tool_errors)
     ]
     matched = len(selected)
     rows = [row_summary(r, threshold) for r in selected[:limit]]
@@ -297,6 +304,7 @@ def show(
             Column("duration_ms", "ms"),
             Column("error_type", "error"),
             Column("error_location", "where"),
+            Column("tool_errors", "tool errors"),
             Column("cost_usd", "cost $"),
             Column("prompt", "prompt"),
             Column("label", "label"),
@@ -309,7 +317,7 @@ def show(
         empty="No failed rows."
         if failed
         else "No row matches."
-        if below_threshold or bounds
+        if below_threshold or bounds or tool_errors
         else "No finished rows yet.",
     )
 

@@ -11,6 +11,7 @@ import json
 import shlex
 import sys
 import time
+from collections import Counter
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -196,6 +197,19 @@ def finalize(
         total_work_items=len(items),
         metric_thresholds=plan.knobs.metric_thresholds,
     )
+    with_tool_errors = [r for r in rows if r.tool_errors]
+    if with_tool_errors:
+        summary["tool_errors"] = {
+            "rows": len(with_tool_errors),
+            "calls": sum(r.tool_error_count for r in with_tool_errors),
+            "by_tool": dict(
+                sorted(
+                    Counter(
+                        e.get("tool", "?") for r in with_tool_errors for e in r.tool_errors or []
+                    ).items()
+                )
+            ),
+        }
     summary["training_safety"] = summarize_training_safety(
         (r.training_safety for r in rows), token_ids_requested=plan.options.token_ids
     )

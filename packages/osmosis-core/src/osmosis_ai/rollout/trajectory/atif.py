@@ -390,18 +390,24 @@ SAMPLE_METRICS_KEY = "sample_metrics"
 SAMPLE_EXTRA_FIELDS_KEY = "sample_extra_fields"
 #: The key of ``sample.extra_fields`` a grader (an LLM judge) states its explanation under.
 EXPLANATION_KEY = "explanation"
+#: The key of ``sample.extra_fields`` the engine puts the rollout's tool errors under
+#: (:func:`osmosis_ai.rollout.context.record_tool_error`).
+TOOL_ERRORS_KEY = "tool_errors"
 
 
 @dataclass(frozen=True, slots=True)
 class SampleFacts:
     """What a trajectory document says about its sample, read with the writer's key names:
     the label, the grader's metrics (``ctx.sample.metrics``), the grader's explanation
-    (``ctx.sample.extra_fields["explanation"]``) and the rollout's error message."""
+    (``ctx.sample.extra_fields["explanation"]``), the rollout's error message and the tool
+    calls that raised (``extra_fields["tool_errors"]``)."""
 
     label: str | None = None
     metrics: dict[str, Any] | None = None
     explanation: str | None = None
     err_message: str | None = None
+    #: ``[{"tool", "message", "call_id"?}]``: the tool calls that raised.
+    tool_errors: list[dict[str, Any]] | None = None
 
 
 def sample_facts(document: Mapping[str, Any]) -> SampleFacts:
@@ -414,10 +420,14 @@ def sample_facts(document: Mapping[str, Any]) -> SampleFacts:
     metrics = osmosis.get(SAMPLE_METRICS_KEY)
     fields = osmosis.get(SAMPLE_EXTRA_FIELDS_KEY)
     explanation = fields.get(EXPLANATION_KEY) if isinstance(fields, Mapping) else None
+    tool_errors = fields.get(TOOL_ERRORS_KEY) if isinstance(fields, Mapping) else None
     err = osmosis.get("err_message")
     return SampleFacts(
         label=label if isinstance(label, str) or label is None else json.dumps(label),
         metrics=dict(metrics) if isinstance(metrics, Mapping) and metrics else None,
         explanation=explanation if isinstance(explanation, str) and explanation else None,
         err_message=err if isinstance(err, str) else None,
+        tool_errors=[dict(e) for e in tool_errors if isinstance(e, Mapping)] or None
+        if isinstance(tool_errors, list)
+        else None,
     )

@@ -85,6 +85,7 @@ def _metrics(run: RunData) -> dict[str, Any]:
         "failure_groups": [g.as_dict() for g in group_failures(run.rows)],
         "cost_usd": run.header.figures.cost_usd,
         "grader_metrics": dict(run.header.figures.grader_metrics),
+        "tool_errors": summary.get("tool_errors"),
         "training_safety": _training_safety(run),
     }
 
@@ -123,6 +124,7 @@ def _row(row: RowRecord, threshold: float) -> dict[str, Any]:
         "a": row.answer[:ANSWER_CHARS] if row.answer else row.answer,
         "ts": verdict_cause(row.training_safety),
         "cu": row.cost_usd,
+        "te": row.tool_error_count,
     }
 
 
@@ -138,6 +140,7 @@ def _details(run: RunData) -> list[dict[str, Any]]:
                 "tb": row.traceback,
                 "ph": row.failed_phase,
                 "ex": row.explanation,
+                "te": row.tool_errors or [],
                 "em": row.error_message,
                 "tr": row.trajectory_filename,
                 "ts": row.training_safety,

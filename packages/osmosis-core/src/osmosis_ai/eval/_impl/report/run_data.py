@@ -250,6 +250,7 @@ def _with_facts(
         metrics=row.metrics or facts.metrics,
         explanation=row.explanation or facts.explanation,
         failed_phase=row.failed_phase or failed_phase,
+        tool_errors=row.tool_errors or facts.tool_errors,
     )
 
 

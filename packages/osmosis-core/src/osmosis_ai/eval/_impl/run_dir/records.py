@@ -34,7 +34,9 @@ verdict, :meth:`osmosis_ai.eval.AppendOnlyVerdict.to_json`: ``{"append_only", "c
 "threads", "token_ids", "divergence"?, "token_mismatch"?, "truncated_calls"?}``; present when
 the rollout made policy calls), ``explanation`` (the grader's explanation of its score:
 ``ctx.sample.extra_fields["explanation"]``, e.g. an LLM judge's) and ``failed_phase`` (where a
-failed rollout stopped: ``workflow``, ``grader``, ...). ``metrics`` holds the numeric and other
+failed rollout stopped: ``workflow``, ``grader``, ...) and ``tool_errors`` (the tool calls that
+raised during the rollout, ``[{"tool", "message", "call_id"?}]``, as the framework integrations
+record them: the model saw an error result, so the row's answer may be wrong for that reason). ``metrics`` holds the numeric and other
 values the grader set in ``ctx.sample.metrics`` (the ``judge_*`` usage metrics are in
 ``judge``). Unknown keys read from a newer file land in ``extra``.
 """
@@ -63,6 +65,7 @@ _OPTIONAL = frozenset(
         "training_safety",
         "explanation",
         "failed_phase",
+        "tool_errors",
     )
 )
 
@@ -95,6 +98,7 @@ class RowRecord:
     training_safety: dict[str, Any] | None = None
     explanation: str | None = None
     failed_phase: str | None = None
+    tool_errors: list[dict[str, Any]] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -109,6 +113,11 @@ class RowRecord:
     @property
     def failed(self) -> bool:
         return self.status == "failed"
+
+    @property
+    def tool_error_count(self) -> int:
+        """How many of the row's tool calls raised."""
+        return len(self.tool_errors) if self.tool_errors else 0
 
     @property
     def cost_usd(self) -> float | None:

@@ -89,6 +89,8 @@
       card("failed", int(m.failed), `${int(m.failed)}/${int(m.total)} rows produced no reward`, { id: "failed-count" }),
       card("skipped", int(m.skipped), "removed by the rollout (remove_sample)"),
       card("tokens", int(m.tokens), "policy tokens, all rows"),
+      ...(m.tool_errors ? [card("tool errors", int(m.tool_errors.rows), `rows in which a tool raised (${int(m.tool_errors.calls)} calls: ` +
+        Object.entries(m.tool_errors.by_tool).map(([t, n]) => `${n} × ${t}`).join(", ") + ")", { id: "tool-error-rows", class: "value tool-error" })] : []),
       card("cost", usd(m.cost_usd), m.cost_usd === null || m.cost_usd === undefined ? "not priced (see docs/cost-and-rate-limits.md)" : "policy and judge, all rows", { id: "run-cost" }),
     ];
     for (const p of m.pass_at_k || [])
@@ -231,15 +233,15 @@
   }
 
   // ---- row table ----------------------------------------------------------------------------
-  const state = { sort: "i", dir: 1, page: 0, outcome: "", error: "", safety: "", min: "", max: "", q: "", hits: null };
+  const state = { sort: "i", dir: 1, page: 0, outcome: "", error: "", safety: "", tools: "", min: "", max: "", q: "", hits: null };
   const COLS = [["i", "row"], ["s", "sample"], ["src", "source row"], ["o", "status"], ["r", "reward"],
-    ["d", "duration"], ["t", "tokens"], ["c", "calls"], ["cu", "cost"], ["ts", "training safety"], ["et", "error"], ["p", "prompt"], ["l", "label"], ["a", "answer"]];
+    ["d", "duration"], ["t", "tokens"], ["c", "calls"], ["cu", "cost"], ["te", "tool errors"], ["ts", "training safety"], ["et", "error"], ["p", "prompt"], ["l", "label"], ["a", "answer"]];
   let view = rows;
   function applyFilters() {
     const min = state.min === "" ? -Infinity : Number(state.min), max = state.max === "" ? Infinity : Number(state.max);
     const bounded = state.min !== "" || state.max !== "";
     view = rows.filter((r) => (!state.outcome || r.o === state.outcome) && (!state.error || r.et === state.error) &&
-      (!state.safety || r.ts === state.safety) &&
+      (!state.safety || r.ts === state.safety) && (!state.tools || r.te > 0) &&
       (!bounded || (r.r !== null && r.r >= min && r.r <= max)) && (!state.hits || state.hits.has(r.k)));
     const key = state.sort, dir = state.dir;
     view.sort((a, b) => {
@@ -280,6 +282,7 @@
       select("f-status", "status", Object.entries(OUTCOME), "outcome"),
       select("f-error", "error type", errors.map((e) => [e, e]), "error"),
       select("f-safety", "training safety", safetyOptions, "safety"),
+      select("f-tools", "tool errors", [["1", "rows with tool errors"]], "tools"),
       el("label", {}, "reward ", el("input", { id: "f-min", type: "number", step: "any", placeholder: "min",
         on: { input: (e) => { state.min = e.target.value; applyFilters(); } } }), " – ",
         el("input", { id: "f-max", type: "number", step: "any", placeholder: "max",
@@ -294,6 +297,7 @@
     if (key === "d") return el("td", { class: "n" }, ms(v));
     if (key === "t" || key === "c") return el("td", { class: "n" }, int(v));
     if (key === "cu") return el("td", { class: "n" }, usd(v));
+    if (key === "te") return v ? el("td", { class: "n tool-error", title: "a tool call raised: see the row" }, `⚠ ${v}`) : el("td", { class: "muted n" }, "–");
     if (key === "o") return el("td", {}, el("span", { class: "pill " + v }, OUTCOME[v] || v));
     if (key === "p" || key === "a" || key === "l") return el("td", { class: "clip", title: v || "" }, v || "");
     if (key === "ts") return v === null || v === undefined ? el("td", { class: "muted" }, "–")
@@ -354,6 +358,8 @@
       el("table", { class: "kv" }, facts.map(([k2, v]) => el("tr", {}, el("th", {}, k2), el("td", { class: "mono" }, v)))),
       d.em ? el("div", { class: "error" }, el("strong", {}, "error: "), d.em) : null,
       d.tb ? el("details", { open: true, class: "traceback" }, el("summary", {}, "traceback"), el("pre", {}, d.tb)) : null,
+      (d.te || []).length ? el("h4", {}, "tool errors") : null,
+      (d.te || []).length ? el("ul", { class: "tool-errors" }, d.te.map((e) => el("li", { class: "mono" }, `${e.tool}: ${e.message}`))) : null,
       el("h4", {}, "training safety"), safetyDetail(d.ts),
       grader ? el("h4", {}, "grader metrics") : null, grader,
       d.ex ? el("h4", {}, "grader explanation") : null, d.ex ? el("pre", { class: "explanation" }, d.ex) : null,
