@@ -302,3 +302,30 @@ def test_grader_metrics_cost_label_and_explanation_are_shown(
     page.wait_for_selector("#detail ul.tool-errors")
     assert page.inner_text("#detail ul.tool-errors") == "multiply: ValueError: multiply is flaky"
     tab.shot("report-tool-errors")
+
+
+def test_the_index_of_every_run_filters_links_and_gives_the_compare_command(
+    eval_runs: EvalRuns, tab: Opened
+) -> None:
+    made = eval_runs.cli.run("--json", "eval", "report", "--all", cwd=eval_runs.workspace)
+    assert made.code == 0, made.stderr
+    index = Path(made.json()["resource"]["path"])
+    assert index == eval_runs.runs / "index.html"
+    page = tab.open(index)
+    names = page.eval_on_selector_all("#run-index tbody tr", "rs => rs.map(r => r.dataset.run)")
+    assert set(names) >= {"wrong", "right"}
+    href = page.get_attribute("#run-index tr[data-run='wrong'] a", "href")
+    assert href == "wrong/report.html"
+    assert (eval_runs.runs / "wrong" / "report.html").is_file()
+    page.fill("#run-filter", "wrong")
+    visible = page.eval_on_selector_all(
+        "#run-index tbody tr:not([hidden])", "rs => rs.map(r => r.dataset.run)"
+    )
+    assert visible == ["wrong"]
+    page.fill("#run-filter", "")
+    page.check("#run-index tr[data-run='wrong'] input")
+    page.check("#run-index tr[data-run='right'] input")
+    assert page.inner_text("#compare-command") == (
+        "osmosis eval report right --compare wrong -o right-vs-wrong.html"
+    )
+    tab.shot("report-index")

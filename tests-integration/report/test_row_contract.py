@@ -201,3 +201,27 @@ def test_tool_errors_are_counted_filterable_and_shown(contract: ContractRun) -> 
         (TOOL_ERROR_ROW, 1),
     ]
     assert shown["tool_errors"]["rows"] == 2
+
+
+def test_runs_frame_is_one_row_per_sample_with_metrics_cost_and_status(
+    contract: ContractRun,
+) -> None:
+    from osmosis_ai.eval import runs_frame
+
+    table = runs_frame(contract.run.run_dir.parent)
+    assert len(table) == 2 * N_ROWS
+    expected = _expected(contract.run)
+    for record in table:
+        want = expected[(record["row_index"], record["sample_index"])]
+        assert (record["run"], record["status"], record["label"]) == (
+            "contract",
+            want["status"],
+            want["label"],
+        )
+        assert record["cost_usd"] > 0
+        if want["status"] == "success":
+            assert record["outcome"] == "pass"
+            assert (record["metric.used_tool"], record["metric.exact"]) == (1.0, 1.0)
+        else:
+            assert record["outcome"] == "failed"
+            assert record["failed_phase"] == "workflow"
