@@ -329,3 +329,34 @@ def test_the_index_of_every_run_filters_links_and_gives_the_compare_command(
         "osmosis eval report right --compare wrong -o right-vs-wrong.html"
     )
     tab.shot("report-index")
+
+
+def test_keyboard_walks_the_rows_and_compare_has_baseline_cards_and_deep_links(
+    eval_runs: EvalRuns, tab: Opened
+) -> None:
+    target = _report(eval_runs, "right", "--compare", "wrong")
+    page = tab.open(target)
+    summary = json.loads((eval_runs.run_dir("wrong") / "metrics.json").read_text())["summary"]
+    baseline_mean = float(page.get_attribute("#baseline-mean", "data-value") or "nan")
+    assert baseline_mean == pytest.approx(summary["reward_stats"]["mean"])
+    page.click("#row-table tbody tr[data-row='3.0']")
+    page.wait_for_selector("#detail .transcript .msg")
+    page.keyboard.press("j")
+    page.wait_for_function(
+        "document.querySelector('#detail h3').textContent === 'row 4 · sample 0'"
+    )
+    page.keyboard.press("k")
+    page.keyboard.press("k")
+    page.wait_for_function(
+        "document.querySelector('#detail h3').textContent === 'row 2 · sample 0'"
+    )
+    page.keyboard.press("Escape")
+    page.click("#pair-table tbody tr[data-pair='2.0']")
+    page.wait_for_selector("#detail .side .transcript")
+    assert page.evaluate("location.hash") == "#pair=2.0"
+    deep = tab.page.context.new_page()
+    deep.goto(target.resolve().as_uri() + "#pair=4.0")
+    deep.wait_for_selector("body[data-ready='1']", timeout=15_000)
+    assert deep.locator("#detail .side .transcript").count() == 2
+    assert "row 4 · sample 0" in deep.inner_text("#detail h3")
+    tab.shot("report-compare-baseline", full_page=True)

@@ -104,7 +104,18 @@
         (h.stop_code === "append_only" ? ": some rollouts are not append-only and --require-append-only was set." :
           h.halt_reason ? `: ${h.halt_reason}` : "."))
       : m.graded && !m.passed ? el("p", { class: "error", id: "run-outcome" }, "Nothing passed: every graded row is below the pass threshold.") : null;
-    $("#metrics").append(...[el("h2", {}, "Results"), banner, el("div", { class: "cards" }, cards)].filter(Boolean));
+    const parts = [el("h2", {}, "Results"), banner, el("div", { class: "cards" }, cards)];
+    if (runs.length > 1) {  // compare mode: the baseline's headline figures, under this run's
+      const b = runs[1].metrics;
+      parts.push(el("h3", {}, `Baseline ${runs[1].header.name}`), el("div", { class: "cards", id: "baseline-cards" },
+        card("rows", int(b.total), `of ${int(b.total_work_items)} work items`),
+        card("mean reward", num(b.mean), ci(b.mean_ci, (x) => num(x, 3)), { id: "baseline-mean", "data-value": b.mean ?? "" }),
+        card("pass rate", b.pass_rate_ci ? pct(b.pass_rate_ci.estimate) : "–", `${int(b.passed)}/${int(b.graded)} graded`),
+        card("failed", int(b.failed), `${int(b.failed)}/${int(b.total)} rows produced no reward`),
+        card("cost", usd(b.cost_usd), "policy and judge, all rows"),
+        ...Object.entries(b.grader_metrics || {}).map(([key, g]) => card(key, num(g.mean, 3), "grader metric"))));
+    }
+    $("#metrics").append(...parts.filter(Boolean));
   }
 
   // ---- training safety (docs/guides/training-safe-rollouts.md) -------------------------------
@@ -307,7 +318,10 @@
   function drawTable() {
     const pages = Math.max(1, Math.ceil(view.length / PAGE));
     const start = state.page * PAGE, slice = view.slice(start, start + PAGE);
-    const body = el("tbody", {}, slice.map((r) => el("tr", { "data-row": `${r.i}.${r.s}`, tabindex: 0,
+    // n > 1 in row order: each dataset row's samples form a group (a rule above the first one)
+    const grouped = runs[0].header.n > 1 && state.sort === "i";
+    const body = el("tbody", {}, slice.map((r, k) => el("tr", { "data-row": `${r.i}.${r.s}`, tabindex: 0,
+      class: grouped && k > 0 && slice[k - 1].i !== r.i ? "group-start" : null,
       on: { click: () => openDetail(0, r.i, r.s), keydown: (e) => e.key === "Enter" && openDetail(0, r.i, r.s) } },
       COLS.map(([key]) => cell(r, key)))));
     $("#row-table tbody").replaceWith(body);
@@ -366,12 +380,15 @@
       calls ? el("h4", {}, "policy calls") : null, calls,
       el("h4", {}, "transcript"), el("div", { class: "transcript" }, d.m.length ? d.m.map(message) : el("p", { class: "muted" }, "no trajectory")));
   }
+  let current = null;  // position in the filtered table of the row open in the panel
   async function openDetail(run, i, s, pair) {
+    current = !pair && run === 0 ? view.findIndex((r) => r.i === i && r.s === s) : null;
     const panel = $("#detail");
     panel.hidden = false;
     panel.replaceChildren(el("p", { class: "muted" }, "loading…"));
     const close = el("button", { class: "close", on: { click: closeDetail } }, "close ✕");
-    const parts = [el("div", { class: "detail-head" }, el("h3", {}, `row ${i} · sample ${s}`), close)];
+    const hint = pair ? null : el("span", { class: "muted", id: "nav-hint" }, "j / → next row · k / ← previous");
+    const parts = [el("div", { class: "detail-head" }, el("h3", {}, `row ${i} · sample ${s}`), hint, close)];
     if (pair) {
       parts.push(el("p", {}, `${pair.change}: baseline ${num(pair.reward_a)} → this run ${num(pair.reward_b)} (Δ ${num(pair.delta)})`),
         el("div", { class: "side" },
@@ -380,15 +397,25 @@
     } else parts.push(await rowDetail(run, i, s));
     panel.replaceChildren(...parts);
     if (!pair) history.replaceState(null, "", `#row=${i}.${s}`);
+    else history.replaceState(null, "", `#pair=${pair.source_row_index}.${pair.run_index}`);
   }
   function closeDetail() { $("#detail").hidden = true; history.replaceState(null, "", location.pathname); }
-  document.addEventListener("keydown", (e) => e.key === "Escape" && closeDetail());
+  document.addEventListener("keydown", (e) => {
+    if (e.key === "Escape") return closeDetail();
+    if ($("#detail").hidden || current === null || e.target.closest("input, select, textarea")) return;
+    // j / → : the next row of the table as filtered and sorted; k / ← : the previous one
+    const step = e.key === "j" || e.key === "ArrowRight" ? 1 : e.key === "k" || e.key === "ArrowLeft" ? -1 : 0;
+    const next = view[current + step];
+    if (step && next) { e.preventDefault(); openDetail(0, next.i, next.s); }
+  });
 
   // ---- compare ------------------------------------------------------------------------------
+  let pairsLoaded = [];
   async function compare() {
     const c = META.compare;
     if (!c) return;
     const pairs = await unpack("pairs");
+    pairsLoaded = pairs;
     const md = c.mean_difference;
     const interval = md ? `${num(md.estimate)} (95% paired-bootstrap CI ${num(md.low)} – ${num(md.high)}, n = ${int(md.n)})` : "–";
     const show = { value: "flipped" };
@@ -431,6 +458,9 @@
   await compare();
   const m = /^#row=(\d+)\.(\d+)$/.exec(location.hash);
   if (m) openDetail(0, Number(m[1]), Number(m[2]));
+  const linked = /^#pair=(\d+)\.(\d+)$/.exec(location.hash);  // a deep link into the comparison
+  const pair = linked && pairsLoaded.find((p) => p.source_row_index === Number(linked[1]) && p.run_index === Number(linked[2]));
+  if (pair) await openDetail(0, pair.source_row_index, pair.run_index, pair);
   document.body.dataset.ready = "1";
 })().catch((err) => {
   const p = document.getElementById("loading");
