@@ -277,14 +277,7 @@ def show(
         _show_row(data, row, sample, out)
         return
     threshold = data.header.pass_threshold
-    selected = [
-        r
-        for r in data.rows
-        if (not failed or r.status == "failed")
-        and (not below_threshold or (r.reward is not None and r.reward < threshold))
-        and (bounds is None or (r.reward is not None and bounds[0] <= r.reward <= bounds[1]))
-        and (not tool_errors or r.tool_errors)
-    ]
+    selected = _selected_rows(data, failed, below_threshold, bounds, tool_errors)
     matched = len(selected)
     rows = [row_summary(r, threshold) for r in selected[:limit]]
     summary = _metrics_lines(data)
@@ -320,6 +313,25 @@ def show(
         if below_threshold or bounds or tool_errors
         else "No finished rows yet.",
     )
+
+
+def _selected_rows(
+    data: RunData,
+    failed: bool,
+    below_threshold: bool,
+    bounds: tuple[float, float] | None,
+    tool_errors: bool,
+) -> list[RowRecord]:
+    """The rows ``eval show``'s filters keep, in run order."""
+    threshold = data.header.pass_threshold
+    return [
+        r
+        for r in data.rows
+        if (not failed or r.status == "failed")
+        and (not below_threshold or (r.reward is not None and r.reward < threshold))
+        and (bounds is None or (r.reward is not None and bounds[0] <= r.reward <= bounds[1]))
+        and (not tool_errors or r.tool_errors)
+    ]
 
 
 def _reward_bounds(text: str | None) -> tuple[float, float] | None:

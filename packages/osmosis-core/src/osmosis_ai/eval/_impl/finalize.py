@@ -164,19 +164,10 @@ def _status(interrupted: bool, failed: int, pending: int) -> RunStatus:
     return "partial" if failed or pending else "success"
 
 
-def finalize(
-    plan: EvalPlan,
-    paths: RunPaths,
-    manifest: dict[str, Any],
-    items: list[WorkItem],
-    end: SessionEnd,
-) -> EvalRun:
-    calls_by_rollout = load_calls(paths) if end.session_ids else {}
-    latest = load_latest(paths.journal)
-    reproducibility = _update_reproducibility(plan, paths, manifest, calls_by_rollout, latest)
-    rows = collect_rows(
-        plan, paths, items, end.session_ids, calls_by_rollout, reproducibility, latest
-    )
+def _summary(
+    plan: EvalPlan, rows: list[RowRecord], total_work_items: int, end: SessionEnd
+) -> dict[str, Any]:
+    """The ``summary`` block of ``metrics.json`` for ``rows``."""
     summary = compute_metrics(
         (
             ItemResult(
@@ -194,22 +185,12 @@ def finalize(
         ),
         samples_per_row=plan.knobs.n,
         pass_threshold=plan.knobs.pass_threshold,
-        total_work_items=len(items),
+        total_work_items=total_work_items,
         metric_thresholds=plan.knobs.metric_thresholds,
     )
-    with_tool_errors = [r for r in rows if r.tool_errors]
-    if with_tool_errors:
-        summary["tool_errors"] = {
-            "rows": len(with_tool_errors),
-            "calls": sum(r.tool_error_count for r in with_tool_errors),
-            "by_tool": dict(
-                sorted(
-                    Counter(
-                        e.get("tool", "?") for r in with_tool_errors for e in r.tool_errors or []
-                    ).items()
-                )
-            ),
-        }
+    tool_errors = _tool_errors(rows)
+    if tool_errors is not None:
+        summary["tool_errors"] = tool_errors
     summary["training_safety"] = summarize_training_safety(
         (r.training_safety for r in rows), token_ids_requested=plan.options.token_ids
     )
@@ -217,6 +198,36 @@ def finalize(
         summary["budget"] = end.budget.to_json()
     if end.concurrency is not None:
         summary["concurrency"] = end.concurrency
+    return summary
+
+
+def _tool_errors(rows: list[RowRecord]) -> dict[str, Any] | None:
+    """Rows in which a tool raised, the calls that did, and the calls per tool."""
+    with_errors = [r for r in rows if r.tool_errors]
+    if not with_errors:
+        return None
+    by_tool = Counter(e.get("tool", "?") for r in with_errors for e in r.tool_errors or [])
+    return {
+        "rows": len(with_errors),
+        "calls": sum(r.tool_error_count for r in with_errors),
+        "by_tool": dict(sorted(by_tool.items())),
+    }
+
+
+def finalize(
+    plan: EvalPlan,
+    paths: RunPaths,
+    manifest: dict[str, Any],
+    items: list[WorkItem],
+    end: SessionEnd,
+) -> EvalRun:
+    calls_by_rollout = load_calls(paths) if end.session_ids else {}
+    latest = load_latest(paths.journal)
+    reproducibility = _update_reproducibility(plan, paths, manifest, calls_by_rollout, latest)
+    rows = collect_rows(
+        plan, paths, items, end.session_ids, calls_by_rollout, reproducibility, latest
+    )
+    summary = _summary(plan, rows, len(items), end)
     counts = {s: sum(1 for r in rows if r.status == s) for s in ("success", "failed", "skipped")}
     pending = len(items) - len(rows)
     status = _status(end.interrupted, counts["failed"], pending)
