@@ -8,6 +8,7 @@ import dataclasses
 import importlib.util
 import sys
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -83,5 +84,8 @@ def make_contract_run(root: Path) -> ContractRun:
             options = EvalOptions(name="contract", model="m", base_url=policy.url, n=2)
             return await run_session(build_plan(config, options))
 
-    run = asyncio.run(main())
+    # A thread of its own: the browser tests' sync Playwright keeps an event loop running in
+    # this one when the session fixture is first built from a browser test.
+    with ThreadPoolExecutor(1) as pool:
+        run = pool.submit(asyncio.run, main()).result()
     return ContractRun(run, Cli(home=root / "osmosis-home"), root / "ws")
