@@ -194,3 +194,21 @@ def test_eval_run_prints_grouped_failures_with_the_traceback_and_writes_the_repo
     # --no-report: no file, and the envelope says so
     assert not (eval_runs.run_dir("wrong") / "report.html").exists()
     assert eval_runs.wrong_output["resource"]["report_path"] is None
+
+
+def test_show_filters_by_reward_and_limits_the_rows(eval_runs: EvalRuns) -> None:
+    below = _json(eval_runs, "show", "wrong", "--below-threshold")["data"]
+    assert [r["row_index"] for r in below["rows"]] == FLIPPED_ROWS
+    assert {r["outcome"] for r in below["rows"]} == {"below threshold"}
+    ranged = _json(eval_runs, "show", "wrong", "--reward-range", ":0.5")["data"]
+    assert [r["row_index"] for r in ranged["rows"]] == FLIPPED_ROWS
+    limited = _json(eval_runs, "show", "wrong", "--limit", "3")["data"]
+    assert (len(limited["rows"]), limited["rows_matched"]) == (3, 10)
+    result = eval_runs.cli.run("--plain", "eval", "show", "wrong", "--limit", "2",
+                               cwd=eval_runs.workspace)  # fmt: skip
+    assert result.code == 0, result.stderr
+    assert "rows shown: 2 of 10 (--limit)" in result.stdout
+    bad = eval_runs.cli.run("eval", "show", "wrong", "--reward-range", "1:0",
+                            cwd=eval_runs.workspace)  # fmt: skip
+    assert bad.code == 2
+    assert "LOW:HIGH" in bad.stderr

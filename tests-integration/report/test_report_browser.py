@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from contract_support import CRASH_ROW, TOOL_ERROR_ROW, ContractRun
 from playwright.sync_api import Browser, Page, Route, sync_playwright
 from report_support import (
     FLIPPED_ROWS,
@@ -258,3 +259,104 @@ def test_row_detail_shows_the_first_divergence(safety_run: SafetyRun, tab: Opene
         assert excerpts == [divergence["expected"], divergence["actual"]]
         if mode == "reasoning_dropped":
             assert divergence["expected"] == "I will use the tool."
+
+
+def test_grader_metrics_cost_label_and_explanation_are_shown(
+    contract: ContractRun, tab: Opened
+) -> None:
+    """The contract run (a grader with two metrics and an explanation, priced calls, a crashed
+    row): results come first, each metric has a card, cost and label are beside the answer."""
+    run_dir = contract.run.run_dir
+    target = run_dir.parent / "contract-report.html"
+    made = contract.cli.run(
+        "--json", "eval", "report", str(run_dir), "-o", str(target), cwd=contract.workspace
+    )
+    assert made.code == 0, made.stderr
+    page = tab.open(target)
+    order = page.eval_on_selector_all("main > section", "ss => ss.map(s => s.id)")
+    assert order.index("metrics") < order.index("provenance")  # results above the fold
+    metrics = page.eval_on_selector_all(
+        ".grader-metric", "cs => cs.map(c => [c.dataset.metric, c.textContent])"
+    )
+    assert sorted(metrics) == [["exact", "1.000"], ["used_tool", "1.000"]]
+    assert page.inner_text("#run-cost").startswith("$")
+    heads = page.eval_on_selector_all("#row-table thead th", "hs => hs.map(h => h.textContent)")
+    assert heads.index("cost") < heads.index("label") < heads.index("answer")
+    tab.shot("report-grader-metrics")
+    page.click("#row-table tbody tr[data-row='0.0']")
+    page.wait_for_selector("#detail .explanation")
+    assert page.inner_text("#detail .explanation").startswith("expected 6")
+    tab.shot("report-explanation")
+    page.click("#detail .close")
+    page.click(f"#row-table tbody tr[data-row='{CRASH_ROW}.0']")
+    page.wait_for_selector("#detail .transcript .msg")  # the crashed row's partial transcript
+    assert "failed phase" in page.inner_text("#detail table.kv")
+    assert "workflow" in page.inner_text("#detail table.kv")
+    tab.shot("report-crashed-row")
+    page.click("#detail .close")
+    assert page.inner_text("#tool-error-rows") == "2"
+    page.select_option("#f-tools", "1")
+    assert sorted(_rows_shown(page)) == [f"{TOOL_ERROR_ROW}.0", f"{TOOL_ERROR_ROW}.1"]
+    assert page.locator("#row-table td.tool-error").count() == 2
+    page.click(f"#row-table tbody tr[data-row='{TOOL_ERROR_ROW}.0']")
+    page.wait_for_selector("#detail ul.tool-errors")
+    assert page.inner_text("#detail ul.tool-errors") == "multiply: ValueError: multiply is flaky"
+    tab.shot("report-tool-errors")
+
+
+def test_the_index_of_every_run_filters_links_and_gives_the_compare_command(
+    eval_runs: EvalRuns, tab: Opened
+) -> None:
+    made = eval_runs.cli.run("--json", "eval", "report", "--all", cwd=eval_runs.workspace)
+    assert made.code == 0, made.stderr
+    index = Path(made.json()["resource"]["path"])
+    assert index == eval_runs.runs / "index.html"
+    page = tab.open(index)
+    names = page.eval_on_selector_all("#run-index tbody tr", "rs => rs.map(r => r.dataset.run)")
+    assert set(names) >= {"wrong", "right"}
+    href = page.get_attribute("#run-index tr[data-run='wrong'] a", "href")
+    assert href == "wrong/report.html"
+    assert (eval_runs.runs / "wrong" / "report.html").is_file()
+    page.fill("#run-filter", "wrong")
+    visible = page.eval_on_selector_all(
+        "#run-index tbody tr:not([hidden])", "rs => rs.map(r => r.dataset.run)"
+    )
+    assert visible == ["wrong"]
+    page.fill("#run-filter", "")
+    page.check("#run-index tr[data-run='wrong'] input")
+    page.check("#run-index tr[data-run='right'] input")
+    assert page.inner_text("#compare-command") == (
+        "osmosis eval report right --compare wrong -o right-vs-wrong.html"
+    )
+    tab.shot("report-index")
+
+
+def test_keyboard_walks_the_rows_and_compare_has_baseline_cards_and_deep_links(
+    eval_runs: EvalRuns, tab: Opened
+) -> None:
+    target = _report(eval_runs, "right", "--compare", "wrong")
+    page = tab.open(target)
+    summary = json.loads((eval_runs.run_dir("wrong") / "metrics.json").read_text())["summary"]
+    baseline_mean = float(page.get_attribute("#baseline-mean", "data-value") or "nan")
+    assert baseline_mean == pytest.approx(summary["reward_stats"]["mean"])
+    page.click("#row-table tbody tr[data-row='3.0']")
+    page.wait_for_selector("#detail .transcript .msg")
+    page.keyboard.press("j")
+    page.wait_for_function(
+        "document.querySelector('#detail h3').textContent === 'row 4 · sample 0'"
+    )
+    page.keyboard.press("k")
+    page.keyboard.press("k")
+    page.wait_for_function(
+        "document.querySelector('#detail h3').textContent === 'row 2 · sample 0'"
+    )
+    page.keyboard.press("Escape")
+    page.click("#pair-table tbody tr[data-pair='2.0']")
+    page.wait_for_selector("#detail .side .transcript")
+    assert page.evaluate("location.hash") == "#pair=2.0"
+    deep = tab.page.context.new_page()
+    deep.goto(target.resolve().as_uri() + "#pair=4.0")
+    deep.wait_for_selector("body[data-ready='1']", timeout=15_000)
+    assert deep.locator("#detail .side .transcript").count() == 2
+    assert "row 4 · sample 0" in deep.inner_text("#detail h3")
+    tab.shot("report-compare-baseline", full_page=True)

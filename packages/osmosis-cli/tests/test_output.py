@@ -148,3 +148,13 @@ def test_the_eval_run_summary_table_shows_a_pricing_hint_literally() -> None:
     _print_summary_table(result, output)
     assert reason in out.getvalue()
     assert "eval r[1]" in out.getvalue()
+
+
+def test_floats_are_rounded_for_people_and_exact_in_json() -> None:
+    from osmosis_cli.output import human_number
+
+    assert human_number(5.551115123125783e-17) == "0"
+    assert human_number(0.8333333333333334) == "0.8333"
+    assert human_number(367.928) == "367.9"
+    assert human_number(1.0) == "1"
+    assert human_number(-0.00001) == "0"

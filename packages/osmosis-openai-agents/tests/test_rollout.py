@@ -153,6 +153,10 @@ async def test_a_tool_that_raises_is_reported_to_the_model() -> None:
     assert "error occurred while running the tool" in output["output"].lower()
     assert second_request.messages[-1]["role"] == "tool"
     assert second_request.messages[-1]["content"] == output["output"]
+    # ... and the rollout records the exception as a fact (counted per row)
+    (error,) = result.sample.extra_fields["tool_errors"]
+    assert error["tool"] == "broken_multiply"
+    assert error["message"] == "ArithmeticError: the multiplier is broken for 2 and 3"
 
 
 async def test_a_tool_that_raises_without_an_error_function_fails_the_rollout() -> None:

@@ -137,6 +137,11 @@ async def test_a_tool_that_raises_becomes_an_error_result_the_policy_sees() -> N
     assert "tool blew up: on purpose" in json.dumps(tool_result)
     assert second[-1]["role"] == "tool"
     assert "tool blew up" in json.dumps(second[-1])
+    # ... and the rollout records it as a fact (counted per row), not only as a reward-0 answer
+    (error,) = result.sample.extra_fields["tool_errors"]
+    assert error["tool"] == "explode"
+    assert error["message"] == "RuntimeError: tool blew up: on purpose"
+    assert error["call_id"]
 
 
 async def test_async_tool_result_reaches_the_policy() -> None:

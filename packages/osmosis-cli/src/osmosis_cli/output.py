@@ -197,11 +197,13 @@ class Output:
         resource: Mapping[str, Any] | None = None,
         next_steps: Sequence[str] = (),
         lines: Sequence[str] = (),
+        ok: bool | None = None,
     ) -> None:
         """Result of a command that changed something (``template.apply``, ``eval.submit``...).
 
         ``lines`` are extra human-only details (e.g. the files written); JSON carries them in
-        ``resource`` instead.
+        ``resource`` instead. ``ok``: whether the human output marks the result with a ✓
+        (default: ``status == "success"``; an eval in which nothing passed is not ✓).
         """
         if self.is_json:
             payload: dict[str, Any] = {
@@ -219,7 +221,13 @@ class Output:
             return
         rich = self.mode is not Mode.PLAIN
         emit = self._console().print if rich else self._print
-        for text in _operation_text(status, message, lines, next_steps, rich=rich):
+        for text in _operation_text(
+            status if ok is None else ("success" if ok else "warning"),
+            message,
+            lines,
+            next_steps,
+            rich=rich,
+        ):
             emit(text)
 
     def emit_event(self, payload: Mapping[str, Any], text: str) -> None:
@@ -322,11 +330,26 @@ def _stderr_is_tty(stream: TextIO) -> bool:
 def _cell(value: Any) -> str:
     if value is None:
         return "-"
+    if isinstance(value, float):
+        return human_number(value)
     if isinstance(value, list | tuple):
         return ", ".join(_cell(v) for v in value)
     if isinstance(value, Mapping):
         return ", ".join(f"{k}={_cell(v)}" for k, v in value.items())
     return str(value)
+
+
+def human_number(value: float) -> str:
+    """A float as a person reads it (JSON keeps full precision): at most 4 decimals (1 from
+    100 up), trailing zeros dropped; ``5.551115123125783e-17`` reads ``0``,
+    ``0.8333333333333334`` ``0.8333`` and ``367.928`` ``367.9``."""
+    import math
+
+    if not math.isfinite(value):
+        return str(value)
+    text = f"{value:.1f}" if abs(value) >= 100 else f"{value:.4f}"
+    text = text.rstrip("0").rstrip(".") if "." in text else text
+    return "0" if text in ("-0", "") else text
 
 
 def escape_markup(text: str) -> str:

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from osmosis_ai.testing import ErrorReply, ScriptedPolicyServer
+from osmosis_ai.testing.replies import Reply
 from osmosis_cli.main import run
 
 MakeWorkspace = Callable[..., Path]
@@ -260,6 +261,28 @@ def test_require_append_only_exits_1_when_a_rollout_breaks_it(
     code, out, _ = _cli(capsys, *args, "--require-append-only")  # resumes: nothing left to run
     assert code == 1
     assert "1 break it" in out
+    assert "failed --require-append-only" in out
+    assert "finished" not in out  # the console does not contradict the exit code
+
+    code, out, _ = _cli(capsys, "eval", "run", str(unsafe), "--name", "u", "--json",
+                        "--require-append-only")  # fmt: skip
+    assert code == 1
+    envelope = json.loads(out)
+    assert envelope["status"] == "failed"
+    assert envelope["resource"]["stop_code"] == "append_only"
+
+
+def test_no_check_mark_when_nothing_passed(
+    workspace: MakeWorkspace, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = workspace(n_rows=2)
+    with ScriptedPolicyServer(lambda body: Reply(content="#### 0")) as policy:
+        code, out, err = _cli(
+            capsys, "eval", "run", str(config), "--base-url", policy.url, "--model", "m"
+        )
+    assert code == 0, err  # graded, nothing failed: the run succeeded ...
+    assert "nothing passed" in out
+    assert "\N{CHECK MARK}" not in out  # ... but it is not marked as a success
 
 
 def test_full_disk_names_the_file_and_the_resume_command(
@@ -291,7 +314,9 @@ def test_full_disk_names_the_file_and_the_resume_command(
     assert error["details"]["path"] == str(journal)
     assert error["details"]["resumable"] is True
     assert str(journal) in error["message"]
-    assert f"Resume: osmosis eval run {config} --name full --output {where[1]}" in error["message"]
+    assert (
+        f"Resume: osmosis eval run {config} --name full --runs-dir {where[1]}" in error["message"]
+    )
     assert "OSError" not in err
 
     monkeypatch.setattr(journal_module, "os", os)
@@ -388,3 +413,40 @@ def test_short_secrets_are_masked_in_the_log_and_the_report(
         assert "rejected: secret=*** key=*** end" in text  # the failure is there, masked
         assert secret not in text
         assert upstream_key not in text
+
+
+def test_a_rerun_of_a_finished_run_says_nothing_changed(
+    workspace: MakeWorkspace, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = workspace(n_rows=1, mode="noop")
+    code, out, err = _cli(capsys, "eval", "run", str(config), "--name", "done", "--plain")
+    assert code == 0, err
+    run_dir = config.parents[2] / ".osmosis" / "evals" / "done"
+    stamps = {p.name: p.stat().st_mtime_ns for p in run_dir.iterdir() if p.is_file()}
+    code, out, err = _cli(capsys, "eval", "run", str(config), "--name", "done", "--plain")
+    assert code == 0, err
+    assert "no file changed" in out
+    after = {p.name: p.stat().st_mtime_ns for p in run_dir.iterdir() if p.is_file()}
+    assert {k: v for k, v in after.items() if k != "logs.txt"} == {
+        k: v for k, v in stamps.items() if k != "logs.txt"
+    }
+
+
+def test_runs_dir_is_eval_runs_folder_and_o_is_its_deprecated_spelling(
+    workspace: MakeWorkspace, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """``-o`` names the file a command writes (eval report/info, rubric); eval run's folder is
+    ``--runs-dir`` like eval show/list/compare/report. ``-o DIR`` still works, with a warning."""
+    config = workspace(n_rows=1, mode="noop")
+    code, out, err = _cli(capsys, "eval", "run", str(config), "--runs-dir", str(tmp_path / "a"),
+                          "--json")  # fmt: skip
+    assert code == 0, err
+    assert json.loads(out)["resource"]["output_path"].startswith(str(tmp_path / "a") + "/")
+    assert "DEPRECATED_OPTION" not in err
+    code, out, err = _cli(capsys, "eval", "run", str(config), "-o", str(tmp_path / "b"), "--json")
+    assert code == 0, err
+    assert json.loads(out)["resource"]["output_path"].startswith(str(tmp_path / "b") + "/")
+    assert "DEPRECATED_OPTION" in err
+    code, out, err = _cli(capsys, "eval", "run", "--help")
+    assert "--runs-dir" in out
+    assert " -o" not in out

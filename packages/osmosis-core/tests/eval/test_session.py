@@ -317,3 +317,43 @@ def test_the_recorded_command_line_masks_url_credentials_and_secret_values(
     )
     recorded = _command_line(plan)  # type: ignore[arg-type]
     assert recorded == ("osmosis eval run c.toml --base-url https://***@llm.example/v1 --note ***")
+
+
+async def test_a_rerun_of_a_finished_run_changes_nothing_on_disk(
+    workspace: MakeWorkspace,
+) -> None:
+    """No new row, no new figure: index.jsonl, metrics.json (its provenance too: started at,
+    duration, command line), the manifest and the trajectories stay byte for byte, and the
+    result says so (``unchanged``); only the session log records that it looked."""
+    config = workspace(n_rows=2, mode="noop")
+    first = await run_session(_plan(config, model="mock"))
+    assert first.status == "success"
+    assert not first.unchanged
+
+    def files() -> dict[str, tuple[bytes, int]]:
+        return {
+            str(p.relative_to(first.run_dir)): (p.read_bytes(), p.stat().st_mtime_ns)
+            for p in sorted(first.run_dir.rglob("*"))
+            if p.is_file() and p.name != "logs.txt"
+        }
+
+    before = files()
+    again = await run_session(_plan(config, model="mock"))
+    assert again.unchanged
+    assert (again.status, again.dispatched, again.succeeded) == ("success", 0, 2)
+    assert again.duration_ms == pytest.approx(first.duration_ms, abs=0.1)
+    assert files() == before
+
+
+async def test_max_failures_sets_a_stop_code_the_files_show(workspace: MakeWorkspace) -> None:
+    config = workspace(n_rows=4)
+    with_errors = ScriptedPolicyServer(lambda body: ErrorReply(400, "no"))
+    async with with_errors as policy:
+        result = await run_session(
+            _plan(config, model="m", base_url=policy.url, max_failures=1, max_in_flight=1)
+        )
+    assert (result.status, result.stop_code) == ("partial", "max_failures")
+    assert result.pending > 0
+    written = json.loads((result.run_dir / "metrics.json").read_text())["eval_run"]
+    assert written["stop_code"] == "max_failures"
+    assert read_header(result.run_dir).stop_code == "max_failures"

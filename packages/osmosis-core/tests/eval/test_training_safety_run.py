@@ -139,3 +139,30 @@ def test_manifest_and_trajectories_carry_the_reproducibility_record(run: EvalRun
         osmosis = json.loads(path.read_text())["extra"]["osmosis"]
         # this rollout's own observations equal the run's (one backend, one setting)
         assert osmosis["reproducibility"] == record
+
+
+def test_require_append_only_fails_the_run_and_says_so_everywhere(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """The gate is the run's outcome, not only the CLI's exit code: status ``failed`` and
+    ``stop_code`` ``append_only`` in the EvalRun, metrics.json and what readers load."""
+    import asyncio
+
+    from osmosis_ai.eval.report import load_run
+
+    config = write_safety_workspace(tmp_path_factory.mktemp("gate") / "ws")
+
+    async def main() -> EvalRun:
+        async with ScriptedPolicyServer(reasoning_solver) as policy:
+            options = EvalOptions(
+                model="m", base_url=policy.url, name="gate", require_append_only=True
+            )
+            return await run_session(build_plan(config, options))
+
+    run = asyncio.run(main())
+    assert run.failed == 0  # every rollout succeeded; the gate alone fails the run
+    assert (run.status, run.stop_code) == ("failed", "append_only")
+    written = json.loads((run.run_dir / "metrics.json").read_text())["eval_run"]
+    assert (written["status"], written["stop_code"]) == ("failed", "append_only")
+    header = load_run(run.run_dir, transcripts=False).header
+    assert (header.status, header.stop_code) == ("failed", "append_only")

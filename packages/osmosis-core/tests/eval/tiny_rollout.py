@@ -10,7 +10,15 @@ Behaviour is chosen by ``TINY_MODE`` in the eval config's ``[env]``:
   server process had imported when the rollout started;
 * ``crash-on-start``: the entrypoint exits at import with a message on stderr;
 * ``crash-on-rollout``: the server process dies during the first rollout;
-* ``slow``: like ``multiply`` but sleeps ``TINY_SLEEP`` seconds first.
+* ``slow``: like ``multiply`` but sleeps ``TINY_SLEEP`` seconds first;
+* ``crash-after-call``: like ``multiply``, but the workflow raises after its first policy call
+  on rows whose prompt contains ``TINY_CRASH_PROMPT`` (a partial transcript is in ``llm_calls.jsonl``).
+
+``TINY_TOOL_ERROR_PROMPT``: on rows whose prompt contains it, every tool call is also recorded
+as a tool error (``record_tool_error``), as the framework integrations record a tool that raised.
+
+``TINY_METRICS=1`` makes the grader set two metrics (``used_tool``, ``exact``) and an explanation
+(``ctx.sample.extra_fields["explanation"]``), as a rubric or an LLM judge would.
 """
 
 from __future__ import annotations
@@ -81,11 +89,19 @@ class TinyWorkflow(AgentWorkflow):
         for _ in range(1 if MODE == "one-call" else 4):
             message = await ask(messages)
             messages.append(message)
+            crash_on = os.environ.get("TINY_CRASH_PROMPT")
+            if MODE == "crash-after-call" and crash_on and crash_on in json.dumps(ctx.prompt):
+                raise RuntimeError("tiny rollout: crashing after a policy call on purpose")
             calls = message.get("tool_calls") or []
             if not calls:
                 break
             for call in calls:
                 args = json.loads(call["function"]["arguments"])
+                tool_error_on = os.environ.get("TINY_TOOL_ERROR_PROMPT")
+                if tool_error_on and tool_error_on in json.dumps(ctx.prompt):
+                    from osmosis_ai.rollout.integrations.spi import record_tool_error
+
+                    record_tool_error("multiply", ValueError("multiply is flaky"), call_id=call["id"])
                 messages.append({"role": "tool", "tool_call_id": call["id"],
                                  "content": str(args["a"] * args["b"])})
         return messages
@@ -100,6 +116,10 @@ class TinyGrader(Grader):
         found = re.search(r"####\s*(-?\d+)", text)
         ok = found is not None and ctx.label is not None and int(found.group(1)) == int(float(ctx.label))
         ctx.set_reward(1.0 if ok else 0.0)
+        if os.environ.get("TINY_METRICS") == "1":
+            used_tool = any(m.get("role") == "tool" for m in ctx.sample.messages)
+            ctx.sample.metrics = {"used_tool": 1.0 if used_tool else 0.0, "exact": 1.0 if ok else 0.0}
+            ctx.sample.extra_fields["explanation"] = f"expected {ctx.label}, found {text[-12:]!r}"
 
 
 app = create_rollout_server(

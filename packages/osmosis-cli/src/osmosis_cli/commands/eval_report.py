@@ -30,7 +30,18 @@ def secret_redactor(run_dir: Path) -> Any:
 
 
 def report(
-    run: Annotated[str, typer.Argument(help="Run name (see `osmosis eval list`) or run folder.")],
+    run: Annotated[
+        str | None,
+        typer.Argument(help="Run name (see `osmosis eval list`) or run folder (not with --all)."),
+    ] = None,
+    all_runs: Annotated[
+        bool,
+        typer.Option(
+            "--all",
+            help="Write <runs folder>/index.html over every local run (and each run's missing "
+            "or outdated report.html) instead of one run's report.",
+        ),
+    ] = False,
     compare_with: Annotated[
         str | None,
         typer.Option("--compare", help="A baseline run to compare with (name or folder)."),
@@ -43,9 +54,23 @@ def report(
 ) -> None:
     """Write one self-contained HTML report of a local run (opens from file://, no network)."""
     from osmosis_ai.eval.report import REPORT_FILE, load_run, write_report
+    from osmosis_cli.errors import CLIError, CLIErrorCode
     from osmosis_cli.output import get_output
 
     out = get_output()
+    if all_runs:
+        if run is not None or compare_with is not None or file is not None:
+            raise CLIError(
+                CLIErrorCode.VALIDATION,
+                "--all writes the index of every run: pass no run, --compare or --output with it",
+            )
+        _report_all(runs_dir)
+        return
+    if run is None:
+        raise CLIError(
+            CLIErrorCode.VALIDATION,
+            "name a run (see `osmosis eval list`), or pass --all for the index of every run",
+        )
     run_dir = resolve_run(run, runs_dir)
     data = load_run(run_dir)
     baseline = load_run(resolve_run(compare_with, runs_dir)) if compare_with else None
@@ -61,6 +86,42 @@ def report(
             "compare_with": baseline.header.name if baseline else None,
         },
         lines=[f"open it in a browser: file://{target.resolve()}"],
+    )
+
+
+def _report_all(runs_dir: Path | None) -> None:
+    """``eval report --all``: each run's report when missing or older than its results, then
+    the index page over every run."""
+    from osmosis_ai.eval.report import (
+        REPORT_FILE,
+        find_runs,
+        load_run,
+        write_report,
+        write_runs_index,
+    )
+    from osmosis_cli.commands.eval_results import runs_root
+    from osmosis_cli.output import get_output
+
+    out = get_output()
+    root = runs_root(runs_dir)
+    headers = find_runs(root)
+    written: list[str] = []
+    for header in headers:
+        target = header.path / REPORT_FILE
+        results = header.path / "metrics.json"
+        stale = not target.is_file() or (
+            results.is_file() and results.stat().st_mtime > target.stat().st_mtime
+        )
+        if stale and header.status != "running":
+            write_report(load_run(header.path), target, redact=secret_redactor(header.path))
+            written.append(header.name)
+    root.mkdir(parents=True, exist_ok=True)
+    index = write_runs_index(headers, root)
+    out.emit_operation(
+        "eval.report",
+        message=f"Index of {len(headers)} local runs written: {index}",
+        resource={"path": str(index), "runs": len(headers), "reports_written": written},
+        lines=[f"open it in a browser: file://{index.resolve()}"],
     )
 
 

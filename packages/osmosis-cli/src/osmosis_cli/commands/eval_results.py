@@ -91,8 +91,10 @@ def header_summary(header: RunHeader) -> dict[str, Any]:
         "skipped": figures.skipped,
         "mean_reward": figures.mean_reward,
         "pass_rate": figures.pass_rate,
+        "cost_usd": figures.cost_usd,
         "pending": header.pending,
         "halt_reason": header.halt_reason,
+        "stop_code": header.stop_code,
         "path": str(header.path),
     }
 
@@ -106,6 +108,7 @@ def row_summary(row: RowRecord, threshold: float) -> dict[str, Any]:
         "run_index": row.run_index,
         "source_row_index": row.source_row_index,
         "status": row.status,
+        "outcome": _outcome(row, threshold),
         "passed": None if row.reward is None else row.reward >= threshold,
         "reward": row.reward,
         "duration_ms": row.duration_ms,
@@ -114,10 +117,24 @@ def row_summary(row: RowRecord, threshold: float) -> dict[str, Any]:
         "error_type": row.error_type,
         "error_message": row.error_message,
         "error_location": str(where) if where else None,
+        "failed_phase": row.failed_phase,
+        "cost_usd": row.cost_usd,
         "prompt": row.prompt,
+        "label": row.label,
         "answer": row.answer,
+        "metrics": row.metrics,
+        "explanation": row.explanation,
+        "tool_errors": row.tool_error_count,
+        "tool_error_list": row.tool_errors,
         "trajectory_filename": row.trajectory_filename,
     }
+
+
+def _outcome(row: RowRecord, threshold: float) -> str:
+    """What the report calls the row: ``pass``, ``below threshold``, ``failed``, ``skipped``."""
+    if row.status == "success" and row.reward is not None:
+        return "pass" if row.reward >= threshold else "below threshold"
+    return row.status
 
 
 # ---- eval list ---------------------------------------------------------------------------
@@ -139,6 +156,7 @@ def list_local(runs_dir: Path | None, limit: int, offset: int, out: Output) -> N
             Column("rollout", "rollout"),
             Column("rows", "rows"),
             Column("mean_reward", "mean reward"),
+            Column("cost_usd", "cost $"),
             Column("status", "status", _list_status),
         ],
         plain=lambda item: (
@@ -164,11 +182,11 @@ def _list_status(item: Mapping[str, Any]) -> str:
 
 
 def _metrics_lines(data: RunData) -> dict[str, Any]:
-    from osmosis_ai.eval.report import group_failures, mean_interval, wilson_interval
+    from osmosis_ai.eval.report import group_failures, mean_interval, score_range, wilson_interval
 
     header, summary = data.header, data.header.summary
     rewards = [r.reward for r in data.rows if r.status == "success" and r.reward is not None]
-    mean = mean_interval(rewards)
+    mean = mean_interval(rewards, clip=score_range(rewards))
     passed = sum(1 for r in rewards if r >= header.pass_threshold)
     rate = wilson_interval(passed, len(rewards))
     groups = group_failures(data.rows)
@@ -179,6 +197,8 @@ def _metrics_lines(data: RunData) -> dict[str, Any]:
         "denominator": f"{len(rewards)} graded ({summary.get('failed', 0)} failed and "
         f"{summary.get('skipped', 0)} skipped excluded)",
         "pass_at_k": summary.get("pass_at_k", []),
+        "grader_metrics": dict(header.figures.grader_metrics),
+        "tool_errors": summary.get("tool_errors"),
         "failures": [g.describe() for g in groups],
     }
 
@@ -204,8 +224,7 @@ def _show_row(data: RunData, row: int, sample: int, out: Output) -> None:
             details={"row": row, "sample": sample},
         )
     detail = row_summary(match, data.header.pass_threshold)
-    detail["label"] = match.label
-    detail["metrics"] = match.metrics
+    detail["cost"] = match.cost
     detail["traceback"] = match.traceback
     if out.is_json:
         detail["messages"] = transcript.messages if transcript else []
@@ -227,41 +246,114 @@ def show(
         int | None, typer.Option("--row", help="Print row N's transcript (with tool calls).")
     ] = None,
     sample: Annotated[int, typer.Option("--sample", help="Sample index with --row.")] = 0,
+    below_threshold: Annotated[
+        bool,
+        typer.Option("--below-threshold", help="Only graded rows below the pass threshold."),
+    ] = False,
+    reward_range: Annotated[
+        str | None,
+        typer.Option(
+            "--reward-range",
+            metavar="LOW:HIGH",
+            help="Only graded rows with LOW <= reward <= HIGH (either side may be empty).",
+        ),
+    ] = None,
+    tool_errors: Annotated[
+        bool, typer.Option("--tool-errors", help="Only rows in which a tool call raised.")
+    ] = False,
+    limit: Annotated[
+        int | None,
+        typer.Option("--limit", min=1, metavar="N", help="Show at most N rows (after filters)."),
+    ] = None,
     runs_dir: RunsDirOption = None,
 ) -> None:
     """Summary of a local eval run and its rows, or one row's transcript (--row)."""
     from osmosis_cli.output import Column, get_output
 
     out = get_output()
+    bounds = _reward_bounds(reward_range)
     data = _load(run, runs_dir, transcripts=row is not None)
     if row is not None:
         _show_row(data, row, sample, out)
         return
     threshold = data.header.pass_threshold
-    rows = [row_summary(r, threshold) for r in data.rows if not failed or r.status == "failed"]
+    selected = _selected_rows(data, failed, below_threshold, bounds, tool_errors)
+    matched = len(selected)
+    rows = [row_summary(r, threshold) for r in selected[:limit]]
     summary = _metrics_lines(data)
     if out.is_json:
-        out.emit_detail({**summary, "rows": rows})
+        out.emit_detail({**summary, "rows_matched": matched, "rows": rows})
         return
+    if len(rows) < matched:
+        summary["rows shown"] = f"{len(rows)} of {matched} (--limit)"
     out.emit_detail(summary, title=f"eval run {data.header.name}")
     out.emit_list(
         rows,
         columns=[
             Column("row_index", "row"),
             Column("run_index", "sample"),
-            Column("status", "status"),
+            Column("outcome", "outcome"),
             Column("reward", "reward"),
             Column("duration_ms", "ms"),
             Column("error_type", "error"),
             Column("error_location", "where"),
+            Column("tool_errors", "tool errors"),
+            Column("cost_usd", "cost $"),
             Column("prompt", "prompt"),
+            Column("label", "label"),
+            Column("answer", "answer"),
         ],
         plain=lambda r: "\t".join(
             _fmt(r.get(k))
-            for k in ("row_index", "run_index", "status", "reward", "error_type", "prompt")
+            for k in ("row_index", "run_index", "outcome", "reward", "error_type", "prompt")
         ),
-        empty="No failed rows." if failed else "No finished rows yet.",
+        empty="No failed rows."
+        if failed
+        else "No row matches."
+        if below_threshold or bounds or tool_errors
+        else "No finished rows yet.",
     )
+
+
+def _selected_rows(
+    data: RunData,
+    failed: bool,
+    below_threshold: bool,
+    bounds: tuple[float, float] | None,
+    tool_errors: bool,
+) -> list[RowRecord]:
+    """The rows ``eval show``'s filters keep, in run order."""
+    threshold = data.header.pass_threshold
+    return [
+        r
+        for r in data.rows
+        if (not failed or r.status == "failed")
+        and (not below_threshold or (r.reward is not None and r.reward < threshold))
+        and (bounds is None or (r.reward is not None and bounds[0] <= r.reward <= bounds[1]))
+        and (not tool_errors or r.tool_errors)
+    ]
+
+
+def _reward_bounds(text: str | None) -> tuple[float, float] | None:
+    """``LOW:HIGH`` (either side may be empty) as bounds; a usage error when malformed."""
+    import math
+
+    if text is None:
+        return None
+    low, sep, high = text.partition(":")
+    try:
+        bounds = (
+            float(low) if low.strip() else -math.inf,
+            float(high) if high.strip() else math.inf,
+        )
+    except ValueError:
+        bounds = None
+    if not sep or bounds is None or bounds[0] > bounds[1]:
+        raise typer.BadParameter(
+            f"expected LOW:HIGH with LOW <= HIGH (e.g. 0:0.5 or :0.5), got {text!r}",
+            param_hint="--reward-range",
+        )
+    return bounds
 
 
 # ---- eval compare ----------------------------------------------------------------------------
@@ -312,6 +404,13 @@ def compare(
         if interval is None
         else f"{interval.estimate:+.4f}  95% paired-bootstrap CI [{interval.low:+.4f}, "
         f"{interval.high:+.4f}] over {interval.n} rows graded in both",
+        "cost difference (B - A)": "-"
+        if comparison.cost_difference_usd is None
+        else f"{comparison.cost_difference_usd:+.4f} USD",
+        **{
+            f"{key} difference (B - A)": f"{i.estimate:+.4f}  95% CI [{i.low:+.4f}, {i.high:+.4f}]"
+            for key, i in comparison.metric_differences.items()
+        },
         "regressed (pass -> fail)": detail["regressed"],
         "improved (fail -> pass)": detail["improved"],
         "status changed (graded <-> failed/skipped)": detail["status_changed"],
@@ -330,6 +429,9 @@ def compare(
             Column("reward_a", "reward A"),
             Column("reward_b", "reward B"),
             Column("delta", "delta"),
+            Column("label", "label"),
+            Column("answer_a", "answer A"),
+            Column("answer_b", "answer B"),
         ],
         plain=lambda p: "\t".join(
             _fmt(p.get(k)) for k in ("source_row_index", "run_index", "change", "delta")

@@ -56,6 +56,7 @@ def run(
     allow_changed: opt.AllowChanged = False,
     max_failures: opt.MaxFailures = None,
     output_dir: opt.OutputDir = None,
+    output_dir_short: opt.OutputDirShort = None,
     isolated: opt.Isolated = False,
     no_report: opt.NoReport = False,
     workers: opt.Workers = "auto",
@@ -85,19 +86,30 @@ def run(
     if isolated:
         _refuse_legacy_sdk_pin(config)
     sampling = _sampling(temperature, top_p, max_tokens, seed, model_arg or [])
-    options = eval_options(ctx.params, sampling=sampling or None)
+    params = dict(ctx.params)
+    if output_dir_short is not None:
+        out.warn(
+            "DEPRECATED_OPTION",
+            "`eval run -o DIR` is the old spelling of `--runs-dir DIR` (-o names the file a "
+            "command writes, as in `eval report -o`)",
+        )
+        params["output_dir"] = output_dir if output_dir is not None else output_dir_short
+    options = eval_options(params, sampling=sampling or None)
     result = _execute(out, config, options, yes=yes)
     from osmosis_cli.commands.eval_report import finish_run
 
-    report, failures = finish_run(result.run_dir, write=not no_report)
-    _emit(result, out, config, report, failures, output_dir)
+    # A rerun that changed nothing leaves an existing report as it is too.
+    keep = result.unchanged and (result.run_dir / "report.html").is_file()
+    report, failures = finish_run(result.run_dir, write=not no_report and not keep)
+    if keep and not no_report:
+        report = result.run_dir / "report.html"
+    runs_dir = Path(options.output_dir) if options.output_dir is not None else None
+    _emit(result, out, config, report, failures, runs_dir)
     if result.status == "interrupted":
         raise typer.Exit(code=EXIT_INTERRUPTED)
     if result.stop_code == "budget":
         raise typer.Exit(code=EXIT_BUDGET)
     if result.status != "success":
-        raise typer.Exit(code=1)
-    if require_append_only and result.metrics.get("training_safety", {}).get("broken"):
         raise typer.Exit(code=1)
 
 
@@ -244,9 +256,9 @@ def _execute(out: Output, config: Path, options: EvalOptions, *, yes: bool) -> E
 
 def _resume_command(config: Path, run_name: str, output: Path | None) -> str:
     """The run's manifest stores the model, dataset and selection: ``--name`` alone resumes it
-    (with ``--output`` when the run lives elsewhere than the default)."""
+    (with ``--runs-dir`` when the run lives elsewhere than the default)."""
     command = f"osmosis eval run {shlex.quote(str(config))} --name {shlex.quote(run_name)}"
-    return f"{command} --output {shlex.quote(str(output))}" if output is not None else command
+    return f"{command} --runs-dir {shlex.quote(str(output))}" if output is not None else command
 
 
 def _emit(
@@ -257,15 +269,28 @@ def _emit(
     failures: list[str],
     output: Path | None,
 ) -> None:
-    status = "success" if result.status == "success" else "partial"
+    status = result.status if result.status in ("success", "failed") else "partial"
+    passed = result.figures.passed or 0
     resource = {**run_resource(result), "report_path": str(report) if report else None}
     if result.status == "interrupted":
         message = (
             f"Interrupted: {result.pending} work item(s) pending. Rerun with --name "
             f"{result.run_name} (the stored model and rows are reused) to resume."
         )
+    elif result.unchanged and result.status == "success":
+        message = (
+            f"Eval {result.run_name}: nothing to run, it had already finished; no file "
+            f"changed. {_rewards(result)}."
+        )
+    elif result.stop_code == "append_only":
+        broken = result.metrics.get("training_safety", {}).get("broken")
+        message = (
+            f"Eval {result.run_name} failed --require-append-only: {broken} rollout(s) are not "
+            f"append-only (see the training-safety line); {_rewards(result)}."
+        )
     elif result.status == "success":
-        message = f"Eval {result.run_name} finished: {_rewards(result)}."
+        nothing = "" if passed else " (nothing passed)"
+        message = f"Eval {result.run_name} finished{nothing}: {_rewards(result)}."
     elif stop_message(result) is not None:
         message = f"{stop_message(result)} {_rewards(result)}."
     else:
@@ -300,6 +325,7 @@ def _emit(
         resource=resource,
         next_steps=next_steps,
         lines=lines,
+        ok=result.status == "success" and passed > 0,
     )
 
 

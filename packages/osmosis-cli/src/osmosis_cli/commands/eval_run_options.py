@@ -111,8 +111,15 @@ MaxFailures = Annotated[
 ]
 OutputDir = Annotated[
     Path | None,
-    typer.Option("--output", "-o", help="Runs folder (default: <workspace>/.osmosis/evals)."),
+    typer.Option(
+        "--runs-dir",
+        "--output",
+        help="Runs folder (default: <workspace>/.osmosis/evals); --output is its older name.",
+    ),
 ]
+#: ``eval run -o DIR``, the 0.3 spelling of ``--runs-dir``: still accepted (hidden), with a
+#: warning, since ``-o`` everywhere else names the file a command writes.
+OutputDirShort = Annotated[Path | None, typer.Option("-o", hidden=True)]
 Isolated = Annotated[
     bool,
     typer.Option(

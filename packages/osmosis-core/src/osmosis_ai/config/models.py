@@ -55,6 +55,9 @@ class EvaluationSection(_Section):
     grader_timeout_s: float | None = Field(default=None, gt=0)
     #: Local ``osmosis eval run`` only: the run's cost budget in USD (``--max-cost``).
     max_cost_usd: float | None = Field(default=None, gt=0)
+    #: Per grader metric (a key of ``ctx.sample.metrics``), the value at or above which a
+    #: sample passes on that metric: ``metrics.json`` then gives the metric's pass rate too.
+    metric_thresholds: dict[str, float] = Field(default_factory=dict)
 
     _check_finite = field_validator(
         "pass_threshold", "agent_workflow_timeout_s", "grader_timeout_s", "max_cost_usd"

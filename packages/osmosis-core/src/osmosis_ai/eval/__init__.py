@@ -33,6 +33,7 @@ _EXPORTS = {
     "RunFigures": "osmosis_ai.eval._impl.results.metrics",
     "RowRecord": "osmosis_ai.eval._impl.run_dir.records",
     "read_index": "osmosis_ai.eval._impl.run_dir.records",
+    "runs_frame": "osmosis_ai.eval._impl.results.frame",
     "EvalProgress": "osmosis_ai.eval._impl.progress",
     "EvalUpdate": "osmosis_ai.eval._impl.progress",
     "CostEstimate": "osmosis_ai.eval._impl.cost.budget",
@@ -89,6 +90,7 @@ if TYPE_CHECKING:
     from osmosis_ai.eval._impl.plan.source import EvalPlanError
     from osmosis_ai.eval._impl.progress import EvalProgress, EvalUpdate
     from osmosis_ai.eval._impl.proxy.calls import expand_calls
+    from osmosis_ai.eval._impl.results.frame import runs_frame
     from osmosis_ai.eval._impl.results.metrics import RunFigures
     from osmosis_ai.eval._impl.results.run import EvalRun
     from osmosis_ai.eval._impl.results.safety_summary import describe_training_safety
@@ -144,4 +146,5 @@ __all__ = [
     "read_index",
     "run_eval",
     "run_eval_async",
+    "runs_frame",
 ]

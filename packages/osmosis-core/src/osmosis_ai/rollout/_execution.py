@@ -159,10 +159,25 @@ async def sample_from_output(
         sample = await rollout.get_sample()
         if sample is not None and sample.label is None and label is not None:
             sample.label = label
-        return sample
+        return _with_tool_errors(sample, rollout)
     if output.messages is None:
         return None
-    return RolloutSample._from_output(output.messages, label, output.metrics)
+    return _with_tool_errors(
+        RolloutSample._from_output(output.messages, label, output.metrics), rollout
+    )
+
+
+def _with_tool_errors(
+    sample: RolloutSample | None, rollout: RolloutContext | None
+) -> RolloutSample | None:
+    """``sample`` with the tool errors recorded during the rollout (``record_tool_error``)
+    under ``extra_fields["tool_errors"]``."""
+    if sample is not None and rollout is not None and rollout.tool_errors:
+        sample.extra_fields = {
+            **sample.extra_fields,
+            "tool_errors": [dict(e) for e in rollout.tool_errors],
+        }
+    return sample
 
 
 async def _call_workflow(

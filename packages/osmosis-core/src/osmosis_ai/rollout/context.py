@@ -166,6 +166,13 @@ class RolloutContext:
     _tokens: list[contextvars.Token[RolloutContext | None]] = field(
         default_factory=list, init=False, repr=False, compare=False
     )
+    #: Exceptions the rollout's tools raised (:func:`record_tool_error`), in order: each
+    #: ``{"tool", "message", "call_id"?}``. The engine copies them into the sample's
+    #: ``extra_fields["tool_errors"]``, so a tool bug is counted instead of passing for a bad
+    #: answer.
+    tool_errors: list[dict[str, str]] = field(
+        default_factory=list, init=False, repr=False, compare=False
+    )
 
     def __post_init__(self) -> None:
         if not self.chat_completions_url:
@@ -238,6 +245,29 @@ def rollout_context_for(
         progress=progress,
         process_id=request.process_id,
     )
+
+
+#: At most this many tool errors are kept per rollout (the first ones).
+MAX_TOOL_ERRORS = 50
+_TOOL_ERROR_CHARS = 500
+
+
+def record_tool_error(tool: str, error: BaseException | str, *, call_id: str | None = None) -> None:
+    """Record that ``tool`` raised ``error`` in the rollout being executed (a no-op outside
+    one). Framework integrations call it for every tool call that raised (the framework then
+    usually shows the model an error message and goes on); a workflow may call it too."""
+    ctx = rollout_contextvar.get()
+    if ctx is None:
+        return
+    if isinstance(error, BaseException):
+        text = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+    else:
+        text = str(error)
+    entry = {"tool": str(tool), "message": text[:_TOOL_ERROR_CHARS]}
+    if call_id:
+        entry["call_id"] = str(call_id)
+    if len(ctx.tool_errors) < MAX_TOOL_ERRORS:
+        ctx.tool_errors.append(entry)
 
 
 def get_rollout_context() -> RolloutContext | None:

@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from osmosis_ai.rollout.trajectory.atif import OSMOSIS_KEY, SAMPLE_METRICS_KEY
+
 
 @dataclass
 class Row:
@@ -42,7 +44,8 @@ def trajectory(row: Row) -> dict[str, Any]:
             {"step_id": 4, "source": "agent", "message": row.answer, "model_name": "m"},
             *row.extra_steps,
         ],
-        "extra": {"osmosis": {"label": "6", "metrics": {"exact": 1.0}}},
+        # the writer's key names (atif.convert_sample_to_trajectory), never a reader's guess
+        "extra": {OSMOSIS_KEY: {"label": "6", SAMPLE_METRICS_KEY: {"exact": 1.0}}},
     }
 
 

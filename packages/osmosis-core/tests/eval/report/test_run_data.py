@@ -48,7 +48,7 @@ def test_rows_carry_prompt_answer_label_and_the_grader_traceback(tmp_path: Path)
     assert first.metrics == {"exact": 1.0}
     assert first.policy_calls == 2
     assert failed.traceback == TRACEBACK
-    assert failed.extra == {"failed_phase": "grader"}
+    assert failed.failed_phase == "grader"
     transcript = data.transcripts[(0, 0)]
     assert [m["role"] for m in transcript.messages] == [
         "system",

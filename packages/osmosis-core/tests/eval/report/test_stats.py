@@ -51,3 +51,16 @@ def test_the_multinomial_and_the_resampling_paths_agree() -> None:
     assert b is not None
     assert a.low == pytest.approx(b.low, abs=0.02)
     assert a.high == pytest.approx(b.high, abs=0.02)
+
+
+def test_the_mean_interval_never_leaves_the_score_range() -> None:
+    from osmosis_ai.eval.report import score_range
+
+    rewards = [1.0, 1.0, 1.0, 0.5, 1.0]  # unclipped: 0.586 - 1.081, past the maximum reward
+    unclipped = mean_interval(rewards)
+    assert unclipped is not None
+    assert unclipped.high > 1.0
+    clipped = mean_interval(rewards, clip=score_range(rewards))
+    assert clipped is not None
+    assert (clipped.low, clipped.high) == (unclipped.low, 1.0)
+    assert score_range([-2.0, 0.5]) == (-2.0, 1.0)

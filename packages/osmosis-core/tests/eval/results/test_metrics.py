@@ -32,10 +32,11 @@ def test_pass_at_k_rejects_bad_arguments() -> None:
         pass_at_k(2, 1, 3)
 
 
-def test_k_values_are_powers_of_two_up_to_n() -> None:
+def test_k_values_are_powers_of_two_and_n_itself() -> None:
     assert k_values(1) == [1]
-    assert k_values(6) == [1, 2, 4]
+    assert k_values(6) == [1, 2, 4, 6]  # pass@n: did any of the row's samples pass
     assert k_values(8) == [1, 2, 4, 8]
+    assert k_values(3) == [1, 2, 3]
 
 
 def test_failures_never_count_as_reward_zero() -> None:

@@ -68,7 +68,10 @@ async def run_eval_async(
     flight finish, and the run returns ``partial`` with ``stop_code="budget"`` (resumable with a
     higher ``max_cost``). ``confirm_cost`` is called (on a helper thread) with the
     :class:`~osmosis_ai.eval.CostEstimate` after the probe; returning ``False`` stops dispatch
-    (``stop_code="declined"``). See docs/cost-and-rate-limits.md.
+    (``stop_code="declined"``). See docs/cost-and-rate-limits.md. ``require_append_only=True``
+    fails the run (status ``failed``, ``stop_code="append_only"``, also in ``metrics.json``)
+    when any rollout is not append-only. Calling again on a finished run dispatches nothing
+    and rewrites no file (``EvalRun.unchanged``).
 
     Raises ``ConfigurationError`` subclasses for bad arguments or config files
     (``EvalPlanError``, ``ConfigError``), ``ManifestMismatchError`` when a resumed run's inputs

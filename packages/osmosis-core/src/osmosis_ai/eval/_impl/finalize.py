@@ -7,9 +7,11 @@ has stopped, so every trajectory file is on disk); rows from earlier sessions ke
 
 from __future__ import annotations
 
+import json
 import shlex
 import sys
 import time
+from collections import Counter
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -62,6 +64,8 @@ def row_from_journal(
     """The one place a journal record becomes a :class:`RowRecord`."""
     reward = record.get("reward")
     return RowRecord(
+        prompt=dataset_prompt(item.row.initial_messages),
+        label=item.row.label,
         row_index=item.row_index,
         run_index=item.run_index,
         source_row_index=item.row.source_index,
@@ -80,6 +84,19 @@ def row_from_journal(
         cost=record.get("cost"),
         training_safety=record.get("training_safety"),
     )
+
+
+def dataset_prompt(messages: list[dict[str, Any]]) -> str | None:
+    """The row's first user message as the dataset gave it (kept for every row, failed or
+    not), truncated like the readers truncate it."""
+    from osmosis_ai.eval._impl.report.run_data import PROMPT_CHARS
+    from osmosis_ai.rollout.types.messages import content_text
+
+    for message in messages:
+        if message.get("role") == "user":
+            text = content_text(message.get("content"))
+            return text[:PROMPT_CHARS] if text else None
+    return None
 
 
 def collect_rows(
@@ -147,6 +164,56 @@ def _status(interrupted: bool, failed: int, pending: int) -> RunStatus:
     return "partial" if failed or pending else "success"
 
 
+def _summary(
+    plan: EvalPlan, rows: list[RowRecord], total_work_items: int, end: SessionEnd
+) -> dict[str, Any]:
+    """The ``summary`` block of ``metrics.json`` for ``rows``."""
+    summary = compute_metrics(
+        (
+            ItemResult(
+                r.row_index,
+                r.run_index,
+                r.status,
+                r.reward,
+                r.tokens,
+                r.error_type,
+                r.judge,
+                r.cost,
+                r.metrics,
+            )
+            for r in rows
+        ),
+        samples_per_row=plan.knobs.n,
+        pass_threshold=plan.knobs.pass_threshold,
+        total_work_items=total_work_items,
+        metric_thresholds=plan.knobs.metric_thresholds,
+    )
+    tool_errors = _tool_errors(rows)
+    if tool_errors is not None:
+        summary["tool_errors"] = tool_errors
+    summary["training_safety"] = summarize_training_safety(
+        (r.training_safety for r in rows), token_ids_requested=plan.options.token_ids
+    )
+    if end.budget is not None:
+        summary["budget"] = end.budget.to_json()
+    if end.concurrency is not None:
+        summary["concurrency"] = end.concurrency
+    return summary
+
+
+def _tool_errors(rows: list[RowRecord]) -> dict[str, Any] | None:
+    """Rows in which a tool raised, the calls that did, and the calls per tool."""
+    with_errors = [r for r in rows if r.tool_errors]
+    if not with_errors:
+        return None
+    by_tool = Counter(e.get("tool", "?") for r in with_errors for e in r.tool_errors or [])
+    return {
+        "rows": len(with_errors),
+        "calls": sum(r.tool_error_count for r in with_errors),
+        "by_tool": dict(sorted(by_tool.items())),
+    }
+
+
 def finalize(
     plan: EvalPlan,
     paths: RunPaths,
@@ -160,37 +227,27 @@ def finalize(
     rows = collect_rows(
         plan, paths, items, end.session_ids, calls_by_rollout, reproducibility, latest
     )
-    summary = compute_metrics(
-        (
-            ItemResult(
-                r.row_index,
-                r.run_index,
-                r.status,
-                r.reward,
-                r.tokens,
-                r.error_type,
-                r.judge,
-                r.cost,
-            )
-            for r in rows
-        ),
-        samples_per_row=plan.knobs.n,
-        pass_threshold=plan.knobs.pass_threshold,
-        total_work_items=len(items),
-    )
-    summary["training_safety"] = summarize_training_safety(
-        (r.training_safety for r in rows), token_ids_requested=plan.options.token_ids
-    )
-    if end.budget is not None:
-        summary["budget"] = end.budget.to_json()
-    if end.concurrency is not None:
-        summary["concurrency"] = end.concurrency
+    summary = _summary(plan, rows, len(items), end)
     counts = {s: sum(1 for r in rows if r.status == s) for s in ("success", "failed", "skipped")}
     pending = len(items) - len(rows)
     status = _status(end.interrupted, counts["failed"], pending)
+    if (
+        plan.options.require_append_only
+        and not end.interrupted
+        and summary["training_safety"].get("broken")
+    ):
+        # A gate that fails the run says so everywhere: status, stop_code, metrics.json.
+        status, end.stop_code = "failed", "append_only"
     duration_ms = (time.perf_counter() - end.t0) * 1000
-    write_index(paths.index, rows)
-    _write_metrics(plan, paths, manifest, end, status, pending, duration_ms, summary)
+    stored = _unchanged(paths, end, rows, status, summary)
+    if stored is not None:
+        # Nothing ran and nothing would change: the run's files (and its provenance: started
+        # at, duration, command line) stay as the session that made them wrote them.
+        duration = stored.get("duration_ms")
+        duration_ms = float(duration) if isinstance(duration, int | float) else duration_ms
+    else:
+        write_index(paths.index, rows)
+        _write_metrics(plan, paths, manifest, end, status, pending, duration_ms, summary)
     return EvalRun(
         status=status,
         run_name=plan.run_name,
@@ -213,7 +270,44 @@ def finalize(
         halt_reason=end.halt_reason,
         servers=end.servers,
         stop_code=end.stop_code,
+        unchanged=stored is not None,
     )
+
+
+def _unchanged(
+    paths: RunPaths, end: SessionEnd, rows: list[RowRecord], status: str, summary: dict[str, Any]
+) -> dict[str, Any] | None:
+    """The stored ``eval_run`` block when this session dispatched nothing and its results
+    equal what is on disk (a rerun of a finished run); else ``None``."""
+    if end.dispatched or end.session_ids or end.interrupted or end.halt_reason:
+        return None
+    try:
+        stored = json.loads(paths.metrics.read_text(encoding="utf-8"))
+        index = paths.index.read_text(encoding="utf-8")
+    except (OSError, ValueError):
+        return None
+    run = stored.get("eval_run") if isinstance(stored, dict) else None
+    if not isinstance(run, dict):
+        return None
+    stored_summary = stored.get("summary")
+    if not isinstance(stored_summary, dict):
+        return None
+    # What describes a session rather than the results: the concurrency it adapted to, and
+    # whether a row finished in an earlier session (every row has, on a rerun).
+    session_keys = ("concurrency",)
+    same = (
+        run.get("status") == status
+        and run.get("stop_code") == end.stop_code
+        and _without(stored_summary, session_keys)
+        == _without(json.loads(json.dumps(summary)), session_keys)
+        and [_without(json.loads(line), ("resumed",)) for line in index.splitlines()]
+        == [_without(row.to_json(), ("resumed",)) for row in rows]
+    )
+    return run if same else None
+
+
+def _without(data: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
+    return {k: v for k, v in data.items() if k not in keys}
 
 
 def _write_metrics(
@@ -242,6 +336,8 @@ def _write_metrics(
                 "pending": pending,
                 # why dispatch stopped early (--max-failures, a broken endpoint, the server)
                 "halt_reason": end.halt_reason,
+                # why the run stopped or failed on purpose: budget, declined, append_only
+                "stop_code": end.stop_code,
                 # provenance of this session (the report's header)
                 "command_line": _command_line(plan),
                 "versions": run_versions(),

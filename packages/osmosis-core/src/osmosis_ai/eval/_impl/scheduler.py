@@ -97,7 +97,8 @@ class Scheduler:
     #: Asked with the estimate after the probe; ``False`` stops dispatch (``stop_code="declined"``).
     confirm: Callable[[CostEstimate], Awaitable[bool]] | None = None
     halt_reason: str | None = None
-    #: Why dispatch stopped early when it was not a fault: ``"budget"`` or ``"declined"``.
+    #: Why dispatch stopped early: ``"budget"``, ``"declined"``, ``"max_failures"`` or
+    #: ``"endpoint_failures"`` (the last two with a ``halt_reason``).
     stop_code: str | None = None
     dispatched: int = 0
     failures: int = 0
@@ -294,11 +295,13 @@ class Scheduler:
         self.failures += 1
         self.consecutive_infra = self.consecutive_infra + 1 if calls.endpoint_error else 0
         if self.max_failures is not None and self.failures >= self.max_failures:
+            self.stop_code = self.stop_code or "max_failures"
             self._halt(
                 f"{self.failures} work item(s) failed in this session (--max-failures "
                 f"{self.max_failures}); the last: {_excerpt(record)}"
             )
         elif self.consecutive_infra >= self.max_consecutive_infra:
+            self.stop_code = self.stop_code or "endpoint_failures"
             self._halt(
                 f"{self.consecutive_infra} work items in a row failed because the model endpoint "
                 f"{self.proxy.upstream.display_url} failed ({calls.endpoint_error}); fix the model "

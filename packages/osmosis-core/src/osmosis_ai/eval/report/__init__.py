@@ -14,6 +14,7 @@ from __future__ import annotations
 from osmosis_ai.eval._impl.report.compare import RowPair, RunComparison, compare_runs
 from osmosis_ai.eval._impl.report.failures import FailureGroup, group_failures, innermost_frame
 from osmosis_ai.eval._impl.report.html import render_report, write_report
+from osmosis_ai.eval._impl.report.index_page import INDEX_FILE, render_runs_index, write_runs_index
 from osmosis_ai.eval._impl.report.redact import run_redactor
 from osmosis_ai.eval._impl.report.run_data import (
     RunData,
@@ -29,6 +30,7 @@ from osmosis_ai.eval._impl.report.stats import (
     Interval,
     mean_interval,
     paired_bootstrap,
+    score_range,
     wilson_interval,
 )
 from osmosis_ai.eval._impl.report.transcript import format_transcript
@@ -39,6 +41,7 @@ REPORT_FILE = "report.html"
 the workspace (``.osmosis/evals``)."""
 
 __all__ = [
+    "INDEX_FILE",
     "REPORT_FILE",
     "RUNS_FOLDER",
     "FailureGroup",
@@ -60,7 +63,10 @@ __all__ = [
     "paired_bootstrap",
     "read_header",
     "render_report",
+    "render_runs_index",
     "run_redactor",
+    "score_range",
     "wilson_interval",
     "write_report",
+    "write_runs_index",
 ]

@@ -13,6 +13,7 @@ What an integration needs, in one place:
   :func:`exports_from` builds that table from ``{module: "Name Name ..."}``; derive
   ``__all__ = sorted(_EXPORTS)`` and list the same names under ``if TYPE_CHECKING:``);
 * the rollout contract: :class:`RolloutContext`, :func:`get_rollout_context`,
+  :func:`record_tool_error` (a tool call raised: counted per row, never graded as an answer),
   :class:`SampleSource` (register one per rollout), :class:`RolloutSample`,
   :func:`share_in_config_copies` (objects that ``LocalBackend`` may share between config copies);
 * the policy layer (:mod:`osmosis_ai.rollout.policy`): :func:`require_active_rollout`,
@@ -80,7 +81,7 @@ _EXPORTS = exports_from(
         "osmosis_ai.atomic_file": "write_atomic",
         "osmosis_ai._util.redaction": "Redactor mask_url",
         "osmosis_ai._util.backoff": "Backoff parse_retry_after",
-        _CONTEXT: "RolloutContext SampleSource get_rollout_context",
+        _CONTEXT: "RolloutContext SampleSource get_rollout_context record_tool_error",
         "osmosis_ai.rollout.types.sample": "RolloutSample",
         "osmosis_ai.rollout.backend.local": "share_in_config_copies",
         _POLICY: (
@@ -117,6 +118,7 @@ if TYPE_CHECKING:  # the same names as _EXPORTS (tests/test_lazy_exports.py chec
     from osmosis_ai.rollout.context import RolloutContext as RolloutContext
     from osmosis_ai.rollout.context import SampleSource as SampleSource
     from osmosis_ai.rollout.context import get_rollout_context as get_rollout_context
+    from osmosis_ai.rollout.context import record_tool_error as record_tool_error
     from osmosis_ai.rollout.home import osmosis_cache_dir as osmosis_cache_dir
     from osmosis_ai.rollout.home import rollout_dir as rollout_dir
     from osmosis_ai.rollout.policy import CallObserver as CallObserver

@@ -31,6 +31,7 @@ import datetime as _dt
 import json
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from osmosis_ai.rollout.trajectory.report import TrajectoryReport
@@ -361,8 +362,8 @@ def convert_sample_to_trajectory(
         "status": status,
         "err_category": err_category,
         "err_message": err_message,
-        "sample_metrics": safe.metrics or None,
-        "sample_extra_fields": safe.extra_fields or None,
+        SAMPLE_METRICS_KEY: safe.metrics or None,
+        SAMPLE_EXTRA_FIELDS_KEY: safe.extra_fields or None,
         "request_metadata": dict(request_metadata) if request_metadata else None,
         "request_extra_fields": dict(request_extra_fields) if request_extra_fields else None,
         "unmatched_llm_call_metrics": unmatched_calls,
@@ -378,5 +379,55 @@ def convert_sample_to_trajectory(
         "agent": agent,
         "steps": steps,
         "final_metrics": final_metrics(steps),
-        "extra": {"osmosis": {k: v for k, v in osmosis.items() if v is not None}},
+        "extra": {OSMOSIS_KEY: {k: v for k, v in osmosis.items() if v is not None}},
     }
+
+
+#: Where :func:`convert_sample_to_trajectory` puts Osmosis data, and the keys of the facts
+#: that readers of a run take from it (:func:`sample_facts` is their one reader).
+OSMOSIS_KEY = "osmosis"
+SAMPLE_METRICS_KEY = "sample_metrics"
+SAMPLE_EXTRA_FIELDS_KEY = "sample_extra_fields"
+#: The key of ``sample.extra_fields`` a grader (an LLM judge) states its explanation under.
+EXPLANATION_KEY = "explanation"
+#: The key of ``sample.extra_fields`` the engine puts the rollout's tool errors under
+#: (:func:`osmosis_ai.rollout.context.record_tool_error`).
+TOOL_ERRORS_KEY = "tool_errors"
+
+
+@dataclass(frozen=True, slots=True)
+class SampleFacts:
+    """What a trajectory document says about its sample, read with the writer's key names:
+    the label, the grader's metrics (``ctx.sample.metrics``), the grader's explanation
+    (``ctx.sample.extra_fields["explanation"]``), the rollout's error message and the tool
+    calls that raised (``extra_fields["tool_errors"]``)."""
+
+    label: str | None = None
+    metrics: dict[str, Any] | None = None
+    explanation: str | None = None
+    err_message: str | None = None
+    #: ``[{"tool", "message", "call_id"?}]``: the tool calls that raised.
+    tool_errors: list[dict[str, Any]] | None = None
+
+
+def sample_facts(document: Mapping[str, Any]) -> SampleFacts:
+    """The :class:`SampleFacts` of a document :func:`convert_sample_to_trajectory` wrote."""
+    extra = document.get("extra")
+    osmosis = extra.get(OSMOSIS_KEY) if isinstance(extra, Mapping) else None
+    if not isinstance(osmosis, Mapping):
+        return SampleFacts()
+    label = osmosis.get("label")
+    metrics = osmosis.get(SAMPLE_METRICS_KEY)
+    fields = osmosis.get(SAMPLE_EXTRA_FIELDS_KEY)
+    explanation = fields.get(EXPLANATION_KEY) if isinstance(fields, Mapping) else None
+    tool_errors = fields.get(TOOL_ERRORS_KEY) if isinstance(fields, Mapping) else None
+    err = osmosis.get("err_message")
+    return SampleFacts(
+        label=label if isinstance(label, str) or label is None else json.dumps(label),
+        metrics=dict(metrics) if isinstance(metrics, Mapping) and metrics else None,
+        explanation=explanation if isinstance(explanation, str) and explanation else None,
+        err_message=err if isinstance(err, str) else None,
+        tool_errors=[dict(e) for e in tool_errors if isinstance(e, Mapping)] or None
+        if isinstance(tool_errors, list)
+        else None,
+    )

@@ -88,6 +88,9 @@ class EvalOptions:
     mock_script: PathLike | None = None
     #: The run's cost budget in USD (``--max-cost``; :mod:`..cost.budget`); ``None``: the config's.
     max_cost: float | None = None
+    #: Fail the run (status ``failed``, ``stop_code`` ``append_only``) when a rollout is not
+    #: append-only (``--require-append-only``).
+    require_append_only: bool = False
 
 
 class EvalOptionsDict(TypedDict, total=False):
@@ -122,6 +125,7 @@ class EvalOptionsDict(TypedDict, total=False):
     proxy_url: str | None
     mock_script: PathLike | None
     max_cost: float | None
+    require_append_only: bool
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -69,6 +69,8 @@ class EvalKnobs:
     agent_timeout_sec: float | None
     grader_timeout_sec: float | None
     max_cost: float | None = None
+    #: ``[evaluation] metric_thresholds``: per grader metric, its pass threshold.
+    metric_thresholds: Mapping[str, float] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -213,7 +215,10 @@ def _knobs(options: EvalOptions, source: EvalSource) -> EvalKnobs:
         raise EvalPlanError(
             f"the cost budget (--max-cost) must be a positive USD amount, got {max_cost}"
         )
-    return EvalKnobs(n, threshold, max_in_flight, agent, grader, max_cost)
+    thresholds = evaluation.metric_thresholds
+    if not all(math.isfinite(value) for value in thresholds.values()):
+        raise EvalPlanError("[evaluation] metric_thresholds must be finite numbers")
+    return EvalKnobs(n, threshold, max_in_flight, agent, grader, max_cost, dict(thresholds))
 
 
 def _select(

@@ -15,11 +15,12 @@ selections still pair up on the rows they share. Definitions (also in docs/readi
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from osmosis_ai.eval._impl.report.run_data import RunData, outcome, row_key
 from osmosis_ai.eval._impl.report.stats import Interval, paired_bootstrap
+from osmosis_ai.eval._impl.results.metrics import grader_metric_values
 from osmosis_ai.eval._impl.results.reproducibility import reproducibility_differences
 from osmosis_ai.eval._impl.run_dir.records import RowRecord
 
@@ -66,7 +67,17 @@ class RowPair:
             "delta": self.delta,
             "row_index_a": self.a.row_index if self.a else None,
             "row_index_b": self.b.row_index if self.b else None,
+            "prompt": next((r.prompt for r in (self.a, self.b) if r is not None), None),
+            "label": _label(self.a, self.b),
+            "answer_a": self.a.answer if self.a else None,
+            "answer_b": self.b.answer if self.b else None,
+            "cost_a_usd": self.a.cost_usd if self.a else None,
+            "cost_b_usd": self.b.cost_usd if self.b else None,
         }
+
+
+def _label(a: RowRecord | None, b: RowRecord | None) -> str | None:
+    return next((r.label for r in (a, b) if r is not None and r.label is not None), None)
 
 
 _ORDER = {"regressed": 0, "improved": 1, "status_changed": 2, "same": 3, "only_a": 4, "only_b": 5}
@@ -78,6 +89,14 @@ class RunComparison:
     b: RunData
     pairs: list[RowPair]  # flips first, then status changes, then by |delta| descending
     mean_difference: Interval | None  # B - A over rows graded in both
+    #: Per grader metric both runs report: B - A over the rows graded in both that have it.
+    metric_differences: dict[str, Interval] = field(default_factory=dict)
+
+    @property
+    def cost_difference_usd(self) -> float | None:
+        """Run B's cost minus run A's (``None`` when either was not fully priced)."""
+        a, b = self.a.header.figures.cost_usd, self.b.header.figures.cost_usd
+        return None if a is None or b is None else b - a
 
     def count(self, change: str) -> int:
         return sum(1 for p in self.pairs if p.change == change)
@@ -99,6 +118,10 @@ class RunComparison:
             "only_a": self.count("only_a"),
             "only_b": self.count("only_b"),
             "mean_difference": interval.as_dict() if interval else None,
+            "metric_differences": {k: v.as_dict() for k, v in self.metric_differences.items()},
+            "cost_a_usd": self.a.header.figures.cost_usd,
+            "cost_b_usd": self.b.header.figures.cost_usd,
+            "cost_difference_usd": self.cost_difference_usd,
             # What differs in how the two runs were made (versions, model, sampling, seeds,
             # fingerprints, dataset, code): each one is a reason a difference may not be the
             # change under test.
@@ -126,4 +149,28 @@ def compare_runs(a: RunData, b: RunData) -> RunComparison:
         )
     diffs = [d for d in (p.delta for p in pairs) if d is not None and math.isfinite(d)]
     pairs.sort(key=lambda p: (_ORDER[p.change], -abs(p.delta or 0.0), p.key))
-    return RunComparison(a=a, b=b, pairs=pairs, mean_difference=paired_bootstrap(diffs))
+    return RunComparison(
+        a=a,
+        b=b,
+        pairs=pairs,
+        mean_difference=paired_bootstrap(diffs),
+        metric_differences=_metric_differences(pairs),
+    )
+
+
+def _metric_differences(pairs: list[RowPair]) -> dict[str, Interval]:
+    """Per grader metric: the paired-bootstrap interval of B - A over rows graded in both."""
+    per_key: dict[str, list[float]] = {}
+    for pair in pairs:
+        if pair.delta is None or pair.a is None or pair.b is None:
+            continue
+        values_a = grader_metric_values(pair.a.metrics)
+        values_b = grader_metric_values(pair.b.metrics)
+        for key in values_a.keys() & values_b.keys():
+            per_key.setdefault(key, []).append(values_b[key] - values_a[key])
+    out: dict[str, Interval] = {}
+    for key in sorted(per_key):
+        interval = paired_bootstrap(per_key[key])
+        if interval is not None:
+            out[key] = interval
+    return out

@@ -12,7 +12,7 @@ from typing import Any
 from osmosis_ai.eval._impl.report.compare import RunComparison
 from osmosis_ai.eval._impl.report.failures import group_failures
 from osmosis_ai.eval._impl.report.run_data import RunData, RunHeader, outcome
-from osmosis_ai.eval._impl.report.stats import mean_interval, wilson_interval
+from osmosis_ai.eval._impl.report.stats import mean_interval, score_range, wilson_interval
 from osmosis_ai.eval._impl.results.safety_summary import (
     missing_token_ids_reason,
     summarize_training_safety,
@@ -58,6 +58,7 @@ def _header(header: RunHeader) -> dict[str, Any]:
         "reproducibility": header.reproducibility,
         "pending": header.pending,
         "halt_reason": header.halt_reason,
+        "stop_code": header.stop_code,
     }
 
 
@@ -66,7 +67,7 @@ def _metrics(run: RunData) -> dict[str, Any]:
     threshold = run.header.pass_threshold
     rewards = [r.reward for r in run.rows if r.status == "success" and r.reward is not None]
     passed = sum(1 for value in rewards if value >= threshold)
-    mean = mean_interval(rewards)
+    mean = mean_interval(rewards, clip=score_range(rewards))
     rate = wilson_interval(passed, len(rewards))
     return {
         "total": len(run.rows),
@@ -82,6 +83,9 @@ def _metrics(run: RunData) -> dict[str, Any]:
         "tokens": summary.get("tokens_used", sum(r.tokens for r in run.rows)),
         "failures_by_type": summary.get("failures_by_type", {}),
         "failure_groups": [g.as_dict() for g in group_failures(run.rows)],
+        "cost_usd": run.header.figures.cost_usd,
+        "grader_metrics": dict(run.header.figures.grader_metrics),
+        "tool_errors": summary.get("tool_errors"),
         "training_safety": _training_safety(run),
     }
 
@@ -119,6 +123,8 @@ def _row(row: RowRecord, threshold: float) -> dict[str, Any]:
         "l": row.label,
         "a": row.answer[:ANSWER_CHARS] if row.answer else row.answer,
         "ts": verdict_cause(row.training_safety),
+        "cu": row.cost_usd,
+        "te": row.tool_error_count,
     }
 
 
@@ -132,7 +138,9 @@ def _details(run: RunData) -> list[dict[str, Any]]:
                 "c": transcript.calls if transcript else [],
                 "x": row.metrics or {},
                 "tb": row.traceback,
-                "ph": row.extra.get("failed_phase"),
+                "ph": row.failed_phase,
+                "ex": row.explanation,
+                "te": row.tool_errors or [],
                 "em": row.error_message,
                 "tr": row.trajectory_filename,
                 "ts": row.training_safety,

@@ -29,6 +29,7 @@ from osmosis_ai.eval._impl.report.transcript import (
 from osmosis_ai.eval._impl.results.metrics import RunFigures
 from osmosis_ai.eval._impl.run_dir.layout import session_running
 from osmosis_ai.eval._impl.run_dir.records import RowRecord, read_index
+from osmosis_ai.rollout.trajectory.atif import sample_facts
 
 PROMPT_CHARS = 500
 
@@ -69,6 +70,8 @@ class RunHeader:
     #: endpoint, ``--max-failures``, the rollout server), from ``metrics.json``.
     pending: int = 0
     halt_reason: str | None = None
+    #: Why the run stopped or failed on purpose (``budget``, ``declined``, ``append_only``).
+    stop_code: str | None = None
 
     @property
     def figures(self) -> RunFigures:
@@ -207,6 +210,7 @@ def read_header(path: Path) -> RunHeader:
         },
         pending=run["pending"] if isinstance(run.get("pending"), int) else 0,
         halt_reason=_str(run.get("halt_reason")),
+        stop_code=_str(run.get("stop_code")),
     )
 
 
@@ -233,25 +237,20 @@ def _with_facts(
 ) -> RowRecord:
     """Fill the record's optional facts the run did not store from its trajectory and its
     diagnostics (a value already in the record wins)."""
-    extra = document.get("extra")
-    facts = extra.get("osmosis") if isinstance(extra, Mapping) else None
-    facts = facts if isinstance(facts, Mapping) else {}
+    facts = sample_facts(document)
     prompt = row.prompt or first_user_text(messages)
-    label = facts.get("label")
-    metrics = facts.get("metrics")
-    more = {k: diagnostics[k] for k in ("failed_phase",) if k in diagnostics}
+    failed_phase = _str(diagnostics.get("failed_phase"))
     return replace(
         row,
         prompt=prompt[:PROMPT_CHARS] if prompt else None,
-        label=row.label
-        if row.label is not None
-        else (label if isinstance(label, str) or label is None else json.dumps(label)),
+        label=row.label if row.label is not None else facts.label,
         answer=row.answer or final_answer(messages),
         traceback=row.traceback or _str(diagnostics.get("traceback")),
-        error_message=row.error_message or _str(facts.get("err_message")),
-        metrics=row.metrics
-        or (dict(metrics) if isinstance(metrics, Mapping) and metrics else None),
-        extra={**more, **row.extra} if more else row.extra,
+        error_message=row.error_message or facts.err_message,
+        metrics=row.metrics or facts.metrics,
+        explanation=row.explanation or facts.explanation,
+        failed_phase=row.failed_phase or failed_phase,
+        tool_errors=row.tool_errors or facts.tool_errors,
     )
 
 

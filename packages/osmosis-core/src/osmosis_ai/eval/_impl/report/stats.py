@@ -48,15 +48,28 @@ def _t95(df: int) -> float:
     return Z95 + (Z95**3 + Z95) / (4 * df)
 
 
-def mean_interval(values: list[float]) -> Interval | None:
-    """95 % t-interval of the mean (``None`` without values; zero width for one value)."""
+def score_range(values: list[float]) -> tuple[float, float]:
+    """The range a reward or score can take: ``[0, 1]`` (the convention), widened to the values
+    when they leave it. A mean's interval never reaches past it (a t-interval of rewards near 1
+    otherwise claims a mean above the maximum reward)."""
+    return (min(0.0, *values), max(1.0, *values)) if values else (0.0, 1.0)
+
+
+def mean_interval(
+    values: list[float], *, clip: tuple[float, float] | None = None
+) -> Interval | None:
+    """95 % t-interval of the mean (``None`` without values; zero width for one value),
+    clipped to ``clip`` (e.g. :func:`score_range`) when given."""
     if not values:
         return None
     mean = math.fsum(values) / len(values)
     if len(values) == 1:
         return Interval(mean, mean, mean, 1)
     half = _t95(len(values) - 1) * statistics.stdev(values) / math.sqrt(len(values))
-    return Interval(mean, mean - half, mean + half, len(values))
+    low, high = mean - half, mean + half
+    if clip is not None:
+        low, high = max(clip[0], low), min(clip[1], high)
+    return Interval(mean, low, high, len(values))
 
 
 def wilson_interval(successes: int, n: int) -> Interval | None:

@@ -11,7 +11,7 @@ and ``pass_rate`` are over *graded* items only, and pass@k is over each row's gr
 
 pass@k uses the unbiased estimator of Chen et al. (2021): for a row with ``n`` graded attempts of
 which ``c`` passed, ``pass@k = 1 - C(n-c, k) / C(n, k)``, averaged over the rows that have at
-least ``k`` graded attempts; k runs over 1, 2, 4, ... up to the samples per row.
+least ``k`` graded attempts; k runs over 1, 2, 4, ... and the samples per row ``n`` itself.
 """
 
 from __future__ import annotations
@@ -44,6 +44,7 @@ class ItemResult:
     error_type: str | None = None
     judge: Mapping[str, Any] | None = None  # the row's LLM-judge usage (judge_usage)
     cost: Mapping[str, Any] | None = None  # the row's cost object (_pricing.row_cost)
+    metrics: Mapping[str, Any] | None = None  # the grader's metrics (ctx.sample.metrics)
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:
@@ -60,13 +61,13 @@ def pass_at_k(n: int, c: int, k: int) -> float:
 
 
 def k_values(n: int) -> list[int]:
-    """1, 2, 4, ... up to ``n``."""
+    """1, 2, 4, ... below ``n``, and ``n`` itself (pass@n: did any sample of the row pass)."""
     ks: list[int] = []
     k = 1
-    while k <= n:
+    while k < n:
         ks.append(k)
         k *= 2
-    return ks
+    return [*ks, n] if n >= 1 else ks
 
 
 def reward_stats(rewards: list[float]) -> dict[str, float | None]:
@@ -104,10 +105,14 @@ class RunFigures:
     #: Passed / graded (``None`` when nothing was graded); failures are never reward 0.
     pass_rate: float | None = None
     pass_threshold: float | None = None
-    #: ``{"k", "value", "rows"}`` per k = 1, 2, 4, ... (only with ``n >= 2``).
+    #: ``{"k", "value", "rows"}`` per k = 1, 2, 4, ..., n (only with ``n >= 2``).
     pass_at_k: tuple[Mapping[str, Any], ...] = ()
     tokens_used: int | None = None
     failures_by_type: Mapping[str, int] = field(default_factory=dict)
+    #: Per grader metric: ``{"n", "mean", "ci95", "min", "max", "threshold"?, "pass_rate"?}``.
+    grader_metrics: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    #: The run's cost in USD (``None``: not priced, or some row's price unknown).
+    cost_usd: float | None = None
 
     @classmethod
     def of(cls, summary: Mapping[str, Any]) -> RunFigures:
@@ -115,6 +120,8 @@ class RunFigures:
         stats = stats if isinstance(stats, Mapping) else {}
         by_type = summary.get("failures_by_type")
         points = summary.get("pass_at_k")
+        per_metric = summary.get("grader_metrics")
+        cost = summary.get("cost")
         return cls(
             total_samples=_int(summary.get("total_samples")),
             graded=_int(summary.get("graded")),
@@ -133,6 +140,10 @@ class RunFigures:
             else (),
             tokens_used=_int(summary.get("tokens_used")),
             failures_by_type=dict(by_type) if isinstance(by_type, Mapping) else {},
+            grader_metrics={str(k): v for k, v in per_metric.items() if isinstance(v, Mapping)}
+            if isinstance(per_metric, Mapping)
+            else {},
+            cost_usd=_float(cost.get("total_usd")) if isinstance(cost, Mapping) else None,
         )
 
 
@@ -150,6 +161,7 @@ def compute_metrics(
     samples_per_row: int,
     pass_threshold: float,
     total_work_items: int | None = None,
+    metric_thresholds: Mapping[str, float] | None = None,
 ) -> dict[str, Any]:
     """The ``summary`` block of ``metrics.json`` (also the envelope's ``metrics``)."""
     items = list(results)
@@ -186,9 +198,59 @@ def compute_metrics(
     cost = run_cost(r.cost for r in items)
     if cost is not None:
         summary["cost"] = cost  # policy, judge and total USD (None: some row's price unknown)
+    per_metric = grader_metric_stats(graded, metric_thresholds or {})
+    if per_metric:
+        summary["grader_metrics"] = per_metric
     if samples_per_row >= 2:
         summary["pass_at_k"] = _pass_at_k_points(graded, samples_per_row, pass_threshold)
     return summary
+
+
+def grader_metric_values(metrics: Mapping[str, Any] | None) -> dict[str, float]:
+    """The numeric grader metrics of one row (booleans as 0/1); the ``judge_*`` usage figures
+    the engine adds are the row's ``judge`` object, not scores."""
+    if not metrics:
+        return {}
+    out: dict[str, float] = {}
+    for key, value in metrics.items():
+        if key.startswith("judge_") or not isinstance(value, int | float):
+            continue
+        if math.isfinite(value):
+            out[key] = float(value)
+    return out
+
+
+def grader_metric_stats(
+    graded: Iterable[ItemResult], thresholds: Mapping[str, float]
+) -> dict[str, dict[str, Any]]:
+    """Per numeric grader metric, over the graded rows that report it: ``n``, ``mean``,
+    ``ci95`` (Student-t, clipped to the score range: ``[0, 1]`` widened to the values), ``min``, ``max``, and ``pass_rate``
+    with its ``threshold`` when ``[evaluation] metric_thresholds`` names the metric."""
+    from osmosis_ai.eval._impl.report.stats import mean_interval, score_range
+
+    values: dict[str, list[float]] = defaultdict(list)
+    for item in graded:
+        for key, value in grader_metric_values(item.metrics).items():
+            values[key].append(value)
+    out: dict[str, dict[str, Any]] = {}
+    for key in sorted(values):
+        series = values[key]
+        low, high = min(series), max(series)
+        interval = mean_interval(series, clip=score_range(series))
+        assert interval is not None
+        figures: dict[str, Any] = {
+            "n": len(series),
+            "mean": interval.estimate,
+            "ci95": [interval.low, interval.high],
+            "min": low,
+            "max": high,
+        }
+        threshold = thresholds.get(key)
+        if threshold is not None:
+            figures["threshold"] = threshold
+            figures["pass_rate"] = sum(1 for v in series if v >= threshold) / len(series)
+        out[key] = figures
+    return out
 
 
 def _pass_at_k_points(

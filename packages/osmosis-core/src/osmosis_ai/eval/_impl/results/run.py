@@ -9,7 +9,7 @@ from typing import Any, Literal
 from osmosis_ai.eval._impl.results.metrics import RunFigures
 from osmosis_ai.eval._impl.run_dir.records import RowRecord
 
-RunStatus = Literal["success", "partial", "interrupted"]
+RunStatus = Literal["success", "partial", "interrupted", "failed"]
 
 
 @dataclass(slots=True)
@@ -18,7 +18,8 @@ class EvalRun:
 
     ``status`` is ``success`` (every work item succeeded or was skipped), ``partial`` (some failed
     or are still pending) or ``interrupted`` (Ctrl-C/SIGTERM/cancelled; rerun with the same
-    ``name`` to resume). ``rows`` holds one :class:`RowRecord` per finished work item (this
+    ``name`` to resume) or ``failed`` (a gate failed the run: ``stop_code`` says which, e.g.
+    ``append_only`` with ``require_append_only``). ``rows`` holds one :class:`RowRecord` per finished work item (this
     session's and earlier sessions'), in row then sample order; ``metrics`` is the ``summary``
     block of ``metrics.json`` and :attr:`figures` the same, typed. (The CLI's ``--json``
     envelope of a run is the CLI's: ``osmosis_cli.commands.eval_run.run_resource``.)
@@ -47,8 +48,14 @@ class EvalRun:
     #: ``failed``), capacity, dispatched / completed / re-dispatched counts and ``failure``.
     servers: list[dict[str, Any]] = field(default_factory=list)
     #: Why dispatch stopped early on purpose: ``"budget"`` (``max_cost`` reached) or
-    #: ``"declined"`` (the cost estimate was not confirmed); the run is resumable.
+    #: ``"declined"`` (the cost estimate was not confirmed); the run is resumable. ``"append_only"``:
+    #: ``require_append_only`` and some rollout was not append-only (status ``failed``).
+    #: ``"max_failures"`` (``max_failures`` failed items halted the session) and
+    #: ``"endpoint_failures"`` (consecutive model-endpoint failures halted it): ``partial``.
     stop_code: str | None = None
+    #: This session dispatched nothing and the run's results were already on disk: no file
+    #: was rewritten (``duration_ms`` is the stored one).
+    unchanged: bool = False
 
     @property
     def failed_servers(self) -> list[dict[str, Any]]:

@@ -32,7 +32,13 @@ policy's ``tokens``: ``{"calls", "failed_calls", "cached_calls", "prompt_tokens"
 ``error_type: "judge_error"`` and no reward) and ``training_safety`` (the rollout's append-only
 verdict, :meth:`osmosis_ai.eval.AppendOnlyVerdict.to_json`: ``{"append_only", "calls",
 "threads", "token_ids", "divergence"?, "token_mismatch"?, "truncated_calls"?}``; present when
-the rollout made policy calls). Unknown keys read from a newer file land in ``extra``.
+the rollout made policy calls), ``explanation`` (the grader's explanation of its score:
+``ctx.sample.extra_fields["explanation"]``, e.g. an LLM judge's) and ``failed_phase`` (where a
+failed rollout stopped: ``workflow``, ``grader``, ...) and ``tool_errors`` (the tool calls that
+raised during the rollout, ``[{"tool", "message", "call_id"?}]``, as the framework integrations
+record them: the model saw an error result, so the row's answer may be wrong for that reason). ``metrics`` holds the numeric and other
+values the grader set in ``ctx.sample.metrics`` (the ``judge_*`` usage metrics are in
+``judge``). Unknown keys read from a newer file land in ``extra``.
 """
 
 from __future__ import annotations
@@ -57,6 +63,9 @@ _OPTIONAL = frozenset(
         "attempt",
         "judge",
         "training_safety",
+        "explanation",
+        "failed_phase",
+        "tool_errors",
     )
 )
 
@@ -87,6 +96,9 @@ class RowRecord:
     metrics: dict[str, Any] | None = None
     judge: dict[str, Any] | None = None
     training_safety: dict[str, Any] | None = None
+    explanation: str | None = None
+    failed_phase: str | None = None
+    tool_errors: list[dict[str, Any]] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -101,6 +113,17 @@ class RowRecord:
     @property
     def failed(self) -> bool:
         return self.status == "failed"
+
+    @property
+    def tool_error_count(self) -> int:
+        """How many of the row's tool calls raised."""
+        return len(self.tool_errors) if self.tool_errors else 0
+
+    @property
+    def cost_usd(self) -> float | None:
+        """The row's total cost in USD (policy and judge); ``None`` when not priced."""
+        total = self.cost.get("total_usd") if self.cost else None
+        return float(total) if isinstance(total, int | float) else None
 
     def trajectory_path(self, run_dir: str | Path) -> Path | None:
         """Absolute path of the row's ATIF trajectory, when one was written."""
@@ -144,5 +167,9 @@ def write_index(path: Path, rows: list[RowRecord]) -> None:
     """Atomically replace ``index.jsonl`` (temp file, fsync, rename)."""
     from osmosis_ai.atomic_file import write_atomic
 
-    text = "".join(json.dumps(row.to_json(), allow_nan=False) + "\n" for row in rows)
-    write_atomic(path, text, durable=True)
+    write_atomic(path, index_text(rows), durable=True)
+
+
+def index_text(rows: list[RowRecord]) -> str:
+    """The text of ``index.jsonl`` for ``rows`` (one JSON object per line)."""
+    return "".join(json.dumps(row.to_json(), allow_nan=False) + "\n" for row in rows)

@@ -159,7 +159,63 @@ def trajectory_for(
         built = assemble_trajectory(paths, record, calls, reproducibility)
         if built is not None:
             return built
-    return existing_trajectory(paths, record, listing), None
+    existing = existing_trajectory(paths, record, listing)
+    if existing is None and rebuild and calls:
+        partial = partial_trajectory(paths, record, calls)
+        if partial is not None:
+            return partial
+    return existing, None
 
 
-__all__ = ["TrajectoryListing", "assemble_trajectory", "load_calls", "trajectory_for"]
+def partial_trajectory(
+    paths: RunPaths, record: dict[str, Any], calls: list[dict[str, Any]]
+) -> tuple[str, dict[str, Any]] | None:
+    """A trajectory rebuilt from the proxy's records of a rollout that wrote none (its
+    workflow crashed or timed out): the last call's messages and the reply it got, marked
+    ``extra.osmosis.partial``. Only what the policy saw: tool results after the last call and
+    the crash itself are not in it."""
+    from osmosis_ai.eval._impl.proxy.calls import expand_calls
+    from osmosis_ai.rollout.trajectory.atif import SCHEMA_VERSION, convert_messages, final_metrics
+
+    try:
+        last = expand_calls(calls)[-1]
+        messages = [m for m in last.get("messages") or [] if isinstance(m, dict)]
+        if isinstance(last.get("response"), dict):
+            messages.append(last["response"])
+        steps = convert_messages(messages)
+    except (KeyError, IndexError, TypeError, ValueError):
+        return None
+    if not steps:
+        return None
+    document = {
+        "schema_version": SCHEMA_VERSION,
+        "session_id": record.get("rollout_id"),
+        "trajectory_id": record.get("rollout_id"),
+        "agent": {"name": "osmosis-eval (rebuilt from the policy proxy's records)"},
+        "steps": steps,
+        "final_metrics": final_metrics(steps),
+        "extra": {
+            "osmosis": {
+                "rollout_id": record.get("rollout_id"),
+                "status": record.get("status"),
+                "partial": True,
+                "llm_calls": calls,
+            }
+        },
+    }
+    target = paths.trajectory_file(int(record["row_index"]), int(record["run_index"]))
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(json.dumps(document, indent=2, allow_nan=False), encoding="utf-8")
+    except (OSError, TypeError, ValueError):
+        return None
+    return target.relative_to(paths.root).as_posix(), document
+
+
+__all__ = [
+    "TrajectoryListing",
+    "assemble_trajectory",
+    "load_calls",
+    "partial_trajectory",
+    "trajectory_for",
+]

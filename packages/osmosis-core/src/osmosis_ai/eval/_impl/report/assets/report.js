@@ -20,6 +20,7 @@
   const int = (v) => (v === null || v === undefined ? "–" : Number(v).toLocaleString("en-US"));
   const ms = (v) => (v === null || v === undefined ? "–" : v >= 1000 ? (v / 1000).toFixed(2) + " s" : v.toFixed(0) + " ms");
   const pct = (v) => (v === null || v === undefined ? "–" : (100 * v).toFixed(1) + "%");
+  const usd = (v) => (v === null || v === undefined ? "–" : "$" + (v >= 1 ? v.toFixed(2) : v.toPrecision(2)));
 
   async function unpack(id) {
     const bin = atob(document.getElementById(id).textContent);
@@ -43,7 +44,7 @@
   };
   function provenance() {
     const fields = [
-      ["run", (h) => h.name], ["status", (h) => (h.pending ? `${h.status} (${h.pending} pending)` : h.status)],
+      ["run", (h) => h.name], ["status", (h) => (h.pending ? `${h.status} (${h.pending} pending)` : h.status) + (h.stop_code ? ` · stop code ${h.stop_code}` : "")],
       ["rollout", (h) => h.rollout],
       ["entrypoint", (h) => h.entrypoint], ["model", (h) => h.model],
       ["base URL host", (h) => h.base_url_host || "(mock / local)"],
@@ -88,10 +89,33 @@
       card("failed", int(m.failed), `${int(m.failed)}/${int(m.total)} rows produced no reward`, { id: "failed-count" }),
       card("skipped", int(m.skipped), "removed by the rollout (remove_sample)"),
       card("tokens", int(m.tokens), "policy tokens, all rows"),
+      ...(m.tool_errors ? [card("tool errors", int(m.tool_errors.rows), `rows in which a tool raised (${int(m.tool_errors.calls)} calls: ` +
+        Object.entries(m.tool_errors.by_tool).map(([t, n]) => `${n} × ${t}`).join(", ") + ")", { id: "tool-error-rows", class: "value tool-error" })] : []),
+      card("cost", usd(m.cost_usd), m.cost_usd === null || m.cost_usd === undefined ? "not priced (see docs/cost-and-rate-limits.md)" : "policy and judge, all rows", { id: "run-cost" }),
     ];
     for (const p of m.pass_at_k || [])
       cards.push(card(`pass@${p.k}`, p.value === null ? "–" : pct(p.value), `over ${int(p.rows)} rows with ≥ ${p.k} graded samples`));
-    $("#metrics").append(el("h2", {}, "Results"), el("div", { class: "cards" }, cards));
+    for (const [key, g] of Object.entries(m.grader_metrics || {}))
+      cards.push(card(key, num(g.mean, 3), `grader metric · 95% CI ${num(g.ci95[0], 3)} – ${num(g.ci95[1], 3)} over ${int(g.n)} rows` +
+        (g.pass_rate === undefined ? "" : ` · ${pct(g.pass_rate)} ≥ ${g.threshold}`), { class: "value grader-metric", "data-metric": key }));
+    const h = runs[0].header;
+    const banner = h.status === "failed" || h.stop_code
+      ? el("p", { class: "error", id: "run-outcome" }, `Run ${h.status}` + (h.stop_code ? ` (stop code ${h.stop_code})` : "") +
+        (h.stop_code === "append_only" ? ": some rollouts are not append-only and --require-append-only was set." :
+          h.halt_reason ? `: ${h.halt_reason}` : "."))
+      : m.graded && !m.passed ? el("p", { class: "error", id: "run-outcome" }, "Nothing passed: every graded row is below the pass threshold.") : null;
+    const parts = [el("h2", {}, "Results"), banner, el("div", { class: "cards" }, cards)];
+    if (runs.length > 1) {  // compare mode: the baseline's headline figures, under this run's
+      const b = runs[1].metrics;
+      parts.push(el("h3", {}, `Baseline ${runs[1].header.name}`), el("div", { class: "cards", id: "baseline-cards" },
+        card("rows", int(b.total), `of ${int(b.total_work_items)} work items`),
+        card("mean reward", num(b.mean), ci(b.mean_ci, (x) => num(x, 3)), { id: "baseline-mean", "data-value": b.mean ?? "" }),
+        card("pass rate", b.pass_rate_ci ? pct(b.pass_rate_ci.estimate) : "–", `${int(b.passed)}/${int(b.graded)} graded`),
+        card("failed", int(b.failed), `${int(b.failed)}/${int(b.total)} rows produced no reward`),
+        card("cost", usd(b.cost_usd), "policy and judge, all rows"),
+        ...Object.entries(b.grader_metrics || {}).map(([key, g]) => card(key, num(g.mean, 3), "grader metric"))));
+    }
+    $("#metrics").append(...parts.filter(Boolean));
   }
 
   // ---- training safety (docs/guides/training-safe-rollouts.md) -------------------------------
@@ -220,15 +244,15 @@
   }
 
   // ---- row table ----------------------------------------------------------------------------
-  const state = { sort: "i", dir: 1, page: 0, outcome: "", error: "", safety: "", min: "", max: "", q: "", hits: null };
+  const state = { sort: "i", dir: 1, page: 0, outcome: "", error: "", safety: "", tools: "", min: "", max: "", q: "", hits: null };
   const COLS = [["i", "row"], ["s", "sample"], ["src", "source row"], ["o", "status"], ["r", "reward"],
-    ["d", "duration"], ["t", "tokens"], ["c", "calls"], ["ts", "training safety"], ["et", "error"], ["p", "prompt"], ["a", "answer"]];
+    ["d", "duration"], ["t", "tokens"], ["c", "calls"], ["cu", "cost"], ["te", "tool errors"], ["ts", "training safety"], ["et", "error"], ["p", "prompt"], ["l", "label"], ["a", "answer"]];
   let view = rows;
   function applyFilters() {
     const min = state.min === "" ? -Infinity : Number(state.min), max = state.max === "" ? Infinity : Number(state.max);
     const bounded = state.min !== "" || state.max !== "";
     view = rows.filter((r) => (!state.outcome || r.o === state.outcome) && (!state.error || r.et === state.error) &&
-      (!state.safety || r.ts === state.safety) &&
+      (!state.safety || r.ts === state.safety) && (!state.tools || r.te > 0) &&
       (!bounded || (r.r !== null && r.r >= min && r.r <= max)) && (!state.hits || state.hits.has(r.k)));
     const key = state.sort, dir = state.dir;
     view.sort((a, b) => {
@@ -269,6 +293,7 @@
       select("f-status", "status", Object.entries(OUTCOME), "outcome"),
       select("f-error", "error type", errors.map((e) => [e, e]), "error"),
       select("f-safety", "training safety", safetyOptions, "safety"),
+      select("f-tools", "tool errors", [["1", "rows with tool errors"]], "tools"),
       el("label", {}, "reward ", el("input", { id: "f-min", type: "number", step: "any", placeholder: "min",
         on: { input: (e) => { state.min = e.target.value; applyFilters(); } } }), " – ",
         el("input", { id: "f-max", type: "number", step: "any", placeholder: "max",
@@ -282,8 +307,10 @@
     if (key === "r") return el("td", { class: "n" }, num(v));
     if (key === "d") return el("td", { class: "n" }, ms(v));
     if (key === "t" || key === "c") return el("td", { class: "n" }, int(v));
+    if (key === "cu") return el("td", { class: "n" }, usd(v));
+    if (key === "te") return v ? el("td", { class: "n tool-error", title: "a tool call raised: see the row" }, `⚠ ${v}`) : el("td", { class: "muted n" }, "–");
     if (key === "o") return el("td", {}, el("span", { class: "pill " + v }, OUTCOME[v] || v));
-    if (key === "p" || key === "a") return el("td", { class: "clip", title: v || "" }, v || "");
+    if (key === "p" || key === "a" || key === "l") return el("td", { class: "clip", title: v || "" }, v || "");
     if (key === "ts") return v === null || v === undefined ? el("td", { class: "muted" }, "–")
       : el("td", { class: v === "ok" ? "safety-ok" : "safety-broken mono" }, v === "ok" ? "append-only" : v);
     return el("td", {}, v ?? "");
@@ -291,7 +318,10 @@
   function drawTable() {
     const pages = Math.max(1, Math.ceil(view.length / PAGE));
     const start = state.page * PAGE, slice = view.slice(start, start + PAGE);
-    const body = el("tbody", {}, slice.map((r) => el("tr", { "data-row": `${r.i}.${r.s}`, tabindex: 0,
+    // n > 1 in row order: each dataset row's samples form a group (a rule above the first one)
+    const grouped = runs[0].header.n > 1 && state.sort === "i";
+    const body = el("tbody", {}, slice.map((r, k) => el("tr", { "data-row": `${r.i}.${r.s}`, tabindex: 0,
+      class: grouped && k > 0 && slice[k - 1].i !== r.i ? "group-start" : null,
       on: { click: () => openDetail(0, r.i, r.s), keydown: (e) => e.key === "Enter" && openDetail(0, r.i, r.s) } },
       COLS.map(([key]) => cell(r, key)))));
     $("#row-table tbody").replaceWith(body);
@@ -330,7 +360,7 @@
     if (k < 0) return el("p", { class: "muted" }, "not in this run");
     const r = all[k], d = (await detailsOf(run))[k];
     const facts = [["status", OUTCOME[r.o] || r.o], ["reward", num(r.r)], ["label", r.l ?? "–"],
-      ["duration", ms(r.d)], ["tokens", int(r.t)], ["policy calls", int(r.c)], ["error type", r.et || "–"],
+      ["duration", ms(r.d)], ["tokens", int(r.t)], ["cost", usd(r.cu)], ["policy calls", int(r.c)], ["error type", r.et || "–"],
       ["failed phase", d.ph || "–"], ["trajectory", d.tr || "–"]];
     const calls = d.c.length ? el("table", { class: "grid calls" },
       el("tr", {}, ["call", "latency", "prompt tok", "completion tok", "finish", "HTTP", "attempts"].map((h) => el("th", {}, h))),
@@ -342,17 +372,23 @@
       el("table", { class: "kv" }, facts.map(([k2, v]) => el("tr", {}, el("th", {}, k2), el("td", { class: "mono" }, v)))),
       d.em ? el("div", { class: "error" }, el("strong", {}, "error: "), d.em) : null,
       d.tb ? el("details", { open: true, class: "traceback" }, el("summary", {}, "traceback"), el("pre", {}, d.tb)) : null,
+      (d.te || []).length ? el("h4", {}, "tool errors") : null,
+      (d.te || []).length ? el("ul", { class: "tool-errors" }, d.te.map((e) => el("li", { class: "mono" }, `${e.tool}: ${e.message}`))) : null,
       el("h4", {}, "training safety"), safetyDetail(d.ts),
       grader ? el("h4", {}, "grader metrics") : null, grader,
+      d.ex ? el("h4", {}, "grader explanation") : null, d.ex ? el("pre", { class: "explanation" }, d.ex) : null,
       calls ? el("h4", {}, "policy calls") : null, calls,
       el("h4", {}, "transcript"), el("div", { class: "transcript" }, d.m.length ? d.m.map(message) : el("p", { class: "muted" }, "no trajectory")));
   }
+  let current = null;  // position in the filtered table of the row open in the panel
   async function openDetail(run, i, s, pair) {
+    current = !pair && run === 0 ? view.findIndex((r) => r.i === i && r.s === s) : null;
     const panel = $("#detail");
     panel.hidden = false;
     panel.replaceChildren(el("p", { class: "muted" }, "loading…"));
     const close = el("button", { class: "close", on: { click: closeDetail } }, "close ✕");
-    const parts = [el("div", { class: "detail-head" }, el("h3", {}, `row ${i} · sample ${s}`), close)];
+    const hint = pair ? null : el("span", { class: "muted", id: "nav-hint" }, "j / → next row · k / ← previous");
+    const parts = [el("div", { class: "detail-head" }, el("h3", {}, `row ${i} · sample ${s}`), hint, close)];
     if (pair) {
       parts.push(el("p", {}, `${pair.change}: baseline ${num(pair.reward_a)} → this run ${num(pair.reward_b)} (Δ ${num(pair.delta)})`),
         el("div", { class: "side" },
@@ -361,15 +397,25 @@
     } else parts.push(await rowDetail(run, i, s));
     panel.replaceChildren(...parts);
     if (!pair) history.replaceState(null, "", `#row=${i}.${s}`);
+    else history.replaceState(null, "", `#pair=${pair.source_row_index}.${pair.run_index}`);
   }
   function closeDetail() { $("#detail").hidden = true; history.replaceState(null, "", location.pathname); }
-  document.addEventListener("keydown", (e) => e.key === "Escape" && closeDetail());
+  document.addEventListener("keydown", (e) => {
+    if (e.key === "Escape") return closeDetail();
+    if ($("#detail").hidden || current === null || e.target.closest("input, select, textarea")) return;
+    // j / → : the next row of the table as filtered and sorted; k / ← : the previous one
+    const step = e.key === "j" || e.key === "ArrowRight" ? 1 : e.key === "k" || e.key === "ArrowLeft" ? -1 : 0;
+    const next = view[current + step];
+    if (step && next) { e.preventDefault(); openDetail(0, next.i, next.s); }
+  });
 
   // ---- compare ------------------------------------------------------------------------------
+  let pairsLoaded = [];
   async function compare() {
     const c = META.compare;
     if (!c) return;
     const pairs = await unpack("pairs");
+    pairsLoaded = pairs;
     const md = c.mean_difference;
     const interval = md ? `${num(md.estimate)} (95% paired-bootstrap CI ${num(md.low)} – ${num(md.high)}, n = ${int(md.n)})` : "–";
     const show = { value: "flipped" };
@@ -388,6 +434,10 @@
       el("p", { id: "compare-summary" }, `mean reward difference (this run − baseline): `, el("strong", { id: "mean-diff" }, interval),
         `. ${c.regressed} regressed (pass → fail), ${c.improved} improved (fail → pass), ${c.status_changed} changed status ` +
         `(graded ↔ failed/skipped), ${c.only_a} only in the baseline, ${c.only_b} only in this run; ${int(c.paired_rows)} rows paired.`),
+      el("p", { id: "compare-cost" }, `cost: this run ${usd(c.cost_b_usd)}, baseline ${usd(c.cost_a_usd)}` +
+        (c.cost_difference_usd === null || c.cost_difference_usd === undefined ? "" : ` (difference ${c.cost_difference_usd >= 0 ? "+" : "−"}${usd(Math.abs(c.cost_difference_usd))})`)),
+      Object.keys(c.metric_differences || {}).length ? el("ul", { id: "metric-diffs" }, Object.entries(c.metric_differences).map(([k, d]) =>
+        el("li", {}, `${k}: ${num(d.estimate, 3)} (95% CI ${num(d.low, 3)} – ${num(d.high, 3)}, n = ${int(d.n)})`))) : "",
       el("label", {}, "show ", el("select", { id: "pair-filter", on: { change: (e) => { show.value = e.target.value; draw(); } } },
         el("option", { value: "flipped" }, "flipped rows"), el("option", { value: "changed" }, "every changed row"),
         el("option", { value: "all" }, "all rows"))), " ", el("span", { id: "pair-count", class: "muted" }),
@@ -408,6 +458,9 @@
   await compare();
   const m = /^#row=(\d+)\.(\d+)$/.exec(location.hash);
   if (m) openDetail(0, Number(m[1]), Number(m[2]));
+  const linked = /^#pair=(\d+)\.(\d+)$/.exec(location.hash);  // a deep link into the comparison
+  const pair = linked && pairsLoaded.find((p) => p.source_row_index === Number(linked[1]) && p.run_index === Number(linked[2]));
+  if (pair) await openDetail(0, pair.source_row_index, pair.run_index, pair);
   document.body.dataset.ready = "1";
 })().catch((err) => {
   const p = document.getElementById("loading");

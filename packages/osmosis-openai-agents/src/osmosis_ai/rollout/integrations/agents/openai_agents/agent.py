@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from agents import Agent
 from agents.models.interface import Model
+
+from osmosis_ai.rollout.integrations.spi import record_tool_error
 
 from .model import rollout_model_for
 
@@ -25,6 +28,8 @@ class OsmosisAgent[TContext](Agent[TContext]):
     def __post_init__(self) -> None:
         self.model = rollout_model_for(self.model)
         super().__post_init__()
+        for candidate in self.tools:
+            record_tool_errors_of(candidate)
         for target in self.handoffs:
             if isinstance(target, Agent) and not isinstance(target.model, Model):
                 logger.warning(
@@ -35,6 +40,38 @@ class OsmosisAgent[TContext](Agent[TContext]):
                     self.name,
                     target.model,
                 )
+
+
+_RECORDING = "_osmosis_records_tool_errors"
+
+
+def record_tool_errors_of(candidate: object) -> None:
+    """Make a function tool record the exceptions it raises in the rollout
+    (:func:`~osmosis_ai.rollout.integrations.spi.record_tool_error`), then answer the model as
+    it would have (its ``failure_error_function``, by default the SDK's error message). A tool
+    whose failures end the run (``failure_error_function=None``) is left alone: the run fails
+    with the exception. Idempotent; a no-op on SDK versions without the formatter hooks."""
+    try:
+        from agents.tool import (
+            FunctionTool,
+            resolve_function_tool_failure_error_function,
+            set_function_tool_failure_error_function,
+        )
+    except ImportError:  # an SDK whose failure formatting this does not know
+        return
+    if not isinstance(candidate, FunctionTool) or getattr(candidate, _RECORDING, False):
+        return
+    original = resolve_function_tool_failure_error_function(candidate)
+    if original is None:
+        return
+    name = candidate.name
+
+    def recording(context: Any, error: Exception) -> Any:
+        record_tool_error(name, error, call_id=getattr(context, "tool_call_id", None))
+        return original(context, error)
+
+    set_function_tool_failure_error_function(candidate, recording)
+    setattr(candidate, _RECORDING, True)
 
 
 # 0.3 defined the public classes in the package module itself; report that path.

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from strands.hooks import (
     AfterInvocationEvent,
+    AfterToolCallEvent,
     BeforeInvocationEvent,
     HookProvider,
     HookRegistry,
@@ -32,6 +33,7 @@ from osmosis_ai.rollout.integrations.spi import (
     RolloutSample,
     SampleSource,
     get_rollout_context,
+    record_tool_error,
 )
 
 from ._raw_arguments import RawToolArguments, raw_arguments_for, restore_in
@@ -110,6 +112,7 @@ class SampleCapture(HookProvider):
         registry.add_callback(BeforeInvocationEvent, self._before_invocation)
         registry.add_callback(MessageAddedEvent, self._message_added)
         registry.add_callback(AfterInvocationEvent, self._after_invocation)
+        registry.add_callback(AfterToolCallEvent, self._after_tool_call)
 
     def bind(self, ctx: RolloutContext) -> StrandsSampleSource:
         """Make this agent the sample source of ``ctx`` (idempotent)."""
@@ -154,6 +157,16 @@ class SampleCapture(HookProvider):
 
     def _after_invocation(self, event: AfterInvocationEvent) -> None:
         self._pending = None
+
+    def _after_tool_call(self, event: AfterToolCallEvent) -> None:
+        """A tool that raised: Strands shows the model an error result and goes on; the
+        rollout records it (tool name, message), so the row counts a tool error."""
+        if event.exception is None:
+            return
+        tool_use = event.tool_use
+        record_tool_error(
+            str(tool_use.get("name") or "?"), event.exception, call_id=tool_use.get("toolUseId")
+        )
 
 
 def chat_completions_messages(
