@@ -33,7 +33,7 @@ FRAMEWORKS: dict[str, tuple[str, list[str]]] = {
     "osmosis-strands": ("strands-agents", ["1.23.0", "1.62.0"]),
     "osmosis-openai-agents": ("openai-agents", ["0.18.3", "0.24.0"]),
     "osmosis-harbor": ("harbor", ["0.20.0", "0.26.0"]),
-    "osmosis-pydantic-ai": ("pydantic-ai-slim[openai]", ["1.0.0", "2.68.0"]),
+    "osmosis-pydantic-ai": ("pydantic-ai-slim[openai]", ["1.32.0", "2.78.0"]),
 }
 
 

@@ -3,6 +3,7 @@ agents against the scripted policy on 127.0.0.1."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pytest
@@ -52,7 +53,7 @@ class StreamingWorkflow(AgentWorkflow):
                 pass
 
 
-def final_text(messages: list[dict[str, Any]]) -> str:
+def final_text(messages: Sequence[Mapping[str, Any]]) -> str:
     last = messages[-1]
     assert last["kind"] == "response"
     return "".join(p["content"] for p in last["parts"] if p["part_kind"] == "text")
@@ -99,8 +100,13 @@ async def test_the_sample_is_native_history_plus_a_chat_trajectory(
     assert [m["role"] for m in chat] == ["system", "user", "assistant", "tool", "assistant"]
     # What the policy saw last is the trajectory up to its answer.
     last_request = multiply_policy.requests_for(result.rollout_id)[-1]
-    wire = [{k: m.get(k) for k in ("role", "content", "tool_call_id", "tool_calls")} for m in chat[:-1]]
-    assert [{k: m.get(k) for k in ("role", "content", "tool_call_id", "tool_calls")} for m in last_request.messages] == wire
+    wire = [
+        {k: m.get(k) for k in ("role", "content", "tool_call_id", "tool_calls")} for m in chat[:-1]
+    ]
+    assert [
+        {k: m.get(k) for k in ("role", "content", "tool_call_id", "tool_calls")}
+        for m in last_request.messages
+    ] == wire
     document = convert_sample_to_trajectory(result.sample, rollout_id=result.rollout_id)
     assert document is not None
     agent_steps = [s for s in document["steps"] if s["source"] == "agent"]
@@ -159,7 +165,9 @@ async def test_a_tool_error_for_the_model_is_recorded_as_a_tool_message() -> Non
 
 
 async def test_a_tool_that_raises_fails_the_rollout_as_an_agent_error() -> None:
-    async with ScriptedPolicyServer([tool_call_reply("broken_multiply", {"a": 2, "b": 3})]) as policy:
+    async with ScriptedPolicyServer(
+        [tool_call_reply("broken_multiply", {"a": 2, "b": 3})]
+    ) as policy:
         result = await run_rollout(
             RetryingWorkflow, MultiplyGrader, prompt="2 * 3?", label="6", policy=policy
         )
@@ -171,7 +179,9 @@ async def test_a_tool_that_raises_fails_the_rollout_as_an_agent_error() -> None:
 @pytest.mark.parametrize("workflow", [MultiplyWorkflow, StreamingWorkflow])
 async def test_policy_http_500_is_an_http_error(workflow: type[AgentWorkflow[Any]]) -> None:
     async with ScriptedPolicyServer([error_reply(500, "the GPU fell over")]) as policy:
-        result = await run_rollout(workflow, MultiplyGrader, prompt=PROMPT, label="408", policy=policy)
+        result = await run_rollout(
+            workflow, MultiplyGrader, prompt=PROMPT, label="408", policy=policy
+        )
     assert (result.status, result.err_category) == ("failure", "http_error")
     assert result.err_message is not None
     assert "HTTP 500" in result.err_message
@@ -227,7 +237,11 @@ class BossWorkflow(AgentWorkflow):
 
 
 async def test_a_sub_agent_reaches_the_rollout_and_stays_out_of_the_sample() -> None:
-    script = [tool_call_reply("ask_helper", {"question": "2*3?"}), text_reply("6"), text_reply("#### 6")]
+    script = [
+        tool_call_reply("ask_helper", {"question": "2*3?"}),
+        text_reply("6"),
+        text_reply("#### 6"),
+    ]
     async with ScriptedPolicyServer(script) as policy:
         result = await run_rollout(
             BossWorkflow, MultiplyGrader, prompt="2 * 3?", label="6", policy=policy

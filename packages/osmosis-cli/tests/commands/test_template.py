@@ -11,6 +11,7 @@ TEMPLATES = [
     "multiply-harbor-strands",
     "multiply-local-openai",
     "multiply-local-plain",
+    "multiply-local-pydantic-ai",
     "multiply-local-strands",
     "rubric-judge-local",
 ]

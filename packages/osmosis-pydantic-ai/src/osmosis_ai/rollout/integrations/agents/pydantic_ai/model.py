@@ -13,22 +13,24 @@ from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from typing import TYPE_CHECKING, Any
 
-from pydantic_ai.models.openai import OpenAIChatModel
-from pydantic_ai.models.wrapper import WrapperModel
-from pydantic_ai.providers.openai import OpenAIProvider
-
 from osmosis_ai.rollout.integrations.spi import (
     ConfigurationError,
     policy_client,
     require_active_rollout,
+    share_in_config_copies,
     translate_policy_error,
 )
+from pydantic_ai.models.openai import OpenAIChatModel
+from pydantic_ai.models.wrapper import WrapperModel
+from pydantic_ai.profiles.openai import OpenAIJsonSchemaTransformer, OpenAIModelProfile
+from pydantic_ai.providers.openai import OpenAIProvider
 
 from .sample import PydanticAISampleSource
 
 if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage, ModelResponse
     from pydantic_ai.models import ModelRequestParameters, StreamedResponse
+    from pydantic_ai.profiles import ModelProfileSpec
     from pydantic_ai.settings import ModelSettings
 
 DEFAULT_MODEL_NAME = "osmosis-rollout"
@@ -44,6 +46,10 @@ class OsmosisRolloutModel(WrapperModel):
             server decides what serves it). A LiteLLM-style ``"openai/"`` prefix is dropped.
         settings: Default ``ModelSettings`` (``temperature``, ``max_tokens``, ...), as with any
             Pydantic AI model; agent and run settings override them.
+        profile: The Pydantic AI model profile. Default: an OpenAI-compatible chat model with
+            sampling parameters and tools, whatever the name (Pydantic AI guesses OpenAI's own
+            models from the name: before 2.x any name starting with ``o`` was taken for a
+            reasoning model and ``temperature``/``top_p`` were silently dropped).
         timeout: Seconds to wait for each policy response (``None``: the ``openai`` default).
         max_retries: Retries by the ``openai`` client. Default 0: the trainer's endpoint records
             every request it serves, so a silent retry could give one turn two generations.
@@ -54,6 +60,7 @@ class OsmosisRolloutModel(WrapperModel):
         model_name: str = DEFAULT_MODEL_NAME,
         *,
         settings: ModelSettings | None = None,
+        profile: ModelProfileSpec | None = None,
         timeout: float | None = None,
         max_retries: int = 0,
     ) -> None:
@@ -69,10 +76,19 @@ class OsmosisRolloutModel(WrapperModel):
 
         name = model_name.removeprefix("openai/")
         placeholder = AsyncOpenAI(api_key="EMPTY", base_url=_UNUSED_URL, max_retries=0)
+        self._policy_profile = profile or OpenAIModelProfile(
+            json_schema_transformer=OpenAIJsonSchemaTransformer,
+            supports_json_schema_output=True,
+            supports_json_object_output=True,
+        )
         template = OpenAIChatModel(
-            name, provider=OpenAIProvider(openai_client=placeholder), settings=settings
+            name,
+            provider=OpenAIProvider(openai_client=placeholder),
+            profile=self._policy_profile,
+            settings=settings,
         )
         super().__init__(template)
+        self._settings = settings  # older WrapperModels do not forward the wrapped settings
         self.timeout = timeout
         self.max_retries = max_retries
 
@@ -90,6 +106,7 @@ class OsmosisRolloutModel(WrapperModel):
         bound = OpenAIChatModel(
             self.model_name,
             provider=OpenAIProvider(openai_client=client),
+            profile=self._policy_profile,
             settings=self.wrapped.settings,
         )
         url = ctx.chat_completions_url.rstrip("/") + "/chat/completions"
@@ -148,3 +165,16 @@ def _translated(url: str) -> Iterator[None]:
 
 # The public class reports the package path, as the other integrations do.
 OsmosisRolloutModel.__module__ = "osmosis_ai.rollout.integrations.agents.pydantic_ai"
+
+
+def _share_agents_in_config_copies() -> None:
+    """LocalBackend deep-copies ``workflow_config`` per rollout. Pydantic AI agents are built to
+    be module-level and run concurrently (all run state lives in the run), and this model keeps
+    no per-rollout state either, so both are shared instead of copied (a copy would also clone
+    the template's ``openai`` client)."""
+    from pydantic_ai import Agent
+
+    share_in_config_copies(Agent, OsmosisRolloutModel)
+
+
+_share_agents_in_config_copies()

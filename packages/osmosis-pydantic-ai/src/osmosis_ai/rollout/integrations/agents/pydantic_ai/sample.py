@@ -14,9 +14,8 @@ from typing import TYPE_CHECKING, Any
 from osmosis_ai.rollout.integrations.spi import RolloutSample, SampleSource
 
 if TYPE_CHECKING:
-    from pydantic_ai.messages import ModelMessage, ModelResponse
-
     from osmosis_ai.rollout.integrations.spi import RolloutContext
+    from pydantic_ai.messages import ModelMessage, ModelResponse
 
 
 class PydanticAISampleSource(SampleSource):
@@ -88,9 +87,7 @@ def _text(content: Any) -> str:
     return json.dumps(content, default=str)
 
 
-def chat_messages(
-    history: list[ModelMessage], calls: list[ModelResponse]
-) -> list[dict[str, Any]]:
+def chat_messages(history: list[ModelMessage], calls: list[ModelResponse]) -> list[dict[str, Any]]:
     """``history`` in chat-completions form (as ``OpenAIChatModel`` sends it: instructions
     first, tool results as ``tool`` messages), with ``model`` and ``usage`` of the call that
     produced each assistant message."""
@@ -106,7 +103,11 @@ def chat_messages(
 
     out: list[dict[str, Any]] = []
     instructions = next(
-        (m.instructions for m in reversed(history) if isinstance(m, ModelRequest) and m.instructions),
+        (
+            m.instructions
+            for m in reversed(history)
+            if isinstance(m, ModelRequest) and m.instructions
+        ),
         None,
     )
     if instructions:
