@@ -274,3 +274,35 @@ async def test_concurrent_rollouts_share_one_agent(multiply_policy: ScriptedPoli
     assert [r.reward for r in results] == [1.0] * 8
     for result in results:
         assert len(multiply_policy.requests_for(result.rollout_id)) == 2
+
+
+strict = Agent(OsmosisRolloutModel(), instructions="Answer as '#### <number>'.")
+
+
+@strict.output_validator
+def needs_marker(output: str) -> str:
+    if not output.startswith("####"):
+        raise ModelRetry("answer as '#### <number>'")
+    return output
+
+
+class StrictWorkflow(AgentWorkflow):
+    async def run(self, ctx: AgentWorkflowContext[Any]) -> None:
+        await strict.run(prompt_text(ctx))
+
+
+async def test_retry_feedback_without_a_tool_is_in_the_trajectory_as_sent() -> None:
+    async with ScriptedPolicyServer([text_reply("6"), text_reply("#### 6")]) as policy:
+        result = await run_rollout(
+            StrictWorkflow, MultiplyGrader, prompt="2 * 3?", label="6", policy=policy
+        )
+        last = policy.requests_for(result.rollout_id)[-1]
+    assert result.reward == 1.0, result.err_message
+    assert result.sample is not None
+    chat = result.sample.trajectory_messages
+    assert chat is not None
+    keys = ("role", "content")
+    assert [{k: m.get(k) for k in keys} for m in chat[:-1]] == [
+        {k: m.get(k) for k in keys} for m in last.messages
+    ]
+    assert "#### <number>" in chat[-2]["content"]

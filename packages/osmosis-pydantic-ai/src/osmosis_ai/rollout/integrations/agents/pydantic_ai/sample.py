@@ -128,12 +128,18 @@ def chat_messages(history: list[ModelMessage], calls: list[ModelResponse]) -> li
                             "content": part.model_response_str(),
                         }
                     )
-                elif isinstance(part, RetryPromptPart):
-                    role = "user" if part.tool_name is None else "tool"
-                    entry = {"role": role, "content": part.model_response()}
-                    if role == "tool":
-                        entry["tool_call_id"] = part.tool_call_id
-                    out.append(entry)
+                elif isinstance(part, RetryPromptPart) and part.tool_name is not None:
+                    out.append(
+                        {
+                            "role": "tool",
+                            "tool_call_id": part.tool_call_id,
+                            "content": part.model_response(),
+                        }
+                    )
+                elif callable(feedback := getattr(part, "model_response", None)):
+                    # Retry feedback that answers no tool call (RetryPromptPart without a tool,
+                    # 2.x's RetryFeedbackPart) goes to the model as a user message.
+                    out.append({"role": "user", "content": feedback()})
             continue
         texts = [p.content for p in message.parts if isinstance(p, TextPart)]
         tool_calls = [
