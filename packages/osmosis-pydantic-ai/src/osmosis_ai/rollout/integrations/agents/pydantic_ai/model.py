@@ -9,6 +9,7 @@ parsing.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from typing import TYPE_CHECKING, Any
@@ -91,6 +92,8 @@ class OsmosisRolloutModel(WrapperModel):
         self._settings = settings  # older WrapperModels do not forward the wrapped settings
         self.timeout = timeout
         self.max_retries = max_retries
+        # One bound model per policy client (core memoises a client per rollout endpoint).
+        self._bound: weakref.WeakKeyDictionary[Any, OpenAIChatModel] = weakref.WeakKeyDictionary()
 
     def __repr__(self) -> str:
         return f"OsmosisRolloutModel(model_name={self.model_name!r})"
@@ -103,12 +106,14 @@ class OsmosisRolloutModel(WrapperModel):
             timeout=self.timeout,
             max_retries=self.max_retries,
         )
-        bound = OpenAIChatModel(
-            self.model_name,
-            provider=OpenAIProvider(openai_client=client),
-            profile=self._policy_profile,
-            settings=self.wrapped.settings,
-        )
+        bound = self._bound.get(client)
+        if bound is None:
+            bound = self._bound[client] = OpenAIChatModel(
+                self.model_name,
+                provider=OpenAIProvider(openai_client=client),
+                profile=self._policy_profile,
+                settings=self.wrapped.settings,
+            )
         url = ctx.chat_completions_url.rstrip("/") + "/chat/completions"
         return bound, url, PydanticAISampleSource.for_rollout(ctx)
 
