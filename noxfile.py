@@ -33,6 +33,7 @@ FRAMEWORKS: dict[str, tuple[str, list[str]]] = {
     "osmosis-strands": ("strands-agents", ["1.23.0", "1.62.0"]),
     "osmosis-openai-agents": ("openai-agents", ["0.18.3", "0.24.0"]),
     "osmosis-harbor": ("harbor", ["0.20.0", "0.26.0"]),
+    "osmosis-pydantic-ai": ("pydantic-ai-slim[openai]", ["1.32.0", "2.78.0"]),
 }
 
 
@@ -137,6 +138,7 @@ COVERAGE_FLOORS = {  # measured 2026-12-05 (workspace venv): 84.9, 73.3, 92.4, 9
     "osmosis-strands": 91,
     "osmosis-openai-agents": 93,
     "osmosis-harbor": 86,
+    "osmosis-pydantic-ai": 98,  # measured 99.4 (2026-12-05, pydantic-ai-slim 2.78.0)
 }
 COVERAGE_DEPS = ["pytest-cov>=6"]
 
@@ -231,6 +233,13 @@ def openai_agents(session: nox.Session, level: str) -> None:
 def harbor(session: nox.Session, level: str) -> None:
     """osmosis-harbor on real Harbor trials at the harbor floor and latest."""
     _integration(session, "osmosis-harbor", level)
+
+
+@nox.session(name="pydantic-ai", tags=["pydantic-ai"])
+@nox.parametrize(("python", "level"), _LEVELS, ids=[FLOOR, LATEST])
+def pydantic_ai(session: nox.Session, level: str) -> None:
+    """osmosis-pydantic-ai at the pydantic-ai-slim floor and latest."""
+    _integration(session, "osmosis-pydantic-ai", level)
 
 
 @nox.session(tags=["cli"])
@@ -374,12 +383,16 @@ DOCUMENTED_IMPORTS = {
         " OsmosisAgent, OsmosisRolloutModel, OsmosisMemorySession",
     ],
     "harbor": ["from osmosis_ai.rollout.backend.harbor import HarborBackend, TaskMode"],
+    "pydantic-ai": [
+        "from osmosis_ai.rollout.integrations.agents.pydantic_ai import OsmosisRolloutModel",
+    ],
 }
 # integration distribution -> the only folder its wheel may contain
 LEAVES = {
     "osmosis_strands": "osmosis_ai/rollout/integrations/agents/strands/",
     "osmosis_openai_agents": "osmosis_ai/rollout/integrations/agents/openai_agents/",
     "osmosis_harbor": "osmosis_ai/rollout/backend/harbor/",
+    "osmosis_pydantic_ai": "osmosis_ai/rollout/integrations/agents/pydantic_ai/",
 }
 
 
@@ -512,9 +525,10 @@ def packaging(session: nox.Session) -> None:
         core.check(code)
     _must_fail_with_hint(core, "osmosis_ai.rollout.integrations.agents.strands", "strands")
     _must_fail_with_hint(core, "osmosis_ai.rollout.backend.harbor", "harbor")
+    _must_fail_with_hint(core, "osmosis_ai.rollout.integrations.agents.pydantic_ai", "pydantic-ai")
 
     # 3. Each extra of the umbrella imports every documented path of its integration.
-    for extra in ("strands", "openai-agents", "harbor"):
+    for extra in ("strands", "openai-agents", "harbor", "pydantic-ai"):
         venv = _Venv(session, tmp, extra, constraints)
         venv.install(f"osmosis-ai[{extra}]", find_links=dist)
         for code in [

@@ -23,6 +23,7 @@ DISTRIBUTIONS = (
     "osmosis-strands",
     "osmosis-openai-agents",
     "osmosis-harbor",
+    "osmosis-pydantic-ai",
 )
 UNKNOWN = "0+unknown"
 

@@ -31,6 +31,11 @@ OPTIONAL_MODULES: dict[str, tuple[str, str, str]] = {
         "openai-agents",
         "osmosis-openai-agents",
     ),
+    "osmosis_ai.rollout.integrations.agents.pydantic_ai": (
+        "The Pydantic AI integration",
+        "pydantic-ai",
+        "osmosis-pydantic-ai",
+    ),
     "osmosis_ai.rollout.backend.harbor": (
         "HarborBackend",
         "harbor",

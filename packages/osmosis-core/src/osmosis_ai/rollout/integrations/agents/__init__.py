@@ -5,6 +5,7 @@ import path                                     install
 ==============================================  ======================================
 ``osmosis_ai.rollout.integrations.agents.strands``        ``pip install "osmosis-ai[strands]"``
 ``osmosis_ai.rollout.integrations.agents.openai_agents``  ``pip install "osmosis-ai[openai-agents]"``
+``osmosis_ai.rollout.integrations.agents.pydantic_ai``    ``pip install "osmosis-ai[pydantic-ai]"``
 ==============================================  ======================================
 """
 
