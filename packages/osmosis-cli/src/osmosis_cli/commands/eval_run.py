@@ -70,10 +70,10 @@ def run(
     """Run an eval locally: every row x n samples through the rollout, graded, resumable.
 
     Starts the rollout's server (its entrypoint's `app`, or the app a 0.3.x-style `main()` passes
-    to `uvicorn.run`) on 127.0.0.1, or drives running ones
-    with --servers/--servers-file, and proxies its model calls to the upstream model. Results
-    go to .osmosis/evals/<run>/ (report.html, index.jsonl,
-    metrics.json, trajectories/, logs.txt). Rerun with the same --name to resume. Exit code 1
+    to `uvicorn.run`) on 127.0.0.1, or drives running ones with --servers/--servers-file, and
+    proxies its model calls to the upstream model. Results go to .osmosis/evals/<run>/
+    (report.html, index.jsonl, metrics.json, trajectories/, logs.txt). Rerun with the same
+    --name to resume. Exit code 1
     when any work item failed or is still pending (status "partial"), or with
     --require-append-only when a rollout is not append-only; 3 when stopped by --max-cost;
     130 when interrupted. On a terminal, a priced run shows its cost estimate (from a first
@@ -86,14 +86,7 @@ def run(
     if isolated:
         _refuse_legacy_sdk_pin(config)
     sampling = _sampling(temperature, top_p, max_tokens, seed, model_arg or [])
-    params = dict(ctx.params)
-    if output_dir_short is not None:
-        out.warn(
-            "DEPRECATED_OPTION",
-            "`eval run -o DIR` is the old spelling of `--runs-dir DIR` (-o names the file a "
-            "command writes, as in `eval report -o`)",
-        )
-        params["output_dir"] = output_dir if output_dir is not None else output_dir_short
+    params = _with_runs_dir(out, dict(ctx.params), output_dir, output_dir_short)
     options = eval_options(params, sampling=sampling or None)
     result = _execute(out, config, options, yes=yes)
     from osmosis_cli.commands.eval_report import finish_run
@@ -327,6 +320,20 @@ def _emit(
         lines=lines,
         ok=result.status == "success" and passed > 0,
     )
+
+
+def _with_runs_dir(
+    out: Any, params: dict[str, Any], output_dir: Path | None, output_dir_short: Path | None
+) -> dict[str, Any]:
+    """``params`` with the deprecated ``-o DIR`` folded into ``--runs-dir`` (with a warning)."""
+    if output_dir_short is not None:
+        out.warn(
+            "DEPRECATED_OPTION",
+            "`eval run -o DIR` is the old spelling of `--runs-dir DIR` (-o names the file a "
+            "command writes, as in `eval report -o`)",
+        )
+        params["output_dir"] = output_dir if output_dir is not None else output_dir_short
+    return params
 
 
 def run_resource(result: EvalRun) -> dict[str, Any]:
