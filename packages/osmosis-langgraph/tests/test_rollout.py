@@ -103,6 +103,8 @@ async def test_reward_one_and_sample(
     # Append-only: the second request starts with the first request's messages plus its answer.
     first, second = (r.body["messages"] for r in requests)
     assert second[: len(first)] == first
+    # ...and the tool call's arguments go back exactly as the policy wrote them (compact JSON).
+    assert second[2]["tool_calls"][0]["function"]["arguments"] == '{"a":12,"b":34}'
     assert second[: len(wire) - 1] == [
         {k: v for k, v in m.items() if k not in ("model", "usage")} for m in wire[:-1]
     ]

@@ -12,11 +12,18 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import json
 import threading
 from collections.abc import AsyncIterator, Coroutine, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from langchain_core.messages import AIMessage, BaseMessage, message_chunk_to_message
+from langchain_core.messages import (
+    AIMessage,
+    AIMessageChunk,
+    BaseMessage,
+    message_chunk_to_message,
+)
+from langchain_core.outputs import ChatGenerationChunk
 from langchain_openai import ChatOpenAI
 from pydantic import PrivateAttr
 
@@ -34,10 +41,12 @@ if TYPE_CHECKING:
         AsyncCallbackManagerForLLMRun,
         CallbackManagerForLLMRun,
     )
-    from langchain_core.outputs import ChatGenerationChunk, ChatResult
+    from langchain_core.outputs import ChatResult
 
 DEFAULT_MODEL_NAME = "osmosis-rollout"
 _PLACEHOLDER_URL = "http://osmosis-rollout.invalid/v1"
+#: additional_kwargs key: {tool call id: the arguments string exactly as the policy wrote it}.
+RAW_ARGUMENTS = "osmosis_raw_tool_arguments"
 
 
 class _Unbound:
@@ -99,6 +108,43 @@ class OsmosisChatModel(ChatOpenAI):
         endpoint = url.rstrip("/") + "/chat/completions"
         return bound, endpoint, source if isinstance(source, GraphSampleSource) else None
 
+    def _get_request_payload(
+        self, input_: Any, *, stop: list[str] | None = None, **kwargs: Any
+    ) -> dict:  # type: ignore[override]
+        """ChatOpenAI's payload, with each earlier tool call's arguments as the policy wrote them
+        (ChatOpenAI re-renders parsed arguments with ``json.dumps``, which would change the
+        tokens of earlier turns: ``{"a":2}`` -> ``{"a": 2}``)."""
+        payload = super()._get_request_payload(input_, stop=stop, **kwargs)
+        raw: dict[str, str] = {}
+        for message in self._convert_input(input_).to_messages():
+            if isinstance(message, AIMessage):
+                raw.update(message.additional_kwargs.get(RAW_ARGUMENTS) or {})
+        for message in payload.get("messages") or () if raw else ():
+            for call in message.get("tool_calls") or ():
+                function = call.get("function") or {}
+                original = raw.get(call.get("id"))
+                if original is not None and _same_json(original, function.get("arguments")):
+                    function["arguments"] = original
+        return payload
+
+    def _create_chat_result(self, response: Any, generation_info: dict | None = None) -> ChatResult:
+        result = super()._create_chat_result(response, generation_info)
+        choices = (
+            response.get("choices")
+            if isinstance(response, dict)
+            else getattr(response, "choices", None)
+        )
+        for choice, generation in zip(choices or (), result.generations, strict=False):
+            message = choice.get("message") if isinstance(choice, dict) else choice.message
+            calls = message.get("tool_calls") if isinstance(message, dict) else message.tool_calls
+            raw = {}
+            for call in calls or ():
+                call = call if isinstance(call, dict) else call.model_dump()
+                raw[call["id"]] = call["function"]["arguments"]
+            if raw:
+                generation.message.additional_kwargs[RAW_ARGUMENTS] = raw
+        return result
+
     def wire_messages(self, messages: Sequence[BaseMessage]) -> list[dict[str, Any]]:
         """``messages`` as this model sends them to a chat-completions endpoint (after core's
         policy client has shaped them for strict servers)."""
@@ -138,6 +184,14 @@ class OsmosisChatModel(ChatOpenAI):
             async for chunk in bound._astream(messages, stop, run_manager, **kwargs):
                 merged = chunk if merged is None else merged + chunk
                 yield chunk
+        pieces = getattr(merged.message, "tool_call_chunks", None) if merged else None
+        raw = {c["id"]: c["args"] for c in pieces or () if c.get("id") and c.get("args")}
+        if raw:  # one empty chunk more, so the merged message keeps the raw arguments
+            extra = ChatGenerationChunk(
+                message=AIMessageChunk(content="", additional_kwargs={RAW_ARGUMENTS: raw})
+            )
+            merged = merged + extra if merged is not None else extra
+            yield extra
         if source is not None and merged is not None:
             answer = message_chunk_to_message(merged.message)
             if isinstance(answer, AIMessage):
@@ -169,6 +223,13 @@ class OsmosisChatModel(ChatOpenAI):
             if run_manager is not None:
                 run_manager.on_llm_new_token(chunk.text, chunk=chunk)
             yield chunk
+
+
+def _same_json(a: Any, b: Any) -> bool:
+    try:
+        return json.loads(a) == json.loads(b)
+    except (TypeError, ValueError):
+        return False
 
 
 def _run_blocking[T](coro: Coroutine[Any, Any, T]) -> T:
