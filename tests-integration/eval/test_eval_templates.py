@@ -15,6 +15,7 @@ from osmosis_ai.testing import ScriptedPolicyServer
 TEMPLATES = {
     "multiply-local-strands": ("strands", {}),
     "multiply-local-openai": ("agents", {}),
+    "multiply-local-langgraph": ("langgraph", {}),
     # No framework: a hand-written loop on the openai client (ctx.policy.client()).
     "multiply-local-plain": ("openai", {}),
     # The Docker-free sandbox of the Harbor backend (tests only).
@@ -81,7 +82,13 @@ def test_template_solved_by_the_scripted_policy_gets_reward_1(
 
 
 @pytest.mark.parametrize(
-    "template", ["multiply-local-openai", "multiply-local-plain", "multiply-local-strands"]
+    "template",
+    [
+        "multiply-local-langgraph",
+        "multiply-local-openai",
+        "multiply-local-plain",
+        "multiply-local-strands",
+    ],
 )
 def test_template_earns_1_through_two_worker_processes(
     cli: Cli, tmp_path: Path, solving_policy: ScriptedPolicyServer, template: str

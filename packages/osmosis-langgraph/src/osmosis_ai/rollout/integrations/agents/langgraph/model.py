@@ -25,11 +25,13 @@ from langchain_core.messages import (
 )
 from langchain_core.outputs import ChatGenerationChunk
 from langchain_openai import ChatOpenAI
+from langgraph.pregel import Pregel
 from pydantic import PrivateAttr
 
 from osmosis_ai.rollout.integrations.spi import (
     policy_client,
     require_active_rollout,
+    share_in_config_copies,
     strict_chat_messages,
     translating_policy_errors,
 )
@@ -255,6 +257,10 @@ def _run_blocking[T](coro: Coroutine[Any, Any, T]) -> T:
         raise box["error"]
     return box["value"]
 
+
+# A compiled graph and this model hold no per-rollout state (and a deep copy of a compiled graph
+# breaks its sentinels): LocalBackend's per-rollout config copies share them.
+share_in_config_copies(Pregel, OsmosisChatModel)
 
 # The name the other integrations use for their late-binding model.
 OsmosisRolloutModel = OsmosisChatModel
