@@ -33,6 +33,7 @@ FRAMEWORKS: dict[str, tuple[str, list[str]]] = {
     "osmosis-strands": ("strands-agents", ["1.23.0", "1.62.0"]),
     "osmosis-openai-agents": ("openai-agents", ["0.18.3", "0.24.0"]),
     "osmosis-harbor": ("harbor", ["0.20.0", "0.26.0"]),
+    "osmosis-langgraph": ("langgraph", ["1.0.0", "1.2.24"]),
 }
 
 
@@ -137,6 +138,7 @@ COVERAGE_FLOORS = {  # measured 2026-12-05 (workspace venv): 84.9, 73.3, 92.4, 9
     "osmosis-strands": 91,
     "osmosis-openai-agents": 93,
     "osmosis-harbor": 86,
+    "osmosis-langgraph": 85,
 }
 COVERAGE_DEPS = ["pytest-cov>=6"]
 
@@ -224,6 +226,14 @@ def strands(session: nox.Session, level: str) -> None:
 def openai_agents(session: nox.Session, level: str) -> None:
     """osmosis-openai-agents at the openai-agents floor and latest."""
     _integration(session, "osmosis-openai-agents", level)
+
+
+@nox.session(tags=["langgraph"])
+@nox.parametrize(("python", "level"), _LEVELS, ids=[FLOOR, LATEST])
+def langgraph(session: nox.Session, level: str) -> None:
+    """osmosis-langgraph at the langgraph floor and latest (langchain-openai follows its own
+    floor under lowest-direct, and its latest otherwise)."""
+    _integration(session, "osmosis-langgraph", level)
 
 
 @nox.session(tags=["harbor"])
@@ -369,12 +379,17 @@ DOCUMENTED_IMPORTS = {
         " OsmosisAgent, OsmosisRolloutModel, OsmosisMemorySession",
     ],
     "harbor": ["from osmosis_ai.rollout.backend.harbor import HarborBackend, TaskMode"],
+    "langgraph": [
+        "from osmosis_ai.rollout.integrations.agents.langgraph import"
+        " OsmosisChatModel, GraphSampleSource",
+    ],
 }
 # integration distribution -> the only folder its wheel may contain
 LEAVES = {
     "osmosis_strands": "osmosis_ai/rollout/integrations/agents/strands/",
     "osmosis_openai_agents": "osmosis_ai/rollout/integrations/agents/openai_agents/",
     "osmosis_harbor": "osmosis_ai/rollout/backend/harbor/",
+    "osmosis_langgraph": "osmosis_ai/rollout/integrations/agents/langgraph/",
 }
 
 
@@ -509,7 +524,7 @@ def packaging(session: nox.Session) -> None:
     _must_fail_with_hint(core, "osmosis_ai.rollout.backend.harbor", "harbor")
 
     # 3. Each extra of the umbrella imports every documented path of its integration.
-    for extra in ("strands", "openai-agents", "harbor"):
+    for extra in ("strands", "openai-agents", "harbor", "langgraph"):
         venv = _Venv(session, tmp, extra, constraints)
         venv.install(f"osmosis-ai[{extra}]", find_links=dist)
         for code in [

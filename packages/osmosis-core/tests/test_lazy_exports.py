@@ -26,6 +26,7 @@ LAZY_PACKAGES = [
     "osmosis_ai.rollout.backend.harbor",
     "osmosis_ai.rollout.integrations.agents.strands",
     "osmosis_ai.rollout.integrations.agents.openai_agents",
+    "osmosis_ai.rollout.integrations.agents.langgraph",
 ]
 
 

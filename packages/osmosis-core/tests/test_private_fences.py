@@ -26,7 +26,13 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[3]
 CORE_SRC = REPO / "packages" / "osmosis-core" / "src"
-SIBLINGS = ("osmosis-cli", "osmosis-strands", "osmosis-openai-agents", "osmosis-harbor")
+SIBLINGS = (
+    "osmosis-cli",
+    "osmosis-strands",
+    "osmosis-openai-agents",
+    "osmosis-harbor",
+    "osmosis-langgraph",
+)
 
 #: (distribution, private module) pairs a sibling may import, each with why. Keep it small: the
 #: documented interface is public (``osmosis_ai.rollout.integrations.spi``) and needs no entry.

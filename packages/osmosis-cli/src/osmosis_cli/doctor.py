@@ -22,6 +22,7 @@ INTEGRATIONS: dict[str, tuple[str, str]] = {
     "osmosis-strands": ("strands-agents", "strands"),
     "osmosis-openai-agents": ("openai-agents", "openai-agents"),
     "osmosis-harbor": ("harbor", "harbor"),
+    "osmosis-langgraph": ("langgraph", "langgraph"),
 }
 
 

@@ -29,6 +29,10 @@ def test_the_namespaces_define_an_empty_all(package: str) -> None:
             "osmosis_ai.rollout.integrations.agents.openai_agents",
             'The OpenAI Agents integration requires optional dependencies. Install them with `pip install "osmosis-ai[openai-agents]"`',
         ),
+        (
+            "osmosis_ai.rollout.integrations.agents.langgraph",
+            'The LangGraph integration requires optional dependencies. Install them with `pip install "osmosis-ai[langgraph]"`',
+        ),
     ],
 )
 def test_missing_extra_hint_uses_0_3_8s_wording_and_quoting(leaf: str, sentence: str) -> None:
@@ -58,6 +62,8 @@ else:
          "strands"),
         ("osmosis_ai.rollout.integrations.agents.openai_agents", "OsmosisAgent", "agents",
          "openai-agents"),
+        ("osmosis_ai.rollout.integrations.agents.langgraph", "OsmosisChatModel", "langchain_openai",
+         "langgraph"),
         ("osmosis_ai.rollout.backend.harbor", "HarborBackend", "harbor", "harbor"),
     ],
 )  # fmt: skip

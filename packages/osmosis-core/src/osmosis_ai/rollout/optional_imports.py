@@ -31,6 +31,11 @@ OPTIONAL_MODULES: dict[str, tuple[str, str, str]] = {
         "openai-agents",
         "osmosis-openai-agents",
     ),
+    "osmosis_ai.rollout.integrations.agents.langgraph": (
+        "The LangGraph integration",
+        "langgraph",
+        "osmosis-langgraph",
+    ),
     "osmosis_ai.rollout.backend.harbor": (
         "HarborBackend",
         "harbor",
