@@ -33,7 +33,7 @@ FRAMEWORKS: dict[str, tuple[str, list[str]]] = {
     "osmosis-strands": ("strands-agents", ["1.23.0", "1.62.0"]),
     "osmosis-openai-agents": ("openai-agents", ["0.18.3", "0.24.0"]),
     "osmosis-harbor": ("harbor", ["0.20.0", "0.26.0"]),
-    "osmosis-langgraph": ("langgraph", ["1.0.0", "1.2.24"]),
+    "osmosis-langgraph": ("langgraph", ["1.2.0", "1.2.24"]),
 }
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pytest
@@ -63,7 +64,7 @@ class BlockingWorkflow(AgentWorkflow):
         await asyncio.to_thread(agent.invoke, {"messages": ctx.prompt})
 
 
-def last_ai_text(messages: list[dict[str, Any]]) -> str:
+def last_ai_text(messages: Sequence[Mapping[str, Any]]) -> str:
     for message in reversed(messages):
         if message.get("type") == "ai":
             return str(message.get("content") or "")
@@ -199,6 +200,7 @@ async def test_concurrent_rollouts_share_one_graph(multiply_policy: ScriptedPoli
         assert last_ai_text(result.sample.messages) == f"#### {a * b}" or float(
             last_ai_text(result.sample.messages).removeprefix("####")
         ) == float(a * b)
+        assert result.sample.trajectory_messages is not None
         tool_args = json.loads(
             result.sample.trajectory_messages[2]["tool_calls"][0]["function"]["arguments"]
         )  # type: ignore[index]

@@ -131,18 +131,10 @@ class OsmosisChatModel(ChatOpenAI):
 
     def _create_chat_result(self, response: Any, generation_info: dict | None = None) -> ChatResult:
         result = super()._create_chat_result(response, generation_info)
-        choices = (
-            response.get("choices")
-            if isinstance(response, dict)
-            else getattr(response, "choices", None)
-        )
-        for choice, generation in zip(choices or (), result.generations, strict=False):
-            message = choice.get("message") if isinstance(choice, dict) else choice.message
-            calls = message.get("tool_calls") if isinstance(message, dict) else message.tool_calls
-            raw = {}
-            for call in calls or ():
-                call = call if isinstance(call, dict) else call.model_dump()
-                raw[call["id"]] = call["function"]["arguments"]
+        data: dict[str, Any] = response if isinstance(response, dict) else response.model_dump()
+        for choice, generation in zip(data.get("choices") or (), result.generations, strict=False):
+            calls = (choice.get("message") or {}).get("tool_calls") or ()
+            raw = {c["id"]: c["function"]["arguments"] for c in calls if c.get("function")}
             if raw:
                 generation.message.additional_kwargs[RAW_ARGUMENTS] = raw
         return result
