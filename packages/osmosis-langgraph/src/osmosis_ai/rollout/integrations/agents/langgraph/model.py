@@ -132,8 +132,10 @@ class OsmosisChatModel(ChatOpenAI):
     def _create_chat_result(self, response: Any, generation_info: dict | None = None) -> ChatResult:
         result = super()._create_chat_result(response, generation_info)
         data: dict[str, Any] = response if isinstance(response, dict) else response.model_dump()
-        for choice, generation in zip(data.get("choices") or (), result.generations, strict=False):
-            calls = (choice.get("message") or {}).get("tool_calls") or ()
+        choices: list[dict[str, Any]] = data.get("choices") or []
+        for choice, generation in zip(choices, result.generations, strict=False):
+            message: dict[str, Any] = choice.get("message") or {}
+            calls: list[dict[str, Any]] = message.get("tool_calls") or []
             raw = {c["id"]: c["function"]["arguments"] for c in calls if c.get("function")}
             if raw:
                 generation.message.additional_kwargs[RAW_ARGUMENTS] = raw
