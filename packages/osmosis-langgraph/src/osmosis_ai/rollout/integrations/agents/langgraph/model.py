@@ -118,7 +118,8 @@ class OsmosisChatModel(ChatOpenAI):
         tokens of earlier turns: ``{"a":2}`` -> ``{"a": 2}``)."""
         payload = super()._get_request_payload(input_, stop=stop, **kwargs)
         raw: dict[str, str] = {}
-        for message in self._convert_input(input_).to_messages():
+        messages = input_ if isinstance(input_, list) else self._convert_input(input_).to_messages()
+        for message in messages:
             if isinstance(message, AIMessage):
                 raw.update(message.additional_kwargs.get(RAW_ARGUMENTS) or {})
         for message in payload.get("messages") or () if raw else ():
@@ -131,12 +132,10 @@ class OsmosisChatModel(ChatOpenAI):
 
     def _create_chat_result(self, response: Any, generation_info: dict | None = None) -> ChatResult:
         result = super()._create_chat_result(response, generation_info)
-        data: dict[str, Any] = response if isinstance(response, dict) else response.model_dump()
-        choices: list[dict[str, Any]] = data.get("choices") or []
+        choices: list[Any] = _get(response, "choices") or []
         for choice, generation in zip(choices, result.generations, strict=False):
-            message: dict[str, Any] = choice.get("message") or {}
-            calls: list[dict[str, Any]] = message.get("tool_calls") or []
-            raw = {c["id"]: c["function"]["arguments"] for c in calls if c.get("function")}
+            calls = _get(_get(choice, "message"), "tool_calls")
+            raw = {_get(c, "id"): _get(_get(c, "function"), "arguments") for c in calls or ()}
             if raw:
                 generation.message.additional_kwargs[RAW_ARGUMENTS] = raw
         return result
@@ -219,6 +218,10 @@ class OsmosisChatModel(ChatOpenAI):
             if run_manager is not None:
                 run_manager.on_llm_new_token(chunk.text, chunk=chunk)
             yield chunk
+
+
+def _get(obj: Any, name: str) -> Any:
+    return obj.get(name) if isinstance(obj, dict) else getattr(obj, name, None)
 
 
 def _same_json(a: Any, b: Any) -> bool:
