@@ -34,6 +34,7 @@ FRAMEWORKS: dict[str, tuple[str, list[str]]] = {
     "osmosis-openai-agents": ("openai-agents", ["0.18.3", "0.24.0"]),
     "osmosis-harbor": ("harbor", ["0.20.0", "0.26.0"]),
     "osmosis-pydantic-ai": ("pydantic-ai-slim[openai]", ["1.32.0", "2.78.0"]),
+    "osmosis-langgraph": ("langgraph", ["1.2.0", "1.2.24"]),
 }
 
 
@@ -139,6 +140,7 @@ COVERAGE_FLOORS = {  # measured 2026-12-05 (workspace venv): 84.9, 73.3, 92.4, 9
     "osmosis-openai-agents": 93,
     "osmosis-harbor": 86,
     "osmosis-pydantic-ai": 98,  # measured 99.4 (2026-12-05, pydantic-ai-slim 2.78.0)
+    "osmosis-langgraph": 85,
 }
 COVERAGE_DEPS = ["pytest-cov>=6"]
 
@@ -226,6 +228,14 @@ def strands(session: nox.Session, level: str) -> None:
 def openai_agents(session: nox.Session, level: str) -> None:
     """osmosis-openai-agents at the openai-agents floor and latest."""
     _integration(session, "osmosis-openai-agents", level)
+
+
+@nox.session(tags=["langgraph"])
+@nox.parametrize(("python", "level"), _LEVELS, ids=[FLOOR, LATEST])
+def langgraph(session: nox.Session, level: str) -> None:
+    """osmosis-langgraph at the langgraph floor and latest (langchain-openai follows its own
+    floor under lowest-direct, and its latest otherwise)."""
+    _integration(session, "osmosis-langgraph", level)
 
 
 @nox.session(tags=["harbor"])
@@ -386,6 +396,10 @@ DOCUMENTED_IMPORTS = {
     "pydantic-ai": [
         "from osmosis_ai.rollout.integrations.agents.pydantic_ai import OsmosisRolloutModel",
     ],
+    "langgraph": [
+        "from osmosis_ai.rollout.integrations.agents.langgraph import"
+        " OsmosisChatModel, GraphSampleSource",
+    ],
 }
 # integration distribution -> the only folder its wheel may contain
 LEAVES = {
@@ -393,6 +407,7 @@ LEAVES = {
     "osmosis_openai_agents": "osmosis_ai/rollout/integrations/agents/openai_agents/",
     "osmosis_harbor": "osmosis_ai/rollout/backend/harbor/",
     "osmosis_pydantic_ai": "osmosis_ai/rollout/integrations/agents/pydantic_ai/",
+    "osmosis_langgraph": "osmosis_ai/rollout/integrations/agents/langgraph/",
 }
 
 
@@ -528,7 +543,7 @@ def packaging(session: nox.Session) -> None:
     _must_fail_with_hint(core, "osmosis_ai.rollout.integrations.agents.pydantic_ai", "pydantic-ai")
 
     # 3. Each extra of the umbrella imports every documented path of its integration.
-    for extra in ("strands", "openai-agents", "harbor", "pydantic-ai"):
+    for extra in ("strands", "openai-agents", "harbor", "pydantic-ai", "langgraph"):
         venv = _Venv(session, tmp, extra, constraints)
         venv.install(f"osmosis-ai[{extra}]", find_links=dist)
         for code in [

@@ -70,7 +70,7 @@ def test_help_list_apply_validate(venv: Path, tmp_path: Path) -> None:
 
     listed = _run(osmosis, "--json", "template", "list")
     assert listed.returncode == 0, listed.stderr
-    assert json.loads(listed.stdout)["total_count"] == 6
+    assert json.loads(listed.stdout)["total_count"] == 7
 
     repo = tmp_path / "repo"
     repo.mkdir()

@@ -43,6 +43,7 @@ def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     [
         ("multiply-local-strands", "multiply_local_strands", "strands"),
         ("multiply-local-openai", "multiply_local_openai", "agents"),
+        ("multiply-local-langgraph", "multiply_local_langgraph", "langgraph"),
         ("multiply-local-plain", "multiply_local_plain", "openai"),
         ("multiply-local-pydantic-ai", "multiply_local_pydantic_ai", "pydantic_ai"),
     ],

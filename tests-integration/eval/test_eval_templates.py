@@ -16,6 +16,7 @@ TEMPLATES = {
     "multiply-local-strands": ("strands", {}),
     "multiply-local-openai": ("agents", {}),
     "multiply-local-pydantic-ai": ("pydantic_ai", {}),
+    "multiply-local-langgraph": ("langgraph", {}),
     # No framework: a hand-written loop on the openai client (ctx.policy.client()).
     "multiply-local-plain": ("openai", {}),
     # The Docker-free sandbox of the Harbor backend (tests only).
@@ -84,6 +85,7 @@ def test_template_solved_by_the_scripted_policy_gets_reward_1(
 @pytest.mark.parametrize(
     "template",
     [
+        "multiply-local-langgraph",
         "multiply-local-openai",
         "multiply-local-plain",
         "multiply-local-pydantic-ai",

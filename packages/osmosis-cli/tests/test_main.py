@@ -195,4 +195,4 @@ def test_json_commands_do_not_import_rich() -> None:
         [sys.executable, "-c", "import json; " + code], capture_output=True, text=True, check=True
     )
     assert json.loads(done.stderr.strip().splitlines()[-1]) is False
-    assert json.loads(done.stdout)["total_count"] == 6
+    assert json.loads(done.stdout)["total_count"] == 7

@@ -27,6 +27,7 @@ LAZY_PACKAGES = [
     "osmosis_ai.rollout.integrations.agents.strands",
     "osmosis_ai.rollout.integrations.agents.openai_agents",
     "osmosis_ai.rollout.integrations.agents.pydantic_ai",
+    "osmosis_ai.rollout.integrations.agents.langgraph",
 ]
 
 

@@ -32,6 +32,7 @@ SIBLINGS = (
     "osmosis-openai-agents",
     "osmosis-harbor",
     "osmosis-pydantic-ai",
+    "osmosis-langgraph",
 )
 
 #: (distribution, private module) pairs a sibling may import, each with why. Keep it small: the

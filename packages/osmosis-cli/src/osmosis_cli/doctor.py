@@ -23,6 +23,7 @@ INTEGRATIONS: dict[str, tuple[str, str]] = {
     "osmosis-openai-agents": ("openai-agents", "openai-agents"),
     "osmosis-harbor": ("harbor", "harbor"),
     "osmosis-pydantic-ai": ("pydantic-ai-slim", "pydantic-ai"),
+    "osmosis-langgraph": ("langgraph", "langgraph"),
 }
 
 

@@ -49,7 +49,12 @@ def test_doctor_on_a_healthy_workspace(run_cli: RunCli, git_repo: Path) -> None:
     assert checks["configs/eval/calc.toml"]["status"] == "ok"
     assert checks["python"]["status"] == "ok"
     assert checks["osmosis-core"]["message"]
-    for integration in ("osmosis-strands", "osmosis-openai-agents", "osmosis-harbor"):
+    for integration in (
+        "osmosis-strands",
+        "osmosis-openai-agents",
+        "osmosis-harbor",
+        "osmosis-langgraph",
+    ):
         assert checks[integration]["status"] in {"ok", "info", "warning"}
 
 

@@ -33,6 +33,10 @@ def test_the_namespaces_define_an_empty_all(package: str) -> None:
             "osmosis_ai.rollout.integrations.agents.pydantic_ai",
             'The Pydantic AI integration requires optional dependencies. Install them with `pip install "osmosis-ai[pydantic-ai]"`',
         ),
+        (
+            "osmosis_ai.rollout.integrations.agents.langgraph",
+            'The LangGraph integration requires optional dependencies. Install them with `pip install "osmosis-ai[langgraph]"`',
+        ),
     ],
 )
 def test_missing_extra_hint_uses_0_3_8s_wording_and_quoting(leaf: str, sentence: str) -> None:
@@ -64,6 +68,8 @@ else:
          "openai-agents"),
         ("osmosis_ai.rollout.integrations.agents.pydantic_ai", "OsmosisRolloutModel",
          "pydantic_ai", "pydantic-ai"),
+        ("osmosis_ai.rollout.integrations.agents.langgraph", "OsmosisChatModel", "langchain_openai",
+         "langgraph"),
         ("osmosis_ai.rollout.backend.harbor", "HarborBackend", "harbor", "harbor"),
     ],
 )  # fmt: skip

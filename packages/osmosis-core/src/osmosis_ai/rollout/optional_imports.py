@@ -36,6 +36,11 @@ OPTIONAL_MODULES: dict[str, tuple[str, str, str]] = {
         "pydantic-ai",
         "osmosis-pydantic-ai",
     ),
+    "osmosis_ai.rollout.integrations.agents.langgraph": (
+        "The LangGraph integration",
+        "langgraph",
+        "osmosis-langgraph",
+    ),
     "osmosis_ai.rollout.backend.harbor": (
         "HarborBackend",
         "harbor",

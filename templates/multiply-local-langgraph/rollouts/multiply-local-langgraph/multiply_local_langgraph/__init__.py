@@ -1,0 +1,1 @@
+"""multiply-local-langgraph: a LangGraph agent that multiplies with a tool."""
