@@ -140,7 +140,10 @@ async def test_a_tool_that_raises_becomes_an_error_result_the_policy_sees() -> N
     # ... and the rollout records it as a fact (counted per row), not only as a reward-0 answer
     (error,) = result.sample.extra_fields["tool_errors"]
     assert error["tool"] == "explode"
-    assert error["message"] == "RuntimeError: tool blew up: on purpose"
+    # "RuntimeError: ..." from the exception (newer Strands passes it to the hook), or
+    # "RuntimeError - ..." from the error result older Strands makes of it
+    assert error["message"].startswith("RuntimeError")
+    assert error["message"].endswith("tool blew up: on purpose")
     assert error["call_id"]
 
 

@@ -161,12 +161,28 @@ class SampleCapture(HookProvider):
     def _after_tool_call(self, event: AfterToolCallEvent) -> None:
         """A tool that raised: Strands shows the model an error result and goes on; the
         rollout records it (tool name, message), so the row counts a tool error."""
-        if event.exception is None:
-            return
         tool_use = event.tool_use
+        error: BaseException | str | None = event.exception
+        if error is None:
+            error = _caught_error_text(event.result)
+        if error is None:
+            return
         record_tool_error(
-            str(tool_use.get("name") or "?"), event.exception, call_id=tool_use.get("toolUseId")
+            str(tool_use.get("name") or "?"), error, call_id=tool_use.get("toolUseId")
         )
+
+
+def _caught_error_text(result: Mapping[str, Any] | None) -> str | None:
+    """The error of a tool whose exception Strands caught itself: before strands-agents 1.2x a
+    decorated tool's exception never reaches the hook, only the error result Strands made of it
+    (``status: error``, text ``Error: <Type> - <message>``)."""
+    if not result or result.get("status") != "error":
+        return None
+    for block in result.get("content") or ():
+        text = block.get("text") if isinstance(block, Mapping) else None
+        if isinstance(text, str) and text.startswith("Error: "):
+            return text.removeprefix("Error: ")
+    return None
 
 
 def chat_completions_messages(
