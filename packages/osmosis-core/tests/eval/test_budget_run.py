@@ -54,7 +54,18 @@ async def test_the_run_stops_within_one_row_of_the_budget_and_resumes(
     config = _config(workspace, n_rows=12)
     budget = 4.5 * ROW_USD
     async with ScriptedPolicyServer(_with_usage) as policy:
-        stopped = await run_session(_plan(config, policy.url, budget))
+        notices: list[Any] = []
+        stopped = await run_session(
+            _plan(config, policy.url, budget),
+            progress=lambda update: notices.append(update) if update.kind == "notice" else None,
+        )
+        # The warning when admission stops says what it is (no new row starts, rows still
+        # running finish), once, not "budget reached" while the run goes on spending.
+        (warning,) = [n for n in notices if n.level == "warning" and n.message == "--max-cost:"]
+        said = f"{warning.message} {warning.details['reason']}"
+        assert said.startswith("--max-cost: no new row starts: $")
+        assert "reached" not in said
+        assert said.count("--max-cost") == 1
         assert stopped.stop_code == "budget"
         assert stopped.status == "partial"
         assert stopped.halt_reason is not None

@@ -172,8 +172,8 @@ class Scheduler:
     def _stop_for_budget(self, budget: Budget) -> None:
         if self.halt_reason is None:
             self.stop_code = "budget"
-            self.halt_reason = budget.stop_message()
-            self.on_event("warning", "cost budget reached", {"reason": self.halt_reason})
+            self.halt_reason = budget.stop_message()  # recomputed with the final spend at the end
+            self.on_event("warning", "--max-cost:", {"reason": budget.admission_stop_message()})
 
     def _halt(self, reason: str) -> None:
         if self.halt_reason is None:

@@ -166,6 +166,20 @@ class Budget:
             "were left pending: rerun with the same --name and a higher --max-cost to continue"
         )
 
+    def admission_stop_message(self) -> str:
+        """Why no new row starts, said when admission stops: the rows already running still
+        finish (and spend), so this is not yet the run's final spend (:meth:`stop_message`)."""
+        if self.unknown_reason is not None or self.limit_usd is None:
+            return self.stop_message()
+        running = self.in_flight
+        text = f"no new row starts: ${self.spent_usd:.4f} spent of ${self.limit_usd:.4f}"
+        if running and self.per_row_usd is not None:
+            text += (
+                f"; {running} row(s) still running finish first "
+                f"(about ${running * self.per_row_usd:.4f} more)"
+            )
+        return text
+
     def to_json(self) -> dict[str, Any]:
         """The ``budget`` block of ``metrics.json``."""
         return {
