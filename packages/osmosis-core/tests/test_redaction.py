@@ -85,8 +85,13 @@ def test_process_credentials_come_from_credential_named_variables_only() -> None
         "MAX_TOKENS_PER_KEY": "4096",
         "SSH_AUTH_SOCK": "/tmp/agent.1",
         "HOME": "/root",
+        # a bare KEY/PASS name is as often a setting: its value counts only when key-like
+        "SORT_KEY": "name",
+        "PRIMARY_KEY": "created_at",
+        "BYPASS": "proxy",
+        "STRIPE_KEY": "rk_live_51Hx9",
         "_OSMOSIS_REDACT_VALUES": '["from-the-parent"]',
     }
-    assert sorted(env_secrets(env)) == ["Zq7x", "from-the-parent", "hf_abcdef"]
+    assert sorted(env_secrets(env)) == ["Zq7x", "from-the-parent", "hf_abcdef", "rk_live_51Hx9"]
     found = url_secrets("http://bob:pw%21x@h/v1?key=Zq7xW&api-version=2024")
     assert {"pw!x", "pw%21x", "Zq7xW", "Ym9iOnB3IXg="} <= set(found)

@@ -20,7 +20,8 @@ redactor: :func:`redact_files_under` registers one for a folder, and the writers
 (:func:`osmosis_ai.atomic_file.write_atomic`, the eval journal, the trajectory writer) pass
 their text through :func:`redact_file_data`. :func:`process_redactor` knows this process's
 credentials: the values of environment variables named like one (``*_API_KEY``, ``*_TOKEN``,
-``*_SECRET``, ``*_PASSWORD``, ``*_KEY`` ...) and whatever :func:`register_secret` added (a
+``*_SECRET``, ``*_PASSWORD``, ``*_KEY`` ...; a bare ``*_KEY``/``*_PASS`` value only when it
+looks like a key, so ``SORT_KEY=name`` does not mask every "name") and whatever :func:`register_secret` added (a
 ``--base-url``'s query values and password: :func:`url_secrets`).
 """
 
@@ -151,6 +152,15 @@ _CREDENTIAL_NAME = re.compile(
     r"(?:^|_)(?:API_?KEY|KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASS|CREDENTIALS?|AUTH)(?:_|$)",
     re.IGNORECASE,
 )
+#: Names whose bare ``KEY``/``PASS`` part is as often a setting (``SORT_KEY=name``,
+#: ``PRIMARY_KEY=id``, ``BYPASS=...``) as a credential: their values count only when they look
+#: like one (see :data:`_KEY_LIKE`). Every other credential name counts whatever its value.
+_STRONG_CREDENTIAL_NAME = re.compile(
+    r"(?:^|_)(?:API_?KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIALS?|AUTH)(?:_|$)",
+    re.IGNORECASE,
+)
+#: A value that looks like a key: 8+ characters without spaces, holding a letter and a digit.
+_KEY_LIKE = re.compile(r"(?=\S*[A-Za-z])(?=\S*[0-9])\S{8,}")
 #: The credentials a parent process learned (JSON list), so its children mask them too.
 ENV_REDACT_VALUES = "_OSMOSIS_REDACT_VALUES"
 #: A query parameter that carries a credential, by its name.
@@ -174,7 +184,10 @@ def env_secrets(environ: Mapping[str, str] | None = None) -> list[str]:
     found = [
         value
         for name, value in env.items()
-        if value and _CREDENTIAL_NAME.search(name) and not _NOT_A_SECRET.fullmatch(value)
+        if value
+        and _CREDENTIAL_NAME.search(name)
+        and not _NOT_A_SECRET.fullmatch(value)
+        and (_STRONG_CREDENTIAL_NAME.search(name) or _KEY_LIKE.fullmatch(value))
     ]
     try:
         inherited = json.loads(env.get(ENV_REDACT_VALUES) or "[]")
