@@ -70,8 +70,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     sys.exit(run(sys.argv[1:] if argv is None else argv))
 
 
-def run(argv: Sequence[str]) -> int:
-    """Run one CLI invocation and return its exit code (never raises, except SystemExit)."""
+def run(argv: Sequence[str], *, app: Any = None, prog_name: str = "osmosis") -> int:
+    """Run one CLI invocation and return its exit code (never raises, except SystemExit).
+
+    ``app`` is a root built by :func:`osmosis_ai.cli.main.create_app` (default: the
+    ``osmosis`` root); ``prog_name`` names it in usage lines."""
     instruction = os.environ.get("_OSMOSIS_COMPLETE")
     if instruction:  # a shell asking for completions (see osmosis_cli.completion)
         from osmosis_cli.completion import complete
@@ -85,13 +88,20 @@ def run(argv: Sequence[str]) -> int:
     if "--json" in flags and "--plain" in flags:
         sys.stderr.write("Error: --json and --plain cannot be used together.\n")
         return EXIT_USAGE
+    if app is not None and "--version" in flags:
+        from osmosis_cli.composition import version_callback_of
+
+        custom = version_callback_of(app)
+        if custom is not None:
+            custom()
+            return EXIT_OK
     # The fast paths come before importing anything else (see the module docstring).
-    if "--version" in flags and "--json" not in flags:
+    if app is None and "--version" in flags and "--json" not in flags:
         from osmosis_cli.fast_help import render_version
 
         sys.stdout.write(render_version())
         return EXIT_OK
-    if "--version" not in flags and (not args or args in (["--help"], ["-h"])):
+    if app is None and "--version" not in flags and (not args or args in (["--help"], ["-h"])):
         from osmosis_cli.fast_help import render_root_help
 
         sys.stdout.write(render_root_help())
@@ -124,20 +134,30 @@ def run(argv: Sequence[str]) -> int:
         except CLIError as error:
             output.error(error)
             return error.exit_code
-    return _dispatch(args, output)
+    return _dispatch(args, output, app, prog_name)
 
 
-def _dispatch(args: list[str], output: Any) -> int:
+def _dispatch(args: list[str], output: Any, app: Any, prog_name: str) -> int:
     from typer import _click
     from typer.exceptions import Abort, Exit
 
-    from osmosis_cli.cli_app import build_root
     from osmosis_cli.errors import CLIError, CLIErrorCode
 
-    root = build_root()
+    try:
+        if app is None:
+            from osmosis_cli.cli_app import build_root
+
+            root = build_root()
+        else:
+            from osmosis_cli.composition import root_command
+
+            root = root_command(app)
+    except CLIError as error:
+        output.error(error)
+        return error.exit_code
     output.command = _command_path(root, args)
     try:
-        result = root.main(args, prog_name="osmosis", standalone_mode=False)
+        result = root.main(args, prog_name=prog_name, standalone_mode=False)
     except CLIError as error:
         output.error(error)
         return error.exit_code
