@@ -4,8 +4,10 @@ uploads in parts, secrets and synced rollouts (``docs/platform-api.md``)."""
 from __future__ import annotations
 
 import hashlib
+import json
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 from fastapi import FastAPI, Request, Response
@@ -175,10 +177,15 @@ def _dataset_routes(app: FastAPI, state: PlatformState) -> None:
                 "size_bytes": meta["size"],
                 "row_count": meta.get("row_count"),
                 "sha256": meta["sha256"],
-                "status": "ready",
+                "status": "uploaded",
                 "created_at": now(),
+                "data_preview": _preview(final, meta["format"]),
             }
             state.datasets[meta["name"]] = dataset
+            state.dataset_logs[meta["name"]] = [
+                {"timestamp": now(), "level": "info", "message": f"received {meta['size']} bytes"},
+                {"timestamp": now(), "level": "info", "message": "parsed; status uploaded"},
+            ]
         del state.uploads[upload_id]
         return JSONResponse(dataset, status_code=201)
 
@@ -192,6 +199,40 @@ def _dataset_routes(app: FastAPI, state: PlatformState) -> None:
             return error(404, "dataset_not_found", f"no dataset {name!r}")
         return state.datasets[name]
 
+    @app.get("/api/cli/datasets/{name}/download")
+    async def download_info(name: str) -> Any:
+        dataset = state.datasets.get(name)
+        if dataset is None:
+            return error(404, "dataset_not_found", f"no dataset {name!r}")
+        if dataset["status"] != "uploaded":
+            return error(409, "dataset_not_ready", f"dataset {name!r} is {dataset['status']}")
+        return {
+            "path": f"/api/cli/datasets/{name}/content",
+            "file_name": dataset.get("filename") or f"{name}.{dataset['format']}",
+            "size": dataset["size_bytes"],
+            "sha256": dataset["sha256"],
+        }
+
+    @app.get("/api/cli/datasets/{name}/content")
+    def content(name: str, request: Request) -> Any:
+        if name not in state.datasets or state.storage is None:
+            return error(404, "dataset_not_found", f"no dataset {name!r}")
+        path = f"datasets/{name}"
+        data = (state.storage / f"dataset-{name}").read_bytes()
+        return _ranged(state, Artifact("dataset", path, data), request)
+
+    @app.get("/api/cli/datasets/{name}/logs")
+    async def dataset_logs(name: str, limit: int = 50, cursor: str | None = None) -> Any:
+        if name not in state.datasets:
+            return error(404, "dataset_not_found", f"no dataset {name!r}")
+        if not (cursor or "0").isdigit() or not 1 <= limit <= 200:
+            return error(400, "invalid_query", "bad cursor or limit (1..200)")
+        entries = state.dataset_logs.get(name, [])
+        start = int(cursor or 0)
+        page = entries[start : start + limit]
+        end = start + len(page)
+        return {"items": page, "next_cursor": str(end), "has_more": end < len(entries)}
+
     @app.delete("/api/cli/datasets/{name}")
     async def delete_dataset(name: str) -> Any:
         if state.datasets.pop(name, None) is None:
@@ -199,6 +240,20 @@ def _dataset_routes(app: FastAPI, state: PlatformState) -> None:
         if state.storage is not None:
             (state.storage / f"dataset-{name}").unlink(missing_ok=True)
         return Response(status_code=204)
+
+
+def _preview(path: Path, fmt: str, rows: int = 20) -> list[dict[str, Any]] | None:
+    """The first rows as the platform shows them (JSONL only here; others: no preview)."""
+    if fmt != "jsonl":
+        return None
+    found: list[dict[str, Any]] = []
+    with path.open(encoding="utf-8") as fh:
+        for line in fh:
+            if line.strip():
+                found.append(json.loads(line))
+            if len(found) == rows:
+                break
+    return found
 
 
 def _secret_routes(app: FastAPI, state: PlatformState) -> None:

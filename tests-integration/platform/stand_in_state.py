@@ -86,6 +86,7 @@ class PlatformState:
     logs: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     artifacts: dict[str, list[Artifact]] = field(default_factory=dict)
     datasets: dict[str, dict[str, Any]] = field(default_factory=dict)
+    dataset_logs: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     uploads: dict[str, dict[str, Any]] = field(default_factory=dict)
     secrets: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
     rollouts: list[dict[str, Any]] = field(default_factory=list)

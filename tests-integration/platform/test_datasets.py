@@ -1,12 +1,16 @@
-"""``dataset upload | list | info | delete`` against the stand-in platform."""
+"""``dataset validate | upload | list | info | preview | download | logs | delete`` against the
+stand-in platform."""
 
 from __future__ import annotations
 
 import hashlib
 import json
+import time
 from pathlib import Path
 
+import pytest
 from platform_harness import Cli, Platform  # pyright: ignore[reportMissingImports]
+from stand_in_state import Fault, Pause  # pyright: ignore[reportMissingImports]
 
 ROW = {"user_prompt": "2*3", "ground_truth": "6", "system_prompt": "Answer with #### n."}
 
@@ -36,7 +40,7 @@ def test_upload_in_parts_with_bounded_memory(cli: Cli, platform: Platform, tmp_p
     envelope = result.envelope()
     assert envelope["operation"] == "dataset.upload"
     dataset = envelope["resource"]
-    assert (dataset["name"], dataset["size_bytes"], dataset["status"]) == ("big", size, "ready")
+    assert (dataset["name"], dataset["size_bytes"], dataset["status"]) == ("big", size, "uploaded")
     parts = [r for r in platform.state.requests if r.method == "PUT"]
     assert len(parts) == -(-size // platform.state.part_size)
     assert all(int(p.headers["content-length"]) <= platform.state.part_size for p in parts)
@@ -71,10 +75,10 @@ def test_csv_upload_then_list_info_overwrite_and_delete(
 ) -> None:
     cli.env["OSMOSIS_TOKEN"] = platform.token
     data = tmp_path / "calc.csv"
-    data.write_text("user_prompt,ground_truth\n2*3,6\n4*5,20\n", encoding="utf-8")
+    data.write_text("user_prompt,ground_truth\n2*3,6\n4*5,20\n1*1,1\n2*2,4\n", encoding="utf-8")
     first = cli("--json", "dataset", "upload", str(data), "--name", "calc", cwd=tmp_path)
     assert first.code == 0, first.stderr
-    assert first.envelope()["resource"]["row_count"] == 2
+    assert first.envelope()["resource"]["row_count"] == 4
     taken = cli("--json", "dataset", "upload", str(data), "--name", "calc", cwd=tmp_path)
     assert taken.error()["error"]["code"] == "CONFLICT"
     ask = cli(
@@ -90,8 +94,157 @@ def test_csv_upload_then_list_info_overwrite_and_delete(
     listed = cli("--json", "dataset", "list", cwd=tmp_path).envelope()
     assert [d["name"] for d in listed["items"]] == ["calc"]
     info = cli("--json", "dataset", "info", "calc", cwd=tmp_path).envelope()["data"]
-    assert (info["format"], info["row_count"]) == ("csv", 2)
+    assert (info["format"], info["row_count"]) == ("csv", 4)
     deleted = cli("--json", "dataset", "delete", "calc", "-y", cwd=tmp_path)
     assert deleted.envelope()["operation"] == "dataset.delete"
     gone = cli("--json", "dataset", "info", "calc", cwd=tmp_path)
     assert gone.error()["error"]["code"] == "NOT_FOUND"
+
+
+def _rows(path: Path, rows: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize(
+    ("rows", "problem"),
+    [
+        ([ROW] * 3, "has 3 row(s); the platform needs at least 4"),
+        ([{"metadata": {"a": 1}}] * 3 + [{"metadata": {"a": "one"}}], "string at $.a"),
+        ([{"metadata": {"a": 1}}] * 3 + [{"metadata": {"a": {}}}], "empty object at $.a"),
+        ([{"metadata": {"a": 1}}] * 3 + [{"metadata": {"a": 2**64}}], "outside 64 bits"),
+        ([ROW] * 3 + [{"prompt": "no user_prompt"}], "row 3"),
+    ],
+)
+def test_validate_applies_the_platforms_rules_locally(
+    cli: Cli, platform: Platform, tmp_path: Path, rows: list[dict], problem: str
+) -> None:
+    bad = _rows(tmp_path / "bad.jsonl", rows)
+    result = cli("--json", "dataset", "validate", str(bad), cwd=tmp_path)
+    assert result.code == 1
+    error = result.error()["error"]
+    assert error["code"] == "VALIDATION"
+    assert problem in error["message"]
+    # upload refuses the same file the same way, before sending anything
+    cli.env["OSMOSIS_TOKEN"] = platform.token
+    upload = cli("--json", "dataset", "upload", str(bad), cwd=tmp_path)
+    assert problem in upload.error()["error"]["message"]
+    assert platform.state.requests == []
+
+
+def test_validate_accepts_a_good_file_and_needs_no_login(cli: Cli, tmp_path: Path) -> None:
+    good = _rows(tmp_path / "good.jsonl", [{"metadata": {"a": i, "b": [1.5, 2]}} for i in range(4)])
+    result = cli("--json", "dataset", "validate", str(good), cwd=tmp_path)
+    assert result.code == 0, result.stderr
+    data = result.envelope()["data"]
+    assert (data["valid"], data["row_count"], data["format"]) == (True, 4, "jsonl")
+    wrong = cli("--json", "dataset", "validate", str(tmp_path / "rows.txt"), cwd=tmp_path)
+    assert "takes .jsonl, .csv, .parquet files" in wrong.error()["error"]["message"]
+    missing = cli("--json", "dataset", "validate", str(tmp_path / "none.jsonl"), cwd=tmp_path)
+    assert missing.error()["error"]["code"] == "NOT_FOUND"
+
+
+def test_preview_logs_and_download_of_an_uploaded_dataset(
+    cli: Cli, platform: Platform, tmp_path: Path
+) -> None:
+    cli.env["OSMOSIS_TOKEN"] = platform.token
+    rows = [{**ROW, "user_prompt": f"{i}*2", "ground_truth": str(2 * i)} for i in range(6)]
+    data = _rows(tmp_path / "calc.jsonl", rows)
+    assert cli("--json", "dataset", "upload", str(data), cwd=tmp_path).code == 0
+
+    preview = cli("--json", "dataset", "preview", "calc", "--rows", "2", cwd=tmp_path).envelope()
+    assert preview["items"] == rows[:2]
+    assert (preview["requested_rows"], preview["returned_rows"]) == (2, 2)
+    plain = cli("--plain", "dataset", "preview", "calc", cwd=tmp_path)
+    assert [json.loads(line) for line in plain.stdout.splitlines()] == rows[:5]
+
+    logs = cli("--json", "dataset", "logs", "calc", "--limit", "1", cwd=tmp_path).envelope()
+    assert logs["items"][0]["message"].startswith("received")
+    assert (logs["has_more"], logs["next_cursor"]) == (True, "1")
+    rest = cli("--json", "dataset", "logs", "calc", "--cursor", "1", cwd=tmp_path).envelope()
+    assert [e["message"] for e in rest["items"]] == ["parsed; status uploaded"]
+
+    out = tmp_path / "out"
+    out.mkdir()
+    got = cli("--json", "dataset", "download", "calc", "-o", str(out), cwd=tmp_path)
+    assert got.code == 0, got.stderr
+    assert (out / "calc.jsonl").read_bytes() == data.read_bytes()
+    again = cli("--json", "dataset", "download", "calc", "-o", str(out), cwd=tmp_path)
+    assert again.error()["error"]["code"] == "CONFLICT"
+    assert "--overwrite" in again.error()["error"]["message"]
+    forced = cli(
+        "--json", "dataset", "download", "calc", "-o", str(out / "copy.jsonl"), cwd=tmp_path
+    )
+    assert forced.code == 0, forced.stderr
+    assert (out / "copy.jsonl").read_bytes() == data.read_bytes()
+
+
+def test_a_dataset_still_processing_has_no_preview_and_no_download(
+    cli: Cli, platform: Platform, tmp_path: Path
+) -> None:
+    cli.env["OSMOSIS_TOKEN"] = platform.token
+    data = _rows(tmp_path / "slow.jsonl", [ROW] * 4)
+    assert cli("--json", "dataset", "upload", str(data), cwd=tmp_path).code == 0
+    platform.state.datasets["slow"]["status"] = "processing"
+    platform.state.datasets["slow"]["data_preview"] = None
+    preview = cli("--json", "dataset", "preview", "slow", cwd=tmp_path).envelope()["data"]
+    assert preview["available"] is False
+    assert "still processing" in preview["message"]
+    refused = cli("--json", "dataset", "download", "slow", cwd=tmp_path)
+    assert refused.code == 1
+    assert refused.error()["error"]["code"] == "CONFLICT"
+    assert "status: processing" in refused.error()["error"]["message"]
+    assert not (tmp_path / "slow.jsonl.part").exists()
+
+
+def test_an_interrupted_dataset_download_resumes(
+    cli: Cli, platform: Platform, tmp_path: Path
+) -> None:
+    cli.env["OSMOSIS_TOKEN"] = platform.token
+    (tmp_path / "src").mkdir()
+    data = write_jsonl(tmp_path / "src" / "big.jsonl", 3 * 1024 * 1024)
+    assert cli("--json", "dataset", "upload", str(data), cwd=tmp_path).code == 0
+    pause = Pause("datasets/big", after_bytes=1024 * 1024 + 7)
+    platform.state.pauses.append(pause)
+    dest = tmp_path / "big.jsonl"
+    part = tmp_path / "big.jsonl.part"
+    first = cli.popen("--json", "dataset", "download", "big", cwd=tmp_path)
+    try:
+        assert pause.reached.wait(30), "the download never started"
+        deadline = time.monotonic() + 30
+        while not (part.exists() and part.stat().st_size >= pause.after_bytes):
+            assert time.monotonic() < deadline, "the first bytes never reached the part file"
+            time.sleep(0.01)
+        first.kill()  # SIGKILL: no clean-up code runs
+        first.wait(timeout=10)
+    finally:
+        if first.poll() is None:
+            first.kill()
+        pause.release.set()
+    assert not dest.exists()  # never a torn file
+    platform.state.pauses.clear()
+    second = cli("--json", "dataset", "download", "big", cwd=tmp_path)
+    assert second.code == 0, second.stderr
+    assert second.envelope()["resource"]["transfer"] == "resumed"
+    assert dest.read_bytes() == data.read_bytes()
+    ranged = [r.headers.get("range") for r in platform.state.requests if r.path.endswith("content")]
+    assert ranged == [None, f"bytes={pause.after_bytes}-"]
+
+
+@pytest.mark.parametrize(
+    ("command", "status", "code"),
+    [
+        (("dataset", "preview", "calc"), 404, "NOT_FOUND"),
+        (("dataset", "logs", "calc"), 403, "AUTH_REQUIRED"),
+        (("dataset", "download", "calc"), 500, "PLATFORM_ERROR"),
+        (("dataset", "preview", "calc"), 401, "AUTH_REQUIRED"),
+    ],
+)
+def test_platform_errors_on_the_new_dataset_commands(
+    cli: Cli, platform: Platform, tmp_path: Path, command: tuple[str, ...], status: int, code: str
+) -> None:
+    cli.env["OSMOSIS_TOKEN"] = platform.token
+    platform.state.faults.append(Fault("GET", "/api/cli/datasets/calc", status, times=-1))
+    result = cli("--json", *command, cwd=tmp_path)
+    assert result.code == 1
+    assert result.error()["error"]["code"] == code

@@ -141,7 +141,7 @@ def test_download_and_upload_on_a_terminal_draw_progress_and_confirm(
     assert (tmp_path / "tty-run" / "metrics.json").read_bytes() == content
 
     data = tmp_path / "calc.jsonl"
-    data.write_text('{"user_prompt": "1+1", "ground_truth": "2"}\n', encoding="utf-8")
+    data.write_text('{"user_prompt": "1+1", "ground_truth": "2"}\n' * 4, encoding="utf-8")
     platform.state.datasets["calc"] = {"name": "calc"}
     code, screen = run_in_terminal(
         ["dataset", "upload", str(data), "--overwrite"],
@@ -150,4 +150,4 @@ def test_download_and_upload_on_a_terminal_draw_progress_and_confirm(
         answers=[("[y/n]", "y")],
     )
     assert code == 0, screen
-    assert "Uploaded dataset calc (1 rows" in screen
+    assert "Uploaded dataset calc (4 rows" in screen

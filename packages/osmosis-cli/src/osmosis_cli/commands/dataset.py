@@ -1,4 +1,4 @@
-"""``osmosis dataset upload | list | info | delete`` (platform datasets)."""
+"""``osmosis dataset validate | upload | list | info | preview | download | logs | delete``."""
 
 from __future__ import annotations
 
@@ -13,6 +13,17 @@ from osmosis_cli.commands.options import AllPages, PageLimit, PageOffset
 app = new_typer("dataset", help="Upload and manage datasets on the platform.")
 
 
+@app.command("validate")
+def validate_command(
+    file: Annotated[Path, typer.Argument(help="A .jsonl, .csv or .parquet file.", metavar="FILE")],
+) -> None:
+    """Check FILE against the platform's dataset rules locally (nothing is sent)."""
+    from osmosis_cli.output import get_output
+    from osmosis_cli.platform.datasets import check_dataset_file
+
+    check_dataset_file(file, get_output())
+
+
 @app.command("upload")
 def upload_command(
     file: Annotated[Path, typer.Argument(help="A .jsonl, .csv or .parquet file.", metavar="FILE")],
@@ -24,7 +35,7 @@ def upload_command(
     ] = False,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Replace without asking.")] = False,
 ) -> None:
-    """Validate FILE locally (the 'eval run' rules), then upload it in parts."""
+    """Validate FILE locally (as 'dataset validate' does), then upload it in parts."""
     from osmosis_cli.output import get_output
     from osmosis_cli.platform.datasets import upload_dataset
 
@@ -53,6 +64,51 @@ def info_command(
     from osmosis_cli.platform.datasets import show_dataset
 
     show_dataset(name, get_output())
+
+
+@app.command("preview")
+def preview_command(
+    name: Annotated[str, typer.Argument(help="Dataset name.", metavar="NAME")],
+    rows: Annotated[int, typer.Option("--rows", min=1, help="Rows to show.")] = 5,
+) -> None:
+    """Show the first rows of an uploaded dataset, as the platform parsed them."""
+    from osmosis_cli.output import get_output
+    from osmosis_cli.platform.datasets import preview_dataset
+
+    preview_dataset(name, get_output(), rows=rows)
+
+
+@app.command("download")
+def download_command(
+    name: Annotated[str, typer.Argument(help="Dataset name.", metavar="NAME")],
+    output: Annotated[
+        Path | None,
+        typer.Option("--output", "-o", help="Destination file or existing folder."),
+    ] = None,
+    overwrite: Annotated[
+        bool, typer.Option("--overwrite", help="Replace the destination file if it exists.")
+    ] = False,
+) -> None:
+    """Download a dataset's file (resumable, checksum-verified)."""
+    from osmosis_cli.output import get_output
+    from osmosis_cli.platform.datasets import download_dataset
+
+    download_dataset(name, get_output(), dest=output, overwrite=overwrite)
+
+
+@app.command("logs")
+def logs_command(
+    name: Annotated[str, typer.Argument(help="Dataset name.", metavar="NAME")],
+    limit: PageLimit = 50,
+    cursor: Annotated[
+        str | None, typer.Option("--cursor", help="Continue from a previous page's cursor.")
+    ] = None,
+) -> None:
+    """Show a dataset's processing log, oldest first."""
+    from osmosis_cli.output import get_output
+    from osmosis_cli.platform.datasets import dataset_logs
+
+    dataset_logs(name, get_output(), limit=limit, cursor=cursor)
 
 
 @app.command("delete")

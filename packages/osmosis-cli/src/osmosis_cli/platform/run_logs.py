@@ -47,28 +47,40 @@ def show_logs(
     client = PlatformClient.from_login()
     path = run_path(kind, run, "logs")
     if not follow:
-        page = _page(client, path, limit=limit, cursor=cursor, wait=None)
-        items = [e for e in page["items"] if isinstance(e, dict)]
-        next_cursor = page.get("next_cursor")
-        if output.is_json:
-            output.emit_list(
-                items,
-                columns=[],
-                plain=_line,
-                extra={
-                    "has_more": bool(page.get("has_more")),
-                    "next_cursor": next_cursor,
-                    "run_status": page.get("run_status"),
-                    "finished": bool(page.get("finished")),
-                },
-            )
-            return
-        for entry in items:
-            output.emit_message(_line(entry))
-        if page.get("has_more") and next_cursor:
-            output.progress(f"More: --cursor {next_cursor}")
+        emit_log_page(_page(client, path, limit=limit, cursor=cursor, wait=None), output)
         return
     _follow(client, path, output, limit=limit, cursor=cursor)
+
+
+def emit_log_page(page: Any, output: Output, *, next_step: str | None = None) -> None:
+    """One page of a log (a run's or a dataset's): lines oldest first, then how to get more."""
+    if not isinstance(page, dict) or not isinstance(page.get("items"), list):
+        raise CLIError(
+            CLIErrorCode.PLATFORM_ERROR, "The platform answered the logs request without items."
+        )
+    items = [e for e in page["items"] if isinstance(e, dict)]
+    next_cursor = page.get("next_cursor")
+    if output.is_json:
+        output.emit_list(
+            items,
+            columns=[],
+            plain=_line,
+            extra={
+                "has_more": bool(page.get("has_more")),
+                "next_cursor": next_cursor,
+                "run_status": page.get("run_status"),
+                "finished": bool(page.get("finished")),
+            },
+        )
+        return
+    if not items:
+        output.emit_message("No log lines yet.")
+    for entry in items:
+        output.emit_message(_line(entry))
+    if page.get("has_more") and next_cursor:
+        output.progress(f"More: --cursor {next_cursor}")
+    elif next_step:
+        output.progress(f"Next: {next_step}")
 
 
 def _follow(
