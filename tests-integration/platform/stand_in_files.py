@@ -24,7 +24,7 @@ def error(status: int, code: str, message: str, field_name: str | None = None) -
     return JSONResponse({"error": body}, status_code=status)
 
 
-def _page(items: list[dict[str, Any]], limit: int, offset: int) -> dict[str, Any]:
+def page(items: list[dict[str, Any]], limit: int, offset: int) -> dict[str, Any]:
     has_more = offset + limit < len(items)
     return {
         "items": items[offset : offset + limit],
@@ -42,7 +42,7 @@ def add_file_routes(app: FastAPI, state: PlatformState) -> None:
     @app.get("/api/cli/rollouts")
     async def list_rollouts(limit: int = 50, offset: int = 0, branch: str | None = None) -> Any:
         items = [r for r in state.rollouts if branch is None or r.get("branch") == branch]
-        return _page(items, limit, offset)
+        return page(items, limit, offset)
 
 
 def _artifact_routes(app: FastAPI, state: PlatformState) -> None:
@@ -191,7 +191,7 @@ def _dataset_routes(app: FastAPI, state: PlatformState) -> None:
 
     @app.get("/api/cli/datasets")
     async def list_datasets(limit: int = 50, offset: int = 0) -> Any:
-        return _page(list(reversed(state.datasets.values())), limit, offset)
+        return page(list(reversed(state.datasets.values())), limit, offset)
 
     @app.get("/api/cli/datasets/{name}")
     async def get_dataset(name: str) -> Any:
@@ -282,7 +282,7 @@ def _secret_routes(app: FastAPI, state: PlatformState) -> None:
             for (where, _), record in sorted(state.secrets.items())
             if scope in ("all", where)
         ]
-        return _page(items, limit, offset)
+        return page(items, limit, offset)
 
     @app.delete("/api/cli/secrets/{name}")
     async def delete_secret(name: str, scope: str = "personal") -> Any:

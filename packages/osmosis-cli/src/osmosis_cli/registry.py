@@ -34,6 +34,7 @@ COMMANDS: tuple[CommandSpec, ...] = (
     ),
     CommandSpec("train", "osmosis_cli.commands.train", "Submit and follow training runs."),
     CommandSpec("dataset", "osmosis_cli.commands.dataset", "Upload and manage platform datasets."),
+    CommandSpec("model", "osmosis_cli.commands.model", "List models; deploy LoRA models."),
     CommandSpec("secret", "osmosis_cli.commands.secret", "Store secrets on the platform."),
     CommandSpec("auth", "osmosis_cli.commands.auth", "Log in to the platform."),
     CommandSpec("doctor", "osmosis_cli.commands.doctor", "Check the workspace and environment."),
