@@ -37,7 +37,8 @@ HEADER = """\
 Every `osmosis` command, its arguments and options, as printed by `osmosis <command> --help`
 (`-h` works too).
 
-Global options (`--json`, `--plain`, `--platform URL`, `--env-file PATH`, `-V/--version`) are
+Global options (`--json`, `--plain`, `--platform URL`, `--env-file PATH`, `--workspace NAME`,
+`-V/--version`) are
 accepted in **any position**, e.g. `osmosis template list --json`; they are listed once, under
 `osmosis`. Exit codes: `0` success, `1` failure (or a partial eval), `2` usage error,
 `3` an eval stopped by its `--max-cost` budget (resumable), `130` interrupted. `--json` prints one JSON envelope on stdout and errors as an envelope on

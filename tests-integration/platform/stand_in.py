@@ -62,13 +62,17 @@ def create_app(state: PlatformState) -> FastAPI:
                 response.headers["Retry-After"] = fault.retry_after
             return response
         request.state.user = state.users[token]
+        selected = request.headers.get("x-osmosis-workspace")
+        if selected is not None and selected not in state.workspaces:
+            return error(404, "workspace_not_found", f"you are not a member of {selected!r}")
+        request.state.workspace = state.workspaces[selected or "stand-in"]
         return await call_next(request)
 
     @app.get("/api/cli/whoami")
     async def whoami(request: Request) -> dict[str, Any]:
         return {
             "user": request.state.user,
-            "workspace": {"id": "w_1", "name": "stand-in"},
+            "workspace": request.state.workspace,
             "token": {"expires_at": None},
         }
 

@@ -80,6 +80,12 @@ class PlatformState:
     storage: Path | None = None  # where uploaded dataset bytes go (set by the fixture)
     part_size: int = 8 * 1024 * 1024
     users: dict[str, dict[str, Any]] = field(default_factory=dict)
+    workspaces: dict[str, dict[str, Any]] = field(
+        default_factory=lambda: {
+            "stand-in": {"id": "w_1", "name": "stand-in"},
+            "research": {"id": "w_2", "name": "research"},
+        }
+    )
     runs: dict[str, list[dict[str, Any]]] = field(
         default_factory=lambda: {"eval": [], "training": []}
     )

@@ -177,3 +177,28 @@ def test_secrets_file_from_stdin(cli: Cli, platform: Platform, workspace: Path) 
         "OPENAI_API_KEY": "sk-stdin",
         "JUDGE_KEY": "j-stdin",
     }
+
+
+def test_workspace_flag_selects_a_workspace_for_every_request(
+    cli: Cli, platform: Platform, tmp_path: Path
+) -> None:
+    cli.env["OSMOSIS_TOKEN"] = platform.token
+    default = cli("--json", "auth", "whoami", cwd=tmp_path).envelope()
+    assert default["data"]["workspace"]["name"] == "stand-in"
+    chosen = cli("--json", "auth", "whoami", "--workspace", "research", cwd=tmp_path).envelope()
+    assert chosen["data"]["workspace"]["name"] == "research"
+    listed = cli("--json", "dataset", "list", "--workspace=research", cwd=tmp_path)
+    assert listed.code == 0, listed.stderr
+    sent = [r.headers.get("x-osmosis-workspace") for r in platform.state.requests]
+    assert sent == [None, "research", "research"]
+    cli.env["OSMOSIS_WORKSPACE"] = "research"
+    from_env = cli("--json", "auth", "whoami", cwd=tmp_path).envelope()
+    assert from_env["data"]["workspace"]["name"] == "research"
+    unknown = cli("--json", "--workspace", "nope", "dataset", "list", cwd=tmp_path)
+    assert unknown.code == 1
+    error = unknown.error()["error"]
+    assert error["code"] == "NOT_FOUND"
+    assert "'nope'" in error["message"]
+    empty = cli("--json", "--workspace", " ", "dataset", "list", cwd=tmp_path)
+    assert empty.code == 2
+    assert "--workspace needs a workspace name" in empty.stderr

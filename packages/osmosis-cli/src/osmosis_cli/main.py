@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 GLOBAL_FLAGS = {"--json", "--plain", "--version", "-V"}
-VALUE_FLAGS = ("--platform", "--env-file")
+VALUE_FLAGS = ("--platform", "--env-file", "--workspace")
 EXIT_OK = 0
 EXIT_FAILURE = 1
 EXIT_USAGE = 2
@@ -35,8 +35,8 @@ class UsageProblem(ValueError):
 def split_global_flags(argv: Sequence[str]) -> tuple[set[str], dict[str, str], list[str]]:
     """Remove the global flags from ``argv`` (anywhere before a literal ``--``).
 
-    Returns the boolean flags, the valued ones (``--platform URL``, ``--env-file PATH``, also
-    written ``--platform=URL``) and the remaining arguments.
+    Returns the boolean flags, the valued ones (``--platform URL``, ``--env-file PATH``,
+    ``--workspace NAME``, also written ``--platform=URL``) and the remaining arguments.
     """
     flags: set[str] = set()
     values: dict[str, str] = {}
@@ -62,7 +62,11 @@ def split_global_flags(argv: Sequence[str]) -> tuple[set[str], dict[str, str], l
     return flags, values, rest
 
 
-_EXAMPLES = {"--platform": "https://platform.osmosis.ai", "--env-file": ".env"}
+_EXAMPLES = {
+    "--platform": "https://platform.osmosis.ai",
+    "--env-file": ".env",
+    "--workspace": "research",
+}
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -126,6 +130,14 @@ def run(argv: Sequence[str], *, app: Any = None, prog_name: str = "osmosis") -> 
         return error.exit_code
     if "--platform" in values:
         os.environ["OSMOSIS_PLATFORM_URL"] = values["--platform"]
+    if "--workspace" in values:
+        name = values["--workspace"].strip()
+        if not name:
+            sys.stderr.write(
+                "Error: --workspace needs a workspace name, e.g. --workspace research\n"
+            )
+            return EXIT_USAGE
+        os.environ["OSMOSIS_WORKSPACE"] = name
     if args and args[0] in ("--show-completion", "--install-completion"):
         from osmosis_cli.completion import run_flag
 

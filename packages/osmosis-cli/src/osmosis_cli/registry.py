@@ -50,6 +50,7 @@ GLOBAL_OPTIONS: tuple[tuple[str, str], ...] = (
     ("--plain", "Plain text without colour or tables."),
     ("--platform URL", "Platform base URL (overrides $OSMOSIS_PLATFORM_URL)."),
     ("--env-file PATH", "Load variables from PATH (default: the nearest .env)."),
+    ("--workspace NAME", "Platform workspace for this command (overrides $OSMOSIS_WORKSPACE)."),
     ("-V, --version", "Show the version and exit."),
     ("--install-completion", "Install shell completion (optionally name a SHELL)."),
     ("--show-completion", "Print the completion script (optionally name a SHELL)."),

@@ -16,6 +16,7 @@ second of start-up for a handful of small requests.
 from __future__ import annotations
 
 import functools
+import os
 import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol
@@ -182,12 +183,16 @@ class PlatformClient:
             self._sleep(wait)
 
     def _headers(self) -> dict[str, str]:
-        return {
+        headers = {
             "Authorization": f"Bearer {self._token}",
             "User-Agent": f"osmosis-cli/{__version__}",
             "X-Osmosis-CLI-Version": __version__,
             "Accept": "application/json",
         }
+        workspace = os.environ.get("OSMOSIS_WORKSPACE", "").strip()
+        if workspace:  # `--workspace NAME`: select a workspace without a repository clone
+            headers["X-Osmosis-Workspace"] = workspace
+        return headers
 
     def _retry_wait(self, attempt: int, retryable: bool, retry_after: str | None) -> float | None:
         """Seconds to wait before the next attempt, or ``None`` to give up."""
