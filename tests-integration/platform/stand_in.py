@@ -48,6 +48,8 @@ def create_app(state: PlatformState) -> FastAPI:
                 dict(request.query_params),
             )
         )
+        if request.url.path.startswith("/api/cli/device/"):  # the sign-in has no token yet
+            return await call_next(request)
         header = request.headers.get("authorization", "")
         token = header.removeprefix("Bearer ") if header.startswith("Bearer ") else ""
         if token not in state.users:
@@ -77,9 +79,45 @@ def create_app(state: PlatformState) -> FastAPI:
         }
 
     add_file_routes(app, state)
+    add_device_routes(app, state)
     add_model_routes(app, state)  # before the run routes: /api/cli/{collection}/{run} is generic
     _add_run_routes(app, state)
     return app
+
+
+def add_device_routes(app: FastAPI, state: PlatformState) -> None:
+    """The browser sign-in (OAuth 2.0 device authorization grant, RFC 8628)."""
+
+    @app.post("/api/cli/device/authorize")
+    async def authorize(request: Request) -> Any:
+        number = state.next_id()
+        device_code, user_code = f"dc_secret_{number:04d}", f"WDJB-{number:04d}"
+        state.device_grants[device_code] = {"user_code": user_code, "status": "pending", "polls": 0}
+        base = str(request.base_url).rstrip("/")
+        return {
+            "device_code": device_code,
+            "user_code": user_code,
+            "verification_uri": f"{base}/device",
+            "verification_uri_complete": f"{base}/device?code={user_code}",
+            "expires_in": 600,
+            "interval": 0,
+        }
+
+    @app.post("/api/cli/device/token")
+    async def token(request: Request) -> Any:
+        body = await request.json()
+        grant = state.device_grants.get(body.get("device_code"))
+        if grant is None:
+            return error(400, "invalid_grant", "unknown device code")
+        grant["polls"] += 1
+        state.device_polled.set()
+        if grant["status"] == "approved":
+            user = state.users[grant["token"]]
+            return {"token": grant["token"], "token_id": "tok_1", "expires_at": None, "user": user}
+        reason = {"pending": "authorization_pending", "denied": "access_denied"}.get(
+            grant["status"], "expired_token"
+        )
+        return error(400, reason, reason.replace("_", " "))
 
 
 def _submitted_run(kind: str, body: dict[str, Any], number: int, base: str) -> dict[str, Any]:

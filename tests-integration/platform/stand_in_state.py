@@ -99,6 +99,9 @@ class PlatformState:
     base_models: list[dict[str, Any]] = field(default_factory=list)
     lora_models: dict[str, dict[str, Any]] = field(default_factory=dict)
     max_active_deployments: int | None = 5  # None: inference not available (no quota fields)
+    # browser sign-in (device grant): device_code -> {"user_code", "status", "token", "polls"}
+    device_grants: dict[str, dict[str, Any]] = field(default_factory=dict)
+    device_polled: threading.Event = field(default_factory=threading.Event)
     requests: list[RecordedRequest] = field(default_factory=list)
     faults: list[Fault] = field(default_factory=list)
     pauses: list[Pause] = field(default_factory=list)
@@ -106,6 +109,11 @@ class PlatformState:
     closed: bool = False
     changed: threading.Condition = field(default_factory=threading.Condition)
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
+
+    def decide_sign_in(self, user_code: str, status: str, token: str | None = None) -> None:
+        """For tests: the person in the browser approves (``token``) or denies a sign-in."""
+        grant = next(g for g in self.device_grants.values() if g["user_code"] == user_code)
+        grant.update(status=status, token=token)
 
     def add_user(self, token: str, email: str) -> None:
         self.users[token] = {"id": f"u_{len(self.users) + 1}", "email": email, "name": None}

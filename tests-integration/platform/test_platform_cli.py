@@ -32,7 +32,7 @@ def test_login_whoami_logout(cli: Cli, platform: Platform, tmp_path: Path) -> No
     assert sent["authorization"] == f"Bearer {platform.token}"
     assert sent["user-agent"].startswith("osmosis-cli/")
 
-    logout = cli("--json", "auth", "logout", cwd=tmp_path)
+    logout = cli("--json", "auth", "logout", "--yes", cwd=tmp_path)
     assert logout.envelope()["resource"]["removed_from"] == ["file"]
     after = cli("--json", "auth", "whoami", cwd=tmp_path)
     assert after.code == 1

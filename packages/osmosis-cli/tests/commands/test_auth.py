@@ -9,12 +9,19 @@ import pytest
 from cli_harness import RunCli  # pyright: ignore[reportMissingImports]
 
 
-def test_login_without_token_is_interactive_required(run_cli: RunCli) -> None:
+def test_login_without_token_starts_the_browser_sign_in(
+    run_cli: RunCli, monkeypatch: pytest.MonkeyPatch, isolated_home: Path
+) -> None:
+    with socket.socket() as sock:  # a port nothing listens on: the sign-in cannot start
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    monkeypatch.setenv("OSMOSIS_PLATFORM_URL", f"http://127.0.0.1:{port}")
     result = run_cli("--json", "auth", "login")
     assert result.code == 1
     error = result.error()
     assert error["command"] == "auth login"
-    assert error["error"]["code"] == "INTERACTIVE_REQUIRED"
+    assert error["error"]["code"] == "NETWORK"
+    assert not (isolated_home / "credentials.json").exists()
 
 
 def test_whoami_without_login(run_cli: RunCli, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -56,6 +63,10 @@ def test_login_without_verification_then_logout(
         "user": None,
         "storage": "file",
     }
-    logout = run_cli("--json", "auth", "logout")
+    asked = run_cli("--json", "auth", "logout")  # not interactive, no -y: nothing removed
+    assert asked.code == 1
+    assert asked.error()["error"]["code"] == "INTERACTIVE_REQUIRED"
+    logout = run_cli("--json", "auth", "logout", "-y")
     assert logout.envelope()["resource"]["removed_from"] == ["file"]
+    # nothing stored: nothing to confirm
     assert run_cli("--json", "auth", "logout").envelope()["resource"]["removed_from"] == []

@@ -17,14 +17,15 @@ def login_command(
         str | None,
         typer.Option(
             "--token",
-            help="A platform access token; '-' reads it from stdin. Omit to be asked for it.",
+            help="A platform access token; '-' reads it from stdin. Omit to sign in in the "
+            "browser.",
         ),
     ] = None,
     verify: Annotated[
         bool, typer.Option("--verify/--no-verify", help="Check the token with the platform.")
     ] = True,
 ) -> None:
-    """Store a platform token for OSMOSIS_PLATFORM_URL."""
+    """Sign in to OSMOSIS_PLATFORM_URL in the browser, or store a token (--token)."""
     import sys
 
     from osmosis_cli.errors import CLIError, CLIErrorCode
@@ -35,20 +36,16 @@ def login_command(
 
     output = get_output()
     url = platform_url()
+    user: dict[str, object] | None = None
     if token == "-":
         token = sys.stdin.readline().strip()
     elif token is None:
-        if not output.interactive:
-            raise CLIError(
-                CLIErrorCode.INTERACTIVE_REQUIRED,
-                "No token given and this session is not interactive. Use --token TOKEN, "
-                "--token - (stdin) or set OSMOSIS_TOKEN.",
-                details={"flags": ["--token"]},
-            )
-        token = output.prompt_secret("Platform token").strip()
+        from osmosis_cli.platform.device_login import device_login
+
+        grant = device_login(PlatformClient(url, ""), output)
+        token, user, verify = grant.token, grant.user, False  # the platform just issued it
     if not token:
         raise CLIError(CLIErrorCode.VALIDATION, "The token is empty.")
-    user: dict[str, object] | None = None
     if verify:
         me = PlatformClient(url, token).request("GET", "/api/cli/whoami")
         user = me.get("user") if isinstance(me, dict) else None
@@ -62,16 +59,27 @@ def login_command(
 
 
 @app.command("logout")
-def logout_command() -> None:
-    """Forget the stored token for OSMOSIS_PLATFORM_URL."""
+def logout_command(
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Log out without asking.")] = False,
+) -> None:
+    """Forget the stored token for OSMOSIS_PLATFORM_URL (asks first unless -y)."""
     import os
 
     from osmosis_cli.output import get_output
-    from osmosis_cli.platform.credentials import ENV_TOKEN, delete_token
+    from osmosis_cli.platform.credentials import ENV_TOKEN, delete_token, load_token
     from osmosis_cli.platform.settings import platform_url
 
     output = get_output()
     url = platform_url()
+    stored = load_token(url, include_env=False) is not None
+    if stored and not output.confirm(f"Log out of {url}?", assume_yes=yes):
+        output.emit_operation(
+            "auth.logout",
+            status="cancelled",
+            message="Still logged in; nothing was removed.",
+            resource={"platform_url": url, "removed_from": []},
+        )
+        return
     removed = delete_token(url)
     if os.environ.get(ENV_TOKEN):
         output.warn("ENV_TOKEN_SET", f"{ENV_TOKEN} is set and is still used; unset it too.")

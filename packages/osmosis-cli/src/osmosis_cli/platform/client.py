@@ -184,7 +184,6 @@ class PlatformClient:
 
     def _headers(self) -> dict[str, str]:
         headers = {
-            "Authorization": f"Bearer {self._token}",
             "User-Agent": f"osmosis-cli/{__version__}",
             "X-Osmosis-CLI-Version": __version__,
             "Accept": "application/json",
@@ -192,6 +191,8 @@ class PlatformClient:
         workspace = os.environ.get("OSMOSIS_WORKSPACE", "").strip()
         if workspace:  # `--workspace NAME`: select a workspace without a repository clone
             headers["X-Osmosis-Workspace"] = workspace
+        if self._token:  # the sign-in's own requests carry none
+            headers["Authorization"] = f"Bearer {self._token}"
         return headers
 
     def _retry_wait(self, attempt: int, retryable: bool, retry_after: str | None) -> float | None:

@@ -83,8 +83,10 @@ def _write_file(tokens: dict[str, str]) -> None:
     write_atomic(path, payload, mode=0o600)
 
 
-def load_token(platform: str) -> Token | None:
-    env = os.environ.get(ENV_TOKEN, "").strip()
+def load_token(platform: str, *, include_env: bool = True) -> Token | None:
+    """The token for ``platform``: ``OSMOSIS_TOKEN`` (unless ``include_env`` is false), else
+    the keyring's, else the credentials file's."""
+    env = os.environ.get(ENV_TOKEN, "").strip() if include_env else ""
     if env:
         return Token(env, "env")
     ring = _keyring()
