@@ -38,6 +38,7 @@ COMMANDS: tuple[CommandSpec, ...] = (
     CommandSpec("secret", "osmosis_cli.commands.secret", "Store secrets on the platform."),
     CommandSpec("auth", "osmosis_cli.commands.auth", "Log in to the platform."),
     CommandSpec("doctor", "osmosis_cli.commands.doctor", "Check the workspace and environment."),
+    CommandSpec("upgrade", "osmosis_cli.commands.upgrade", "Upgrade the CLI (uv tool, pipx, pip)."),
 )
 
 ROOT_HELP = "osmosis: define, run, evaluate and serve agent rollouts."
