@@ -35,7 +35,7 @@ def index(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, str]]:
             self.end_headers()
             self.wfile.write(body)
 
-        def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+        def log_message(self, format: str, *args: object) -> None:
             pass
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
