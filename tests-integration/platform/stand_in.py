@@ -157,11 +157,28 @@ def _add_run_routes(app: FastAPI, state: PlatformState) -> None:
                 422, "missing_secrets", f"missing secret values: {', '.join(missing)}", "secrets"
             )
         run = _submitted_run(kind, body, state.next_id(), str(request.base_url))
+        run["secret_names"] = sorted(provided)  # names only: values are never stored
         if any(r["name"] == run["name"] for r in state.runs[kind]):
             return error(409, "name_taken", f"a run named {run['name']} exists", "name")
         state.runs[kind].append(run)
         state.logs[run["id"]] = []
         return JSONResponse(run, status_code=201)
+
+    @app.post("/api/cli/eval-runs/{run}/retry")
+    async def retry(run: str, request: Request) -> Any:
+        found = state.find_run("eval", run)
+        if found is None:
+            return error(404, "run_not_found", f"no eval run {run!r}")
+        if found["status"] not in TERMINAL:
+            return error(409, "run_not_finished", f"eval run {run!r} is {found['status']}")
+        given = (await request.json() or {}).get("secrets") or {}
+        missing = [n for n in found.get("secret_names", []) if not given.get(n)]
+        if missing:
+            return error(422, "missing_secrets", f"missing secret values: {', '.join(missing)}")
+        state.retried.append((found["id"], dict(given)))
+        failed = found.get("failed_samples", 0)
+        state.set_status(found, "queued")
+        return {**found, "retryable_samples": failed}
 
     @app.get("/api/cli/{collection}")
     async def list_runs(collection: str, limit: int = 50, offset: int = 0) -> Any:

@@ -102,6 +102,7 @@ class PlatformState:
     # browser sign-in (device grant): device_code -> {"user_code", "status", "token", "polls"}
     device_grants: dict[str, dict[str, Any]] = field(default_factory=dict)
     device_polled: threading.Event = field(default_factory=threading.Event)
+    retried: list[tuple[str, dict[str, str]]] = field(default_factory=list)  # (run id, secrets)
     requests: list[RecordedRequest] = field(default_factory=list)
     faults: list[Fault] = field(default_factory=list)
     pauses: list[Pause] = field(default_factory=list)

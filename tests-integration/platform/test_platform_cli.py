@@ -202,3 +202,49 @@ def test_workspace_flag_selects_a_workspace_for_every_request(
     empty = cli("--json", "--workspace", " ", "dataset", "list", cwd=tmp_path)
     assert empty.code == 2
     assert "--workspace needs a workspace name" in empty.stderr
+
+
+def test_eval_retry_resends_the_runs_own_secrets_and_never_prints_them(
+    cli: Cli, platform: Platform, workspace: Path
+) -> None:
+    cli.env["OSMOSIS_TOKEN"] = platform.token
+    secrets = workspace.parent / "secrets.env"
+    secrets.write_text("OPENAI_API_KEY=sk-file-1234\nJUDGE_KEY=judge-file-5678\n", encoding="utf-8")
+    submit = cli(
+        "--json", "eval", "submit", "configs/eval/calc.toml", "-y", "--secrets-file", str(secrets),
+        cwd=workspace,
+    )  # fmt: skip
+    run = submit.envelope()["resource"]
+    busy = cli("--json", "eval", "retry", run["name"], "-y", cwd=workspace)
+    assert busy.error()["error"]["code"] == "CONFLICT"
+    assert "still queued" in busy.error()["error"]["message"]
+
+    found = platform.state.find_run("eval", run["id"])
+    platform.state.set_status(found, "failed")
+    found["failed_samples"] = 2
+    missing = cli("--json", "eval", "retry", run["name"], "-y", cwd=workspace)
+    assert missing.error()["error"]["code"] == "INTERACTIVE_REQUIRED"
+    assert missing.error()["error"]["details"]["missing"] == ["JUDGE_KEY", "OPENAI_API_KEY"]
+    unconfirmed = cli(
+        "--json", "eval", "retry", run["name"], "--secrets-file", str(secrets), cwd=workspace
+    )
+    assert unconfirmed.error()["error"]["code"] == "INTERACTIVE_REQUIRED"
+    assert platform.state.retried == []
+
+    retried = cli(
+        "--json", "eval", "retry", run["name"], "-y", "--secrets-file", str(secrets), cwd=workspace
+    )
+    assert retried.code == 0, retried.stderr
+    envelope = retried.envelope()
+    assert envelope["operation"] == "eval.retry"
+    assert (envelope["resource"]["status"], envelope["resource"]["retryable_samples"]) == (
+        "queued",
+        2,
+    )
+    assert "2 failed and skipped samples" in envelope["message"]
+    assert platform.state.retried == [
+        (run["id"], {"JUDGE_KEY": "judge-file-5678", "OPENAI_API_KEY": "sk-file-1234"})
+    ]
+    assert "sk-file-1234" not in retried.stdout + retried.stderr
+    unknown = cli("--json", "eval", "retry", "nope", "-y", cwd=workspace)
+    assert unknown.error()["error"]["code"] == "NOT_FOUND"

@@ -54,6 +54,9 @@ def platform_run_commands(kind: Kind) -> list[RunCommand]:
         commands.append(
             RunCommand("download", _download(kind), "Download an eval run's metrics and files.")
         )
+        commands.append(
+            RunCommand("retry", _retry, "Re-run a finished eval run's failed and skipped samples.")
+        )
     return commands
 
 
@@ -182,3 +185,20 @@ def _download(kind: Kind) -> Callable[..., None]:
         download_run(kind, options, get_output())
 
     return download_command
+
+
+def _retry(
+    run: RunArg,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Retry without asking.")] = False,
+    secrets_file: Annotated[
+        str | None,
+        typer.Option(
+            "--secrets-file",
+            help="NAME=value lines for the run's own secrets ('-' reads stdin).",
+        ),
+    ] = None,
+) -> None:
+    from osmosis_cli.output import get_output
+    from osmosis_cli.platform.run_ops import retry_eval_run
+
+    retry_eval_run(run, get_output(), yes=yes, secrets_file=secrets_file)

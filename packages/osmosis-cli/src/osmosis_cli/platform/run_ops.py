@@ -104,3 +104,50 @@ def stop_run(kind: Kind, run: str, output: Output, *, yes: bool) -> None:
         resource={k: stopped.get(k) for k in ("id", "name", "status", "updated_at")},
         next_steps=[f"osmosis {COMMANDS[kind]} logs {name} --follow"],
     )
+
+
+def retry_eval_run(run: str, output: Output, *, yes: bool, secrets_file: str | None) -> None:
+    """``eval retry NAME``: re-run a finished eval run's failed and skipped samples.
+
+    The run's own secrets (``secret_names`` on the run: values it was given at submit time are
+    never stored) are asked for again, from ``--secrets-file``, the environment or a prompt.
+    """
+    from osmosis_cli.platform.secrets import resolve_secrets
+
+    client = PlatformClient.from_login()
+    current = fetch_run("eval", run, client)
+    name = current.get("name") or run
+    if current.get("status") not in TERMINAL_STATUSES:
+        raise CLIError(
+            CLIErrorCode.CONFLICT,
+            f"The eval run {name} is still {current.get('status')}; retry it once it has "
+            f"ended (or stop it: osmosis eval stop {name}).",
+            details={"id": current.get("id"), "status": current.get("status")},
+        )
+    names = [str(n) for n in current.get("secret_names") or [] if isinstance(n, str)]
+    secrets = resolve_secrets(names, secrets_file=secrets_file, output=output) if names else None
+    if not output.confirm(f"Retry the failed and skipped samples of {name}?", assume_yes=yes):
+        raise CLIError(CLIErrorCode.VALIDATION, "Not retried; nothing was sent.")
+    body = {"secrets": secrets.values} if secrets else {}
+    retried = client.request(
+        "POST",
+        run_path("eval", str(current.get("id") or run), "retry"),
+        json=body,
+        redact=list(secrets.values.values()) if secrets else [],
+    )
+    retried = retried if isinstance(retried, dict) else current
+    count = retried.get("retryable_samples")
+    what = (
+        f"{count} failed and skipped sample{'s' if count != 1 else ''}"
+        if isinstance(count, int) and count > 0
+        else "the whole run (no sample was recorded)"
+    )
+    output.emit_operation(
+        "eval.retry",
+        message=f"Retrying {what} of eval run {name} ({retried.get('status')}).",
+        resource={
+            k: retried.get(k)
+            for k in ("id", "name", "status", "retryable_samples", "url", "updated_at")
+        },
+        next_steps=[f"osmosis eval logs {name} --follow"],
+    )
