@@ -164,6 +164,23 @@ def _add_run_routes(app: FastAPI, state: PlatformState) -> None:
         state.logs[run["id"]] = []
         return JSONResponse(run, status_code=201)
 
+    @app.get("/api/cli/training-runs/{run}/metrics")
+    async def training_metrics(run: str) -> Any:
+        found = state.find_run("training", run)
+        if found is None or found["id"] not in state.training_metrics:
+            return error(404, "metrics_not_found", f"no metrics for training run {run!r}")
+        return {"status": found["status"], **state.training_metrics[found["id"]]}
+
+    @app.get("/api/cli/training-runs/{run}/checkpoints")
+    async def training_checkpoints(run: str) -> Any:
+        found = state.find_run("training", run)
+        if found is None:
+            return error(404, "run_not_found", f"no training run {run!r}")
+        return {
+            "training_run_name": found["name"],
+            "checkpoints": state.checkpoints.get(found["id"], []),
+        }
+
     @app.post("/api/cli/eval-runs/{run}/retry")
     async def retry(run: str, request: Request) -> Any:
         found = state.find_run("eval", run)

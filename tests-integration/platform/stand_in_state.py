@@ -103,6 +103,8 @@ class PlatformState:
     device_grants: dict[str, dict[str, Any]] = field(default_factory=dict)
     device_polled: threading.Event = field(default_factory=threading.Event)
     retried: list[tuple[str, dict[str, str]]] = field(default_factory=list)  # (run id, secrets)
+    training_metrics: dict[str, dict[str, Any]] = field(default_factory=dict)  # run id -> body
+    checkpoints: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # run id -> list
     requests: list[RecordedRequest] = field(default_factory=list)
     faults: list[Fault] = field(default_factory=list)
     pauses: list[Pause] = field(default_factory=list)

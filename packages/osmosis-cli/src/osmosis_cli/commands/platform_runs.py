@@ -117,7 +117,31 @@ def _info(kind: Kind) -> Callable[..., None]:
 
         show_run(kind, run, get_output(), out=out, overwrite=overwrite)
 
-    return info_command
+    def train_info_command(
+        run: RunArg,
+        out: Annotated[
+            Path | None, typer.Option("--output", "-o", help="Write the run as JSON to this file.")
+        ] = None,
+        html_out: Annotated[
+            Path | None,
+            typer.Option("--html", help="Write the metric trends and checkpoints as a web page."),
+        ] = None,
+        overwrite: Annotated[
+            bool, typer.Option("--overwrite", help="Replace an existing --output/--html file.")
+        ] = False,
+    ) -> None:
+        from osmosis_cli.output import get_output
+
+        if out is not None:
+            from osmosis_cli.platform.run_ops import show_run
+
+            show_run(kind, run, get_output(), out=out, overwrite=overwrite)
+            return
+        from osmosis_cli.platform.training_view import show_training_run
+
+        show_training_run(run, get_output(), html_out=html_out, overwrite=overwrite)
+
+    return train_info_command if kind == "training" else info_command
 
 
 def _logs(kind: Kind) -> Callable[..., None]:
