@@ -15,6 +15,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
 from stand_in_files import add_file_routes, error
+from stand_in_imports import add_import_routes
 from stand_in_models import add_model_routes
 from stand_in_state import RUN_KINDS, TERMINAL, PlatformState, RecordedRequest, now
 
@@ -80,6 +81,7 @@ def create_app(state: PlatformState) -> FastAPI:
 
     add_file_routes(app, state)
     add_device_routes(app, state)
+    add_import_routes(app, state)  # before the run routes: /api/cli/{collection}/... is generic
     add_model_routes(app, state)  # before the run routes: /api/cli/{collection}/{run} is generic
     _add_run_routes(app, state)
     return app

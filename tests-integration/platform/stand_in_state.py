@@ -104,6 +104,8 @@ class PlatformState:
     device_polled: threading.Event = field(default_factory=threading.Event)
     retried: list[tuple[str, dict[str, str]]] = field(default_factory=list)  # (run id, secrets)
     training_metrics: dict[str, dict[str, Any]] = field(default_factory=dict)  # run id -> body
+    imports: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)  # (id, digest)
+    imported: dict[str, dict[str, Any]] = field(default_factory=dict)  # local_run_id -> run
     checkpoints: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # run id -> list
     requests: list[RecordedRequest] = field(default_factory=list)
     faults: list[Fault] = field(default_factory=list)

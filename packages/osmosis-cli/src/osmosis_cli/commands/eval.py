@@ -111,3 +111,20 @@ def status_command(
             status_local(local, get_output())
             return
     _PLATFORM["status"].callback(run=run, out=out, overwrite=overwrite)
+
+
+@app.command("upload")
+def upload_command(
+    run: Annotated[str, typer.Argument(help="Local run name or folder.", metavar="NAME_OR_DIR")],
+    replace: Annotated[
+        bool,
+        typer.Option("--replace", help="Replace results this run already imported."),
+    ] = False,
+    runs_dir: RunsDirOption = None,
+) -> None:
+    """Upload a finished local run's results to the platform (resumes if interrupted)."""
+    from osmosis_cli.commands.eval_results import resolve_run
+    from osmosis_cli.output import get_output
+    from osmosis_cli.platform.eval_upload import upload_run
+
+    upload_run(resolve_run(run, runs_dir), get_output(), replace=replace)

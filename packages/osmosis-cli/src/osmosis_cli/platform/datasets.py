@@ -12,17 +12,16 @@ parts' sizes and sha256s and the platform checks the whole. Memory stays flat fo
 
 from __future__ import annotations
 
-import hashlib
 import json
-from collections.abc import Callable
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 from urllib.parse import quote
 
 from osmosis_cli.errors import CLIError, CLIErrorCode
 from osmosis_cli.output import Column, Output
-from osmosis_cli.platform.client import PlatformClient, Readable
+from osmosis_cli.platform.client import PlatformClient
 from osmosis_cli.platform.listing import Listing
+from osmosis_cli.platform.uploads import put_range
 
 ENDPOINT = "/api/cli/datasets"
 COLUMNS = [
@@ -165,52 +164,6 @@ def check_dataset_file(path: Path, output: Output) -> None:
     )
 
 
-class _PartReader:
-    """A read-only view of ``size`` bytes of a file from ``offset``, hashing what it serves."""
-
-    def __init__(self, path: Path, offset: int, size: int, on_bytes: Callable[[int], None]):
-        self._fh: IO[bytes] = path.open("rb")
-        self._fh.seek(offset)
-        self.remaining = size
-        self._on_bytes = on_bytes
-        self.sha256 = hashlib.sha256()
-
-    def read(self, amount: int = -1) -> bytes:
-        if self.remaining <= 0:
-            return b""
-        amount = self.remaining if amount is None or amount < 0 else min(amount, self.remaining)
-        data = self._fh.read(amount)
-        self.remaining -= len(data)
-        self.sha256.update(data)
-        self._on_bytes(len(data))
-        return data
-
-    def close(self) -> None:
-        self._fh.close()
-
-
-def _send_part(
-    client: PlatformClient,
-    path: str,
-    file: Path,
-    offset: int,
-    size: int,
-    on_bytes: Callable[[int], None],
-) -> dict[str, Any]:
-    readers: list[_PartReader] = []
-
-    def body() -> Readable:
-        if readers:  # a retry: take back what the failed attempt reported
-            on_bytes(-(size - readers[-1].remaining))
-        readers.append(_PartReader(file, offset, size, on_bytes))
-        return readers[-1]
-
-    headers = {"Content-Type": "application/octet-stream", "Content-Length": str(size)}
-    with client.open("PUT", path, body=body, headers=headers) as response:
-        response.read()
-    return {"size": size, "sha256": readers[-1].sha256.hexdigest()}
-
-
 def upload_dataset(
     file: Path, output: Output, *, name: str | None, overwrite: bool, yes: bool
 ) -> None:
@@ -243,7 +196,7 @@ def upload_dataset(
     with TransferProgress(output, f"Uploading {file.name}", size) as progress:
         for number, offset in enumerate(range(0, max(size, 1), part_size), start=1):
             length = min(part_size, size - offset)
-            sent = _send_part(
+            sent = put_range(
                 client, f"{upload_path}/parts/{number}", file, offset, length, progress.advance
             )
             parts.append({"number": number, **sent})
