@@ -81,6 +81,7 @@ def create_app(state: PlatformState) -> FastAPI:
 
     add_file_routes(app, state)
     add_device_routes(app, state)
+    add_workspace_routes(app, state)
     add_import_routes(app, state)  # before the run routes: /api/cli/{collection}/... is generic
     add_model_routes(app, state)  # before the run routes: /api/cli/{collection}/{run} is generic
     _add_run_routes(app, state)
@@ -120,6 +121,43 @@ def add_device_routes(app: FastAPI, state: PlatformState) -> None:
             grant["status"], "expired_token"
         )
         return error(400, reason, reason.replace("_", " "))
+
+
+def add_workspace_routes(app: FastAPI, state: PlatformState) -> None:
+    """Workspaces and ``osmosis quickstart``'s setup status."""
+
+    @app.get("/api/cli/workspaces")
+    async def workspaces(limit: int = 50, offset: int = 0) -> Any:
+        from stand_in_files import page
+
+        return page(list(state.workspaces.values()), limit, offset)
+
+    def find(workspace_id: str) -> dict[str, Any] | None:
+        return next((w for w in state.workspaces.values() if w["id"] == workspace_id), None)
+
+    @app.get("/api/cli/quickstart")
+    async def quickstart_status(workspace_id: str, request: Request) -> Any:
+        found = find(workspace_id)
+        if found is None:
+            return error(404, "workspace_not_found", f"no workspace {workspace_id!r}")
+        base = str(request.base_url).rstrip("/")
+        return {
+            "repo_connected": bool(found.get("clone_url")),
+            "repo_full_name": found.get("repo_full_name"),
+            "clone_url": found.get("clone_url"),
+            "connect_url": f"{base}/{found['name']}/integrations/git",
+            "billing_ready": found.get("billing_ready", True),
+            "completed": found.get("quickstart_intent") is not None,
+        }
+
+    @app.post("/api/cli/quickstart")
+    async def quickstart_done(request: Request) -> Any:
+        body = await request.json()
+        found = find(str(body.get("workspace_id")))
+        if found is None:
+            return error(404, "workspace_not_found", "no such workspace")
+        found["quickstart_intent"] = body.get("intent")
+        return Response(status_code=204)
 
 
 def _submitted_run(kind: str, body: dict[str, Any], number: int, base: str) -> dict[str, Any]:

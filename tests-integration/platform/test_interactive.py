@@ -151,3 +151,72 @@ def test_download_and_upload_on_a_terminal_draw_progress_and_confirm(
     )
     assert code == 0, screen
     assert "Uploaded dataset calc (4 rows" in screen
+
+
+def _workspace_repository(root: Path) -> Path:
+    """A real git repository to clone (the platform's workspace repository stand-in)."""
+    source, bare = root / "source", root / "remote.git"
+    source.mkdir()
+    (source / "AGENTS.md").write_text("# agents\n", encoding="utf-8")
+    for command in (
+        ["git", "init", "-q", "-b", "main", str(source)],
+        ["git", "-C", str(source), "add", "."],
+        [
+            "git",
+            "-C",
+            str(source),
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@e",
+            "commit",
+            "-qm",
+            "init",
+        ],
+        ["git", "clone", "-q", "--bare", str(source), str(bare)],
+    ):
+        subprocess.run(command, check=True, capture_output=True)
+    return bare
+
+
+def test_quickstart_clones_the_workspace_and_hands_over_a_prompt(
+    cli: Cli, platform: Platform, tmp_path: Path
+) -> None:
+    bare = _workspace_repository(tmp_path)
+    platform.state.workspaces["research"].update(
+        repo_full_name="acme/research-ws", clone_url=bare.as_uri(), billing_ready=False
+    )
+    start = tmp_path / "start"
+    start.mkdir()
+    env = {**cli.env, "OSMOSIS_TOKEN": platform.token}
+    code, screen = run_in_terminal(
+        ["quickstart", "-w", "research"],
+        cwd=start,
+        env=env,
+        answers=[
+            ("Clone the workspace repository into", ""),
+            ("What do you want to do?", "train"),
+            ("Describe your task", "sql generation"),
+        ],
+    )
+    assert code == 0, screen
+    assert (start / "research-ws" / "AGENTS.md").read_text(encoding="utf-8") == "# agents\n"
+    flat = " ".join(screen.split())
+    assert "I want to train a model for sql generation" in flat
+    assert "Billing is not set up" in flat
+    assert platform.state.workspaces["research"]["quickstart_intent"] == "train"
+
+
+def test_quickstart_says_where_to_connect_a_repository(
+    cli: Cli, platform: Platform, tmp_path: Path
+) -> None:
+    env = {**cli.env, "OSMOSIS_TOKEN": platform.token}
+    code, screen = run_in_terminal(
+        ["quickstart", "-w", "stand-in"], cwd=tmp_path, env=env, answers=[]
+    )
+    assert code == 1, screen
+    flat = " ".join(screen.split())
+    assert "has no repository connected yet" in flat
+    assert "/stand-in/integrations/git" in flat
+    scripted = cli("--json", "quickstart", cwd=tmp_path)
+    assert scripted.error()["error"]["code"] == "INTERACTIVE_REQUIRED"

@@ -314,6 +314,24 @@ class Output:
 
         return bool(Confirm.ask(question, default=False, console=self._console(stderr=True)))
 
+    def ask(
+        self, question: str, *, choices: Sequence[str] | None = None, default: str | None = None
+    ) -> str:
+        """Ask for a line of text (one of ``choices`` when given); only on a terminal."""
+        if not self.interactive:
+            raise CLIError(
+                CLIErrorCode.INTERACTIVE_REQUIRED,
+                f"An answer is needed ({question}) but this session is not interactive.",
+            )
+        from rich.prompt import Prompt
+
+        return Prompt.ask(
+            question,
+            choices=list(choices) if choices else None,
+            default=default,
+            console=self._console(stderr=True),
+        )
+
     def prompt_secret(self, name: str) -> str:
         import getpass
 

@@ -20,6 +20,7 @@ class CommandSpec:
 
 
 COMMANDS: tuple[CommandSpec, ...] = (
+    CommandSpec("quickstart", "osmosis_cli.commands.quickstart", "Sign in, clone, get started."),
     CommandSpec("init", "osmosis_cli.commands.init", "Create an osmosis workspace."),
     CommandSpec("template", "osmosis_cli.commands.template", "List and apply rollout templates."),
     CommandSpec(
