@@ -141,9 +141,9 @@ def run_beside(server: Any, loop: asyncio.AbstractEventLoop) -> None:
     """Serve ``server`` from a thread of its own while this thread runs ``loop``; return once the
     server has exited and ``loop``'s remaining tasks are cancelled and the loop closed.
 
-    Call it from the main thread: SIGINT and SIGTERM go to ``server.handle_exit`` (as uvicorn's
-    own capture does; they are raised again once it has exited), so a drain starts even while
-    ``loop`` is busy. A failure of the server thread (``SystemExit`` when it cannot bind) is
+    From the main thread, SIGINT and SIGTERM go to ``server.handle_exit`` (as uvicorn's own
+    capture does; they are raised again once it has exited), so a drain starts even while
+    ``loop`` is busy (from another thread, signals are left alone, as uvicorn does). A failure of the server thread (``SystemExit`` when it cannot bind) is
     raised here."""
     failure: list[BaseException] = []
 
@@ -157,7 +157,8 @@ def run_beside(server: Any, loop: asyncio.AbstractEventLoop) -> None:
                 loop.call_soon_threadsafe(loop.stop)
 
     handled = (signal.SIGINT, signal.SIGTERM)
-    previous = {sig: signal.signal(sig, server.handle_exit) for sig in handled}
+    main = threading.current_thread() is threading.main_thread()  # only it may set handlers
+    previous = {sig: signal.signal(sig, server.handle_exit) for sig in handled} if main else {}
     thread = threading.Thread(target=serve, name="osmosis-protocol")
     asyncio.set_event_loop(loop)
     try:
@@ -175,7 +176,7 @@ def run_beside(server: Any, loop: asyncio.AbstractEventLoop) -> None:
                 signal.signal(sig, handler)
     if failure:
         raise failure[0]
-    for captured in reversed(getattr(server, "_captured_signals", [])):
+    for captured in reversed(getattr(server, "_captured_signals", []) if main else []):
         signal.raise_signal(captured)  # what uvicorn does after a signalled shutdown
 
 
