@@ -69,7 +69,7 @@ from typing import Any
 from osmosis_ai._util import json_bounded
 from osmosis_ai._util.group_sync import SYNC_INTERVAL_SEC, GroupSync
 from osmosis_ai._util.redaction import file_redactor, redact_file_data
-from osmosis_ai.atomic_file import sync_folder, write_atomic
+from osmosis_ai.atomic_file import move_into_place, sync_folder, write_atomic
 
 logger = logging.getLogger("osmosis_ai.rollout.server")
 
@@ -400,7 +400,7 @@ class Outbox:
                     raise _Abandoned  # a write failed meanwhile, or closed: next time
                 later = _read_range(old_fd, mark, self._file_bytes)
                 _write_all(fd, later)
-                os.replace(tmp, journal)
+                move_into_place(tmp, journal)  # its folder is synced below, unlocked
                 os.close(old_fd)
                 self._fd, fd = fd, -1
                 self._file_bytes = len(data) + len(later)
