@@ -127,7 +127,10 @@ def run_server(port: int, save_trajectories: bool, backend_kind: str, agent_sec:
             max_concurrency=max_concurrency,
         )
     app = create_rollout_server(
-        backend=backend, configure_logging=False, save_trajectories=save_trajectories
+        backend=backend,
+        configure_logging=False,
+        save_trajectories=save_trajectories,
+        protocol_thread=os.environ.get("BENCH_ONE_LOOP") != "1",
     )
     profile_path = os.environ.get("OSMOSIS_BENCH_PROFILE")
     if not profile_path:
@@ -588,6 +591,12 @@ def main() -> None:
         help="leave the run's trajectory files (printed path) instead of deleting them at the "
         "end: on an ext4 without a journal the deletion slows the next run's file creation",
     )
+    parser.add_argument(
+        "--one-loop",
+        action="store_true",
+        help="create_rollout_server(protocol_thread=False): the protocol and the rollouts on "
+        "one event loop (before the protocol thread)",
+    )
     parser.add_argument("--serve", type=int, metavar="PORT", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve:
@@ -596,6 +605,7 @@ def main() -> None:
         return
     os.environ["BENCH_AGENT_CPU_MS"] = str(args.agent_cpu_ms)  # read by the server process
     os.environ["BENCH_MAX_CONCURRENCY"] = str(args.max_concurrency)
+    os.environ["BENCH_ONE_LOOP"] = "1" if args.one_loop else "0"
     levels = [int(x) for x in args.levels.split(",")]
     print(
         f"rollout server benchmark: python {sys.version.split()[0]}, {os.cpu_count()} CPUs, "

@@ -34,7 +34,19 @@ LABEL = "42"
 # to the policy is noticed too late, and rollouts failed with `timeout` (ConnectTimeout)
 # although the instant policy had accepted it at once: an overloaded worker, not what these
 # runs measure (admission). A real deployment caps per-worker concurrency instead.
-POLICY_TIMEOUT_SEC = 600.0
+# ``BENCH_POLICY_TIMEOUT=default`` keeps the clients' own defaults (openai: a 5 s connect
+# timeout), as against a policy whose accept queue is saturated (``workers.py
+# --saturate-policy``): connects that time out must be retried, not fail the rollout.
+POLICY_TIMEOUT_SEC: float | None = (
+    None
+    if os.environ.get("BENCH_POLICY_TIMEOUT") == "default"
+    else float(os.environ.get("BENCH_POLICY_TIMEOUT") or 600.0)
+)
+
+
+def _timeout() -> dict[str, float]:
+    return {} if POLICY_TIMEOUT_SEC is None else {"timeout": POLICY_TIMEOUT_SEC}
+
 
 # -- the apps (built in the server process and again in each worker) ---------------------------
 
@@ -76,9 +88,7 @@ def _strands_backend(grader: type) -> Any:
         tools: Any
 
     config = MultiplyConfig(
-        model=OsmosisRolloutModel(
-            params={"temperature": 1.0, "max_tokens": 1024}, timeout=POLICY_TIMEOUT_SEC
-        ),
+        model=OsmosisRolloutModel(params={"temperature": 1.0, "max_tokens": 1024}, **_timeout()),
         tools=[multiply],
     )
 
@@ -116,7 +126,7 @@ def _openai_agents_backend(grader: type) -> Any:
     agent = OsmosisAgent(
         name="multiplier",
         instructions="You multiply numbers. Use the multiply tool, then answer as '#### <n>'.",
-        model=OsmosisRolloutModel(timeout=POLICY_TIMEOUT_SEC),
+        model=OsmosisRolloutModel(**_timeout()),
         model_settings=ModelSettings(temperature=1.0, max_tokens=1024),
         tools=[function_tool(multiply)],
     )

@@ -45,10 +45,17 @@ while the server uses little CPU and no GC ran mean the OS did not schedule it (
 The controller's own loop lateness is measured the same way: small, it is not what the admission
 figures measure (with no-op rollouts it stays a few ms at p99 while admission is tens of ms).
 Only the no-op admission runs: ``--sections admission --apps noop --modes 2``.
+``--saturate-policy``: the rollouts reach the policy through ``benchmarks/slow_accept.py`` (a
+listen backlog of ``--backlog`` connections; its accept loop stops for ``--stall-ms`` of every
+``--stall-every-ms``, longer than the clients' default 5 s connect timeout, which is used) so new
+policy connections queue, are refused by the kernel (the listen-queue overflows are printed)
+and time out: every rollout must still succeed (``lost 0``). Each row prints the load average at its start.
 Prints figures only; never asserts. Figures are only comparable on an otherwise idle machine:
 the load average is printed at start and end.
 
     uv run python benchmarks/workers.py                       # everything, ~4-5 min
+    uv run python benchmarks/workers.py --sections admission --apps strands,openai-agents \
+        --modes 0,2 --saturate-policy                         # the tail, policy saturated
     uv run python benchmarks/workers.py --sections cpu --cpu-ms 5 --cpu-n 3000
     BENCH_PROFILE=/tmp/server.prof uv run python benchmarks/workers.py --sections admission \
         --apps strands --modes 2                              # cProfile of the server process
@@ -164,6 +171,17 @@ async def drive(
     return await base.run_workers(n, concurrency, one, port)
 
 
+def listen_overflows() -> int:
+    """The kernel's count of handshakes refused because a listen queue was full (machine-wide:
+    ``TcpExtListenOverflows``)."""
+    lines = Path("/proc/net/netstat").read_text().splitlines()
+    for names, values in zip(lines[::2], lines[1::2], strict=False):
+        if names.startswith("TcpExt:"):
+            row = dict(zip(names.split()[1:], values.split()[1:], strict=True))
+            return int(row.get("ListenOverflows", 0))
+    return 0
+
+
 def _mode(workers: int) -> str:
     return "1 process" if workers == 0 else f"{workers} worker{'s' if workers > 1 else ''}"
 
@@ -208,6 +226,8 @@ async def bench(
             controller.start(asyncio.get_running_loop())
             await base.settled_cpu_seconds(process.pid)  # the warm-up's trajectories written
             before = cpu()
+            overflows = listen_overflows()
+            load = os.getloadavg()
             why: collections.Counter[str] = collections.Counter()
             try:
                 elapsed, admissions, _latencies, lost = await drive(
@@ -222,6 +242,8 @@ async def bench(
                 stalls = (await http.get(f"{url}/bench/stalls")).json()
                 heap = (await http.get(f"{url}/bench/heap")).json()
             return {
+                "load": load,
+                "overflows": listen_overflows() - overflows,
                 "kind": kind,
                 "workers": workers,
                 "n": n,
@@ -261,9 +283,12 @@ def show(base: Any, row: dict[str, Any]) -> None:
         f"{controller:4.2f} policy {policy:4.2f}  busy {row['busy']:.2f} cores (server "
         f"{100 * row['server_share']:.0f}% of one)  lost "
         f"{row['lost']}  RSS MB: server {row['rss']:.0f}"
-        + (f", workers {worker_rss}" if worker_rss else ""),
+        + (f", workers {worker_rss}" if worker_rss else "")
+        + f"  load {row['load'][0]:.2f}",
         flush=True,
     )
+    if row["overflows"]:
+        print(f"  {'':23} listen-queue overflows (refused handshakes): {row['overflows']}")
     for reason, count in row["lost_why"]:
         print(f"  {'':23} lost {count}: {reason}", flush=True)
     st = row["stalls"]
@@ -320,6 +345,35 @@ async def main_async(args: argparse.Namespace) -> None:
     sections = set(args.sections.split(","))
     print(f"load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
     policy_process, policy_url = start_scripted_policy("multiply")
+    front: subprocess.Popen[str] | None = None
+    if args.saturate_policy:
+        # The rollouts reach the policy through a front whose accept queue is saturated.
+        front = subprocess.Popen(  # noqa: ASYNC220
+            [
+                sys.executable,
+                str(_HERE / "slow_accept.py"),
+                policy_url,
+                "--backlog",
+                str(args.backlog),
+                "--accept-delay-ms",
+                str(args.accept_delay_ms),
+                "--stall-ms",
+                str(args.stall_ms),
+                "--stall-every-ms",
+                str(args.stall_every_ms),
+            ],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert front.stdout is not None
+        policy_url = front.stdout.readline().strip()
+        os.environ["BENCH_POLICY_TIMEOUT"] = "default"  # openai's 5 s connect timeout
+        print(
+            f"policy behind a saturated accept queue: backlog {args.backlog}, accept loop "
+            f"stalled {args.stall_ms:g} ms of every {args.stall_every_ms:g} ms, "
+            f"{args.accept_delay_ms:g} ms per accept otherwise; the clients' default timeouts",
+            flush=True,
+        )
     policy = (policy_process.pid, policy_url)
     try:
         if "admission" in sections:
@@ -344,6 +398,9 @@ async def main_async(args: argparse.Namespace) -> None:
                 flush=True,
             )
     finally:
+        if front is not None:
+            front.terminate()
+            front.wait(30)
         policy_process.terminate()
         policy_process.wait(30)
     print(f"load average at end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
@@ -362,6 +419,26 @@ def main() -> None:
     parser.add_argument("--cpu-ms", default="5,20", help="CPU work per cpu rollout, ms (list)")
     parser.add_argument("--cpu-c", type=int, default=64, help="concurrency of cpu/ipc runs")
     parser.add_argument("--ipc-n", type=int, default=4000, help="rollouts per ipc run")
+    parser.add_argument(
+        "--saturate-policy",
+        action="store_true",
+        help="reach the policy through benchmarks/slow_accept.py (a tiny listen backlog, a slow "
+        "accept loop) with the clients' default timeouts: every rollout must still succeed",
+    )
+    parser.add_argument("--backlog", type=int, default=16, help="--saturate-policy: listen backlog")
+    parser.add_argument(
+        "--accept-delay-ms", type=float, default=0.0, help="--saturate-policy: ms per accept"
+    )
+    parser.add_argument(
+        "--stall-ms",
+        type=float,
+        default=6000.0,
+        help="--saturate-policy: the accept loop stops this long (longer than a 5 s connect "
+        "timeout)...",
+    )
+    parser.add_argument(
+        "--stall-every-ms", type=float, default=15000.0, help="...once per this period"
+    )
     asyncio.run(main_async(parser.parse_args()))
 
 

@@ -16,7 +16,7 @@ import threading
 
 from osmosis_ai._util.redaction import file_redactor, redact_file_data
 
-__all__ = ["move_into_place", "write_atomic"]
+__all__ = ["move_into_place", "sync_folder", "write_atomic"]
 
 
 def write_atomic(
@@ -67,6 +67,11 @@ def move_into_place(
     os.replace(source, target)
     if durable:
         _fsync_folder(os.path.dirname(os.fspath(target)) or ".")
+
+
+def sync_folder(folder: str | os.PathLike[str]) -> None:
+    """fsync ``folder``, so a rename into it (``os.replace``) survives a power cut."""
+    _fsync_folder(os.fspath(folder) or ".")
 
 
 def _fsync_folder(folder: str) -> None:

@@ -13,6 +13,8 @@ uvicorn is imported only when a function here is called (it comes with the ``ser
 * :func:`start` / :func:`stop`: serve in the running event loop; :func:`start` returns once
   the server listens (a start-up failure is raised). :class:`ThreadedServer`: serve from a
   daemon thread (sync callers). :func:`run`: serve in this thread until the server exits.
+  :func:`run_beside`: serve from a thread of its own while this (the main) thread runs another
+  event loop, until the server exits (the rollout server's protocol and agent loops).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import signal
 import socket
 import threading
 from collections.abc import Generator, Sequence
@@ -27,7 +30,9 @@ from typing import Any
 
 __all__ = [
     "ThreadedServer",
+    "new_loop",
     "run",
+    "run_beside",
     "server_class",
     "start",
     "stop",
@@ -120,6 +125,67 @@ async def stop(server: Any, task: asyncio.Task[None] | None) -> None:
 def run(server: Any, *, sockets: Sequence[socket.socket] | None = None) -> None:
     """Serve in this thread until the server exits (signals end it when it captures them)."""
     server.run(sockets=list(sockets) if sockets else None)
+
+
+def new_loop(config: Any) -> asyncio.AbstractEventLoop:
+    """A new event loop of the kind uvicorn would serve ``config`` on (uvloop when installed)."""
+    factory_of = getattr(config, "get_loop_factory", None)  # uvicorn >= 0.36
+    if factory_of is None:
+        config.setup_event_loop()  # older uvicorn: installs uvloop's policy when it is there
+        return asyncio.new_event_loop()
+    factory = factory_of()
+    return factory() if factory is not None else asyncio.new_event_loop()
+
+
+def run_beside(server: Any, loop: asyncio.AbstractEventLoop) -> None:
+    """Serve ``server`` from a thread of its own while this thread runs ``loop``; return once the
+    server has exited and ``loop``'s remaining tasks are cancelled and the loop closed.
+
+    From the main thread, SIGINT and SIGTERM go to ``server.handle_exit`` (as uvicorn's own
+    capture does; they are raised again once it has exited), so a drain starts even while
+    ``loop`` is busy (from another thread, signals are left alone, as uvicorn does). A failure of the server thread (``SystemExit`` when it cannot bind) is
+    raised here."""
+    failure: list[BaseException] = []
+
+    def serve() -> None:
+        try:
+            server.run()
+        except BaseException as exc:  # raised in the caller's thread
+            failure.append(exc)
+        finally:
+            with contextlib.suppress(RuntimeError):  # closed already
+                loop.call_soon_threadsafe(loop.stop)
+
+    handled = (signal.SIGINT, signal.SIGTERM)
+    main = threading.current_thread() is threading.main_thread()  # only it may set handlers
+    previous = {sig: signal.signal(sig, server.handle_exit) for sig in handled} if main else {}
+    thread = threading.Thread(target=serve, name="osmosis-protocol")
+    asyncio.set_event_loop(loop)
+    try:
+        thread.start()
+        loop.run_forever()
+    finally:
+        thread.join()
+        try:
+            _cancel_all(loop)
+            loop.run_until_complete(loop.shutdown_asyncgens())
+        finally:
+            asyncio.set_event_loop(None)
+            loop.close()
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+    if failure:
+        raise failure[0]
+    for captured in reversed(getattr(server, "_captured_signals", []) if main else []):
+        signal.raise_signal(captured)  # what uvicorn does after a signalled shutdown
+
+
+def _cancel_all(loop: asyncio.AbstractEventLoop) -> None:
+    tasks = asyncio.all_tasks(loop)
+    for task in tasks:
+        task.cancel()
+    if tasks:
+        loop.run_until_complete(asyncio.gather(*tasks, return_exceptions=True))
 
 
 class ThreadedServer:

@@ -182,3 +182,56 @@ def test_an_over_deep_eval_journal_line_is_skipped(tmp_path: Path) -> None:
     path.write_bytes(b'{"row_index": 0, "run_index": 0}\n' + b"[" * 100_000 + b"\n")
     assert list(iter_records(path)) == [{"row_index": 0, "run_index": 0}]
     assert count_unreadable(path) == 1
+
+
+def test_a_compaction_syncing_its_copy_never_holds_a_write_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A compaction's copy is written and synced outside the outbox's lock (an fsync takes
+    seconds on a busy disk, and every admission writes under that lock on the event loop); what
+    is written meanwhile is carried into the compacted journal."""
+    import threading
+
+    directory = tmp_path / "outbox"
+    outbox = Outbox(directory, backend="FakeBackend")
+    outbox.open()
+    monkeypatch.setattr(outbox_module, "_COMPACT_MIN_BYTES", 0)  # compact past 4x the live bytes
+    syncing, release, gave_up = threading.Event(), threading.Event(), threading.Event()
+    real_fsync = os.fsync
+
+    def held_fsync(fd: int) -> None:  # the copy's fsync waits for the test
+        syncing.set()
+        if not release.wait(60):
+            gave_up.set()  # the test never got to release it: a write was held back
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", held_fsync)
+    try:
+        for i in range(20):
+            outbox.append(f"r{i}", {"op": "admit", "id": f"r{i}", "pad": "x" * 200})
+        for i in range(18):
+            outbox.append(f"r{i}", None)  # acknowledged: the journal is now mostly dead lines
+        outbox.append("r18", {"op": "admit", "id": "r18", "pad": "y"})  # wakes the writer
+        # The timeout only ends a failing run (before this change the copy was synced under
+        # the lock, so the writes below waited for the release, which comes after them).
+        assert syncing.wait(60), "no compaction started"
+        written = threading.Event()
+
+        def write_meanwhile() -> None:
+            outbox.append("late", {"op": "admit", "id": "late"})
+            outbox.append("r19", None)
+            written.set()
+
+        writer = threading.Thread(target=write_meanwhile)
+        writer.start()
+        answered_while_syncing = written.wait(60) and not release.is_set()
+    finally:
+        release.set()
+    writer.join(60)
+    outbox.close()
+    assert answered_while_syncing
+    assert not gave_up.is_set()
+    lines = (directory / JOURNAL_NAME).read_bytes().splitlines()
+    assert {record["id"] for record in replay(directory / JOURNAL_NAME)} == {"r18", "late"}
+    assert b'"id":"r0"' not in b"".join(lines)  # compacted: the dead records are gone
+    assert not list(directory.glob(".*.tmp"))

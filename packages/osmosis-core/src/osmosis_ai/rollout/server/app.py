@@ -26,6 +26,7 @@ from starlette.types import Message, Receive, Scope, Send
 from osmosis_ai._util.asgi import BodyTooLarge, read_body, send_json
 from osmosis_ai.rollout.backend.base import ExecutionBackend
 from osmosis_ai.rollout.server._impl import compat, wire
+from osmosis_ai.rollout.server._impl.agent_loop import entered_on
 from osmosis_ai.rollout.server._impl.auth import (
     expected_authorization,
     is_authorized,
@@ -94,6 +95,8 @@ def create_rollout_server(
     cancel_cleanup_sec: float = _DEFAULTS.cancel_cleanup_sec,
     outbox_dir: str | Path | None = _DEFAULTS.outbox_dir,
     save_trajectories: bool = _DEFAULTS.save_trajectories,
+    protocol_thread: bool = _DEFAULTS.protocol_thread,
+    worker_nice: int | None = _DEFAULTS.worker_nice,
 ) -> FastAPI:
     """Build the rollout server for ``backend``.
 
@@ -120,6 +123,12 @@ def create_rollout_server(
             crash-safe); else ``OSMOSIS_ROLLOUT_OUTBOX_DIR``, else a per-server folder under
             ``<home>.outbox/`` (see docs/operations.md).
         save_trajectories: write an ATIF trajectory for every finished rollout.
+        protocol_thread: under ``serve()`` in one process, answer HTTP (admission, polls,
+            results, health) from a thread with its own event loop while rollouts run on the
+            main thread's loop, so busy agents never delay the protocol; ``False``: one loop.
+        worker_nice: with ``serve(app, workers=N)``, how much lower the worker processes' CPU
+            priority is than the server's (0-19), so the protocol process runs first when agent
+            work keeps every core busy; ``None``: ``OSMOSIS_ROLLOUT_WORKER_NICE``, else 5.
     """
     given = locals()  # first statement: exactly the arguments
     settings = ServerSettings(**{name: given[name] for name in SERVER_KEYWORDS})
@@ -155,7 +164,9 @@ def _server_lifespan(service: RolloutService, lifespan: Lifespan | None) -> Life
     @asynccontextmanager
     async def _lifespan(app: FastAPI) -> AsyncIterator[Any]:
         async with AsyncExitStack() as stack:
-            state = await stack.enter_async_context(lifespan(app)) if lifespan else None
+            state = None
+            if lifespan is not None:  # on the loop the rollouts run on (see _impl.agent_loop)
+                state = await stack.enter_async_context(entered_on(service.agent, lifespan(app)))
             await service.start()
             freeze_long_lived()  # full GCs skip start-up state (see _impl.heap)
             space_full_collections()  # and run rarely: they find next to nothing (see _impl.heap)

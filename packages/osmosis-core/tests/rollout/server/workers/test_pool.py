@@ -80,6 +80,14 @@ async def test_rollouts_run_in_worker_processes_with_context_artifacts_and_traje
     assert niceness == {min(19, os.getpriority(os.PRIO_PROCESS, 0) + DEFAULT_WORKER_NICE)}
 
 
+async def test_worker_niceness_is_a_server_setting(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``create_rollout_server(worker_nice=3)`` wins over the environment's niceness."""
+    monkeypatch.setenv(ENV_WORKER_NICE, "9")
+    async with pool_server(monkeypatch, WORKER_TEST_NICE="3") as (_, pool):
+        niceness = {os.getpriority(os.PRIO_PROCESS, w.pid or 0) for w in pool.workers}
+    assert niceness == {min(19, os.getpriority(os.PRIO_PROCESS, 0) + 3)}
+
+
 async def test_worker_niceness_is_configurable_and_checked(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(ENV_WORKER_NICE, "0")
     assert worker_nice() == 0

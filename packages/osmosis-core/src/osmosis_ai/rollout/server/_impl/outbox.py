@@ -68,7 +68,8 @@ from typing import Any
 
 from osmosis_ai._util import json_bounded
 from osmosis_ai._util.group_sync import SYNC_INTERVAL_SEC, GroupSync
-from osmosis_ai.atomic_file import write_atomic
+from osmosis_ai._util.redaction import file_redactor, redact_file_data
+from osmosis_ai.atomic_file import move_into_place, sync_folder, write_atomic
 
 logger = logging.getLogger("osmosis_ai.rollout.server")
 
@@ -369,24 +370,52 @@ class Outbox:
             self._write_failed(exc)
         if compact:
             try:
-                with self._lock:  # writes wait for the rewrite (bounded by the live records)
-                    self._rewrite()
+                self._compact()
             except OSError as exc:
                 logger.error("could not compact the rollout outbox: %s", exc)
 
-    def _rewrite(self) -> None:
-        """Replace the journal with the live records only (atomically), and append to it (the
-        writer thread, under the lock; never while a failed write waits to be retried)."""
-        if self._unwritten:
-            return
+    def _compact(self) -> None:
+        """Replace the journal with its live records (the writer thread; never while a failed
+        write waits to be retried).
+
+        The lock is held only to take the live records and, at the end, to carry over what was
+        appended meanwhile and rename: writing and syncing the copy (seconds on a busy disk)
+        happen while the event loop goes on writing to the old journal, which it does under
+        this lock, so a compaction never stops the loop for longer than a rename."""
         journal = self.directory / JOURNAL_NAME
-        data = b"".join(self._live.values())
-        write_atomic(journal, data, mode=0o600, durable=True)
-        if self._fd >= 0:
-            os.close(self._fd)
-        self._fd = os.open(journal, os.O_WRONLY | os.O_APPEND)
-        self._file_bytes = len(data)
-        self._live_bytes = len(data)
+        with self._lock:
+            if self._unwritten or self._fd < 0:
+                return
+            data = redact_file_data(
+                file_redactor(os.fspath(journal)), b"".join(self._live.values())
+            )
+            mark, old_fd = self._file_bytes, self._fd
+        tmp = journal.with_name(f".{JOURNAL_NAME}.compact.tmp")  # removed at start if left
+        fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o600)
+        try:
+            _write_all(fd, data)
+            os.fsync(fd)
+            with self._lock:
+                if self._unwritten or self._fd != old_fd:
+                    raise _Abandoned  # a write failed meanwhile, or closed: next time
+                later = _read_range(old_fd, mark, self._file_bytes)
+                _write_all(fd, later)
+                move_into_place(tmp, journal)  # its folder is synced below, unlocked
+                os.close(old_fd)
+                self._fd, fd = fd, -1
+                self._file_bytes = len(data) + len(later)
+        except BaseException as exc:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            if not isinstance(exc, _Abandoned):
+                raise
+        finally:
+            if fd >= 0:
+                os.close(fd)
+        if fd < 0:
+            with contextlib.suppress(OSError):
+                os.fsync(self._fd)
+            sync_folder(self.directory)  # the rename survives a power cut
 
     # ---- stop -------------------------------------------------------------------------
 
@@ -400,6 +429,28 @@ class Outbox:
         if self._lock_fd >= 0:
             os.close(self._lock_fd)  # releases the flock
             self._lock_fd = -1
+
+
+class _Abandoned(Exception):
+    """A compaction given up (the journal changed under it in a way it cannot carry over)."""
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _read_range(fd: int, start: int, end: int) -> bytes:
+    """Bytes ``start:end`` of the journal open as ``fd`` (what was appended since a mark)."""
+    chunks: list[bytes] = []
+    while start < end:
+        chunk = os.pread(fd, end - start, start)
+        if not chunk:
+            raise OSError("the rollout outbox journal is shorter than what was written to it")
+        chunks.append(chunk)
+        start += len(chunk)
+    return b"".join(chunks)
 
 
 def _release(waiters: list[asyncio.Future[None]]) -> None:

@@ -35,8 +35,9 @@ from osmosis_ai.rollout.backend.base import (
     ExecutionBackend,
 )
 from osmosis_ai.rollout.errors import categorize_exception, describe_exception
-from osmosis_ai.rollout.server._impl import compat, wire
+from osmosis_ai.rollout.server._impl import wire
 from osmosis_ai.rollout.server._impl.admission import Admission
+from osmosis_ai.rollout.server._impl.agent_loop import AgentLoop, executor, shutdown_backend
 from osmosis_ai.rollout.server._impl.delivery import CallbackDelivery, TrajectorySaver
 from osmosis_ai.rollout.server._impl.drain import Drain
 from osmosis_ai.rollout.server._impl.entry import FINISHED, AdmissionError, RolloutEntry, publish
@@ -78,13 +79,14 @@ class RolloutService:
     def __init__(self, backend: ExecutionBackend, settings: ServerSettings) -> None:
         self.backend = backend
         self.settings = settings
-        self._legacy_backend = compat.legacy_backend(backend)
+        #: The main thread's loop when the protocol runs in a thread of its own (``serve``).
+        self.agent: AgentLoop | None = None
+        self._execute = executor(backend, None)
         self.process_id = str(uuid.uuid4())
         self.instance_id = os.environ.get(ENV_INSTANCE_ID) or self.process_id
         self.entries: dict[str, RolloutEntry] = {}
         self.active = 0
-        # Admitted rollouts whose task has not started yet (not in backend.execute: the
-        # backend cannot count them, the capacity check does).
+        # Admitted rollouts not in backend.execute yet (the capacity check counts them).
         self._unstarted = 0
         self._retained = RetainedResults(
             self.entries,
@@ -176,9 +178,14 @@ class RolloutService:
         """Swap the backend before the server starts (``serve(app, workers=N)`` puts a
         :class:`~osmosis_ai.rollout.server._impl.workers.pool.WorkerPool` in front of it)."""
         self.backend = backend
-        self._legacy_backend = compat.legacy_backend(backend)
+
+    def use_agent_loop(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Run rollouts on ``loop`` (another thread's) before the server starts (see
+        :mod:`.agent_loop`); this service and its HTTP stay on the loop that starts it."""
+        self.agent = AgentLoop(loop)
 
     async def start(self) -> None:
+        self._execute = executor(self.backend, self.agent)
         self._loop = self._admission.loop = self._leases.loop = self._drain.loop = (
             asyncio.get_running_loop()
         )
@@ -246,10 +253,7 @@ class RolloutService:
         await self._trajectories.drain(10.0)
         if self._sweeper is not None:
             self._sweeper.cancel()
-        try:
-            await self.backend.shutdown()
-        except Exception:
-            logger.exception("backend.shutdown() raised")
+        await shutdown_backend(self.backend, self.agent, self.settings.cancel_cleanup_sec)
         await self._callbacks.aclose()
 
     def _acknowledge(self, entry: RolloutEntry) -> None:
@@ -264,7 +268,8 @@ class RolloutService:
     def _has_capacity(self) -> bool:
         backend = self.backend
         fits = getattr(backend, "has_capacity_for", None)  # absent on duck-typed backends
-        return fits(self._unstarted) if fits is not None else backend.has_capacity()
+        pending = self._unstarted + (self.agent.pending if self.agent is not None else 0)
+        return fits(pending) if fits is not None else backend.has_capacity()
 
     def _scheduled(self, entry: RolloutEntry, task: asyncio.Task[None]) -> None:
         """Admission scheduled ``task`` to run ``entry``: count it, and finish it when it ends."""
@@ -278,10 +283,7 @@ class RolloutService:
         self._unstarted -= 1
         outcome: ExecutionOutcome | None = None
         try:
-            if self._legacy_backend:
-                outcome = await compat.execute_legacy(self.backend, exec_request, entry.progress)
-            else:
-                outcome = await self.backend.execute(exec_request, entry.progress)
+            outcome = await self._execute(exec_request, entry.progress)
         except asyncio.CancelledError:
             self._finalize_forced(
                 entry, RolloutStatus.CANCELLED, entry.cancel_message or CANCELLED_MESSAGE, None

@@ -50,6 +50,8 @@ class ServerSettings:
     cancel_cleanup_sec: float = DEFAULT_CANCEL_CLEANUP_SEC
     outbox_dir: Path | None = None
     save_trajectories: bool = True
+    protocol_thread: bool = True
+    worker_nice: int | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.outbox_dir, str):  # create_rollout_server accepts str | Path
@@ -91,6 +93,14 @@ class ServerSettings:
                 raise ValueError(f"{name} must be finite and non-negative")
         if self.callback_timeout_sec <= 0:
             raise ValueError("callback_timeout_sec must be greater than zero")
+        nice = self.worker_nice
+        if nice is not None and (isinstance(nice, bool) or not isinstance(nice, int)):
+            raise ValueError(f"worker_nice must be an integer from 0 to 19 or None, got {nice!r}")
+        if nice is not None and not 0 <= nice <= 19:
+            raise ValueError(
+                f"worker_nice must be from 0 (the server's CPU priority) to 19 (the lowest), "
+                f"got {nice}; None takes OSMOSIS_ROLLOUT_WORKER_NICE or the default 5"
+            )
 
 
 # Fields with no create_rollout_server keyword (set through ServerSettings only).

@@ -114,8 +114,11 @@ backend: ExecutionBackend = LocalBackend(
 )
 if os.environ.get("WORKER_TEST_LEGACY") == "1":
     backend = LegacyBackend()
+nice = os.environ.get("WORKER_TEST_NICE")  # create_rollout_server(worker_nice=...)
 app = create_rollout_server(
-    backend=backend, configure_logging=os.environ.get("WORKER_TEST_LOGGING") == "1"
+    backend=backend,
+    configure_logging=os.environ.get("WORKER_TEST_LOGGING") == "1",
+    worker_nice=int(nice) if nice else None,
 )
 
 if __name__ == "__main__":

@@ -77,6 +77,8 @@ class WorkerPool(ExecutionBackend):
         self._restarted: asyncio.Future[None] | None = None
         self._intake = ResultIntake()
         self.launcher = Launcher()
+        #: The workers' niceness over this process's (``None``: the environment's, else 5).
+        self.nice: int | None = None
 
     def fork_zygote(self) -> None:
         """Fork the zygote that will fork the workers (:mod:`.zygote`), if this process can
@@ -93,8 +95,9 @@ class WorkerPool(ExecutionBackend):
     def _spec(self) -> dict[str, Any]:
         from osmosis_ai.rollout.server._impl.workers import worker_nice
 
+        nice = self.nice
         return {
-            "nice": worker_nice(),
+            "nice": worker_nice() if nice is None else nice,
             "entry": self.entry,
             "sys_path": list(sys.path),
             "log_level": logging.getLogger().getEffectiveLevel(),
@@ -379,6 +382,7 @@ def use_workers(app: Any, workers: int) -> WorkerPool:
     if isinstance(backend, WorkerPool):
         return backend
     pool = WorkerPool(backend, workers, locate(app))
+    pool.nice = service.settings.worker_nice
     service.use_backend(pool)
     pool.fork_zygote()
     return pool
