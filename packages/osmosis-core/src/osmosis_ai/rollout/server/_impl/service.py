@@ -9,11 +9,10 @@ own state, each given the registry and, as callables, the few service steps it n
 :class:`~.admission.Admission` (lease key, journaled admissions), :class:`~.polling.Leases`
 (lease deadlines, long polls), :class:`~.drain.Drain` (accepting or not, the drain deadline),
 :class:`~.delivery.CallbackDelivery` and :class:`~.delivery.TrajectorySaver` (getting results
-out) and :class:`~.retention.RetainedResults` (how long results stay). Entries are in
-:mod:`.entry`, outbox records in :mod:`.retention`, 0.3 shims in :mod:`.compat`.
-This module is capped at 480 lines (``tests/rollout/server/test_service_shape.py``): a new
-concern becomes a collaborator of its own, not more service.
-
+out), :class:`~.retention.RetainedResults` (how long results stay) and the admission's
+:class:`~.ownership.OwnershipTelemetry` (OTLP status records). Entries are in :mod:`.entry`,
+outbox records in :mod:`.retention`, 0.3 shims in :mod:`.compat`. This module is capped at 480
+lines (``tests/rollout/server/test_service_shape.py``): a new concern becomes a collaborator.
 Everything runs on the event loop without locks: each method is either synchronous or awaits
 only at points where the state it relies on is re-checked afterwards.
 """
@@ -35,7 +34,7 @@ from osmosis_ai.rollout.backend.base import (
     ExecutionBackend,
 )
 from osmosis_ai.rollout.errors import categorize_exception, describe_exception
-from osmosis_ai.rollout.server._impl import compat, wire
+from osmosis_ai.rollout.server._impl import compat, ownership, wire
 from osmosis_ai.rollout.server._impl.admission import Admission
 from osmosis_ai.rollout.server._impl.delivery import CallbackDelivery, TrajectorySaver
 from osmosis_ai.rollout.server._impl.drain import Drain
@@ -182,6 +181,7 @@ class RolloutService:
         self._loop = self._admission.loop = self._leases.loop = self._drain.loop = (
             asyncio.get_running_loop()
         )
+        self._admission.ownership = ownership.telemetry_from_env()  # None: OTLP endpoint unset
         start_workers = getattr(self.backend, "start_workers", None)
         if start_workers is not None:
             await start_workers()
@@ -244,6 +244,8 @@ class RolloutService:
                     self._outbox.directory,
                 )
         await self._trajectories.drain(10.0)
+        if self._admission.ownership is not None:  # the terminal records of the drained ones too
+            await asyncio.to_thread(self._admission.ownership.close)
         if self._sweeper is not None:
             self._sweeper.cancel()
         try:
