@@ -62,7 +62,14 @@ def login_command(
 
 
 @app.command("logout")
-def logout_command() -> None:
+def logout_command(
+    yes: Annotated[
+        bool,
+        typer.Option(
+            "--yes", "-y", help="Accepted as in osmosis-ai 0.3 (logout never asks to confirm)."
+        ),
+    ] = False,
+) -> None:
     """Forget the stored token for OSMOSIS_PLATFORM_URL."""
     import os
 
