@@ -24,11 +24,17 @@ class AgentWorkflowOutput(BaseModel):
     info: dict[str, Any] = Field(default_factory=dict)
 
 
-def __getattr__(name: str) -> Any:
-    # osmosis-ai 0.3.8's ``coerce_output`` lived here; it is the workflow's now (imported on
-    # first use: agent_workflow imports this module).
-    if name == "coerce_output":
-        from osmosis_ai.rollout.agent_workflow import coerce_output
-
-        return coerce_output
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+def coerce_output(value: object) -> AgentWorkflowOutput | None:
+    """Normalize what ``AgentWorkflow.run`` returned; anything but the three allowed shapes
+    (an :class:`AgentWorkflowOutput`, a message list, ``None``) is a ``TypeError``. (0.3.8 had
+    it here too; :mod:`osmosis_ai.rollout.agent_workflow` re-exports it.)"""
+    if value is None:
+        return None
+    if isinstance(value, AgentWorkflowOutput):
+        return AgentWorkflowOutput.model_validate(value)
+    if isinstance(value, list):
+        return AgentWorkflowOutput(messages=value)
+    raise TypeError(
+        "run() must return AgentWorkflowOutput, a message list, or None; "
+        f"got {type(value).__name__}"
+    )
