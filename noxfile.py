@@ -184,14 +184,15 @@ _LEVELS = [(DIAGONAL[FLOOR], FLOOR), (DIAGONAL[LATEST], LATEST)]
 @nox.session(tags=["core"])
 @nox.parametrize(("python", "level"), _LEVELS, ids=[FLOOR, LATEST])
 def core(session: nox.Session, level: str) -> None:
-    """osmosis-core alone (with its server, rubric and eval extras): the contract, LocalBackend,
-    server, testing kit, judge and the local evaluation library; at its floors and latest."""
+    """osmosis-core alone (with its server, rubric, eval and otlp extras): the contract,
+    LocalBackend, server, testing kit, judge and the local evaluation library; at its floors and
+    latest."""
     session.install(
         *_resolution(level),
         *TEST_DEPS,
         *_coverage_deps(level),
         "-e",
-        f"{PACKAGES / 'osmosis-core'}[server,rubric,eval]",
+        f"{PACKAGES / 'osmosis-core'}[server,rubric,eval,otlp]",
     )
     _pytest(session, PACKAGES / "osmosis-core" / "tests", coverage=_measured("osmosis-core", level))
 

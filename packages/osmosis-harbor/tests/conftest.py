@@ -33,6 +33,8 @@ def osmosis_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     home = tmp_path / "osmosis-home"
     monkeypatch.setenv("OSMOSIS_HOME", str(home))
     monkeypatch.delenv("_OSMOSIS_ROLLOUT_ARTIFACT_ROOT", raising=False)
+    # It overrides a test's explicit environment_config (resolve_environment): tests set it.
+    monkeypatch.delenv("OSMOSIS_HARBOR_ENV", raising=False)
     scratch = tmp_path / "tmp"
     scratch.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(scratch))

@@ -122,6 +122,49 @@ def test_environment_selection_never_guesses() -> None:
     assert local.kwargs == {"auto_mounting": True}  # Harbor 0.26 binds the log dirs
 
 
+def test_osmosis_harbor_env_overrides_the_environment_a_rollout_passes(
+    queue: TrialQueue,
+    hello_task: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Issue 38: a 0.3.x rollout (the workspace template's) hard-codes Harbor's Docker
+    environment; the operator's OSMOSIS_HARBOR_ENV is where its trials run."""
+    from harbor.models.environment_type import EnvironmentType
+    from harbor.models.trial.config import EnvironmentConfig
+
+    hard_coded = EnvironmentConfig(type=EnvironmentType.DOCKER)
+    unset = HarborBackend(
+        orchestrator=queue, tasks_dir=hello_task, agent="nop", environment_config=hard_coded
+    )
+    assert unset.health()["chat_endpoint"]["environment"] == "docker"  # unset: the argument
+
+    monkeypatch.setenv("OSMOSIS_HARBOR_ENV", "local")
+    with caplog.at_level("WARNING"):
+        backend = HarborBackend(
+            orchestrator=queue, tasks_dir=hello_task, agent="nop", environment_config=hard_coded
+        )
+    assert backend.health()["chat_endpoint"]["environment"] == "local"
+    assert "OSMOSIS_HARBOR_ENV=local overrides the environment_config" in caplog.text
+    assert "(docker): trials run in local" in caplog.text
+
+    # The same kind passed with settings of its own is kept as it is, without a warning.
+    caplog.clear()
+    own = local_environment_config(python="/usr/bin/python3")
+    with caplog.at_level("WARNING"):
+        same = HarborBackend(
+            orchestrator=queue, tasks_dir=hello_task, agent="nop", environment_config=own
+        )
+    assert same._config.environment is own
+    assert "overrides" not in caplog.text
+
+    monkeypatch.setenv("OSMOSIS_HARBOR_ENV", "kubernetes")
+    with pytest.raises(EnvironmentSelectionError, match="'kubernetes' is not a known"):
+        HarborBackend(
+            orchestrator=queue, tasks_dir=hello_task, agent="nop", environment_config=hard_coded
+        )
+
+
 def test_task_references(tmp_path: Path) -> None:
     tasks = tmp_path / "tasks"
     pinned = select_task(

@@ -70,3 +70,12 @@ def test_login_without_verification_then_logout(
     assert logout.envelope()["resource"]["removed_from"] == ["file"]
     # nothing stored: nothing to confirm
     assert run_cli("--json", "auth", "logout").envelope()["resource"]["removed_from"] == []
+
+
+def test_logout_accepts_0_3_s_yes_flag(run_cli: RunCli, monkeypatch: pytest.MonkeyPatch) -> None:
+    """osmosis-ai 0.3.8 scripts call ``osmosis auth logout -y``; it must not be a usage error."""
+    monkeypatch.setenv("OSMOSIS_PLATFORM_URL", "https://platform.example.com")
+    for flag in ("-y", "--yes"):
+        run_cli("--json", "auth", "login", "--token", "tok", "--no-verify")
+        logout = run_cli("--json", "auth", "logout", flag)
+        assert logout.envelope()["resource"]["removed_from"] == ["file"], flag

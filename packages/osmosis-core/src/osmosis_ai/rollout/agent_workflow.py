@@ -6,6 +6,7 @@ from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING, Any
 
 from osmosis_ai.rollout.types.config import AgentWorkflowConfig
+from osmosis_ai.rollout.types.output import coerce_output as coerce_output
 
 if TYPE_CHECKING:
     from osmosis_ai.rollout.context import AgentWorkflowContext
@@ -27,19 +28,3 @@ class AgentWorkflow[TConfig: AgentWorkflowConfig](ABC):
     async def run(
         self, ctx: AgentWorkflowContext[TConfig]
     ) -> AgentWorkflowOutput | list[dict[str, Any]] | None: ...
-
-
-def coerce_output(value: object) -> AgentWorkflowOutput | None:
-    """Normalize what ``run`` returned; anything but the three allowed shapes is a ``TypeError``."""
-    from osmosis_ai.rollout.types.output import AgentWorkflowOutput
-
-    if value is None:
-        return None
-    if isinstance(value, AgentWorkflowOutput):
-        return AgentWorkflowOutput.model_validate(value)
-    if isinstance(value, list):
-        return AgentWorkflowOutput(messages=value)
-    raise TypeError(
-        "run() must return AgentWorkflowOutput, a message list, or None; "
-        f"got {type(value).__name__}"
-    )

@@ -31,6 +31,10 @@ logger = logging.getLogger(__name__)
 ENV_CHAT_COMPLETIONS_URL = "OSMOSIS_CHAT_COMPLETIONS_URL"
 ENV_API_KEY = "OSMOSIS_API_KEY"
 ENV_ROLLOUT_ID = "OSMOSIS_ROLLOUT_ID"
+# osmosis-ai 0.3.8's names for the same three variables.
+CHAT_COMPLETIONS_URL_ENV = ENV_CHAT_COMPLETIONS_URL
+API_KEY_ENV = ENV_API_KEY
+ROLLOUT_ID_ENV = ENV_ROLLOUT_ID
 
 rollout_contextvar: contextvars.ContextVar[RolloutContext | None] = contextvars.ContextVar(
     "osmosis_rollout_context", default=None

@@ -216,3 +216,27 @@ def _convert(value: Any) -> Any:
         except Exception:
             return _DROP
     return _DROP
+
+
+#: osmosis-ai 0.3.8's name for one message of a sample.
+SampleMessage = Mapping[str, Any]
+
+# 0.3.8 defined these in this module; they live in their own modules now and are re-exported
+# here on first use (importing them at the top would be circular: they import this module).
+_MOVED = {
+    "MessageDict": "osmosis_ai.rollout.types.messages",
+    "RolloutStatus": "osmosis_ai.rollout.types.enums",
+    "RolloutErrorCategory": "osmosis_ai.rollout.types.enums",
+    "ExecutionRequest": "osmosis_ai.rollout.types.execution",
+    "ExecutionResult": "osmosis_ai.rollout.types.execution",
+    "ExecutionOutcome": "osmosis_ai.rollout.types.execution",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _MOVED.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(module), name)

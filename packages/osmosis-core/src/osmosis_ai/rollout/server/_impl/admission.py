@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from osmosis_ai.rollout.server._impl.drain import Drain
     from osmosis_ai.rollout.server._impl.lease import LeaseKey
     from osmosis_ai.rollout.server._impl.outbox import Outbox
+    from osmosis_ai.rollout.server._impl.ownership import OwnershipTelemetry
     from osmosis_ai.rollout.server._impl.polling import Leases
     from osmosis_ai.rollout.server._impl.settings import ServerSettings
 
@@ -62,6 +63,8 @@ class Admission:
         self.lease_key = lease_key  # the outbox's persistent key, once started
         self.outbox: Outbox | None = None  # once started
         self.loop: asyncio.AbstractEventLoop | None = None  # the service's, once started
+        #: Ownership telemetry (``OSMOSIS_ROLLOUT_OTLP_ENDPOINT`` set), once started.
+        self.ownership: OwnershipTelemetry | None = None
 
     def admit(self, request: RolloutInitRequest, body: bytes | None = None) -> bytes:
         """Register and schedule one rollout; return the 202 body. Never awaits agent work.
@@ -136,7 +139,20 @@ class Admission:
             logger.exception("could not schedule rollout %s", rollout_id)
             raise AdmissionError(500, "could not schedule the rollout; see the server log") from exc
         self._scheduled(entry, task)
+        if self.ownership is not None:
+            self._observe(entry, request, self.ownership)
         return entry, self._admission_body(rollout_id, token)
+
+    @staticmethod
+    def _observe(
+        entry: RolloutEntry, request: RolloutInitRequest, ownership: OwnershipTelemetry
+    ) -> None:
+        """Record ``queued`` and watch the rollout's status from here to its terminal one (the
+        task has not run yet: it cannot have moved on)."""
+        observer = ownership.observe(entry.rollout_id, request.metadata)
+        if observer is not None:
+            entry.progress.on_status = observer
+            observer(entry.progress.status)
 
     def _admission_body(self, rollout_id: str, token: str) -> bytes:
         settings = self._settings

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from typing import TYPE_CHECKING
 
 from osmosis_ai.rollout.context import RolloutProgress
@@ -10,6 +11,8 @@ from osmosis_ai.rollout.types.enums import RolloutStatus
 
 if TYPE_CHECKING:
     from osmosis_ai.rollout.types.protocol import RolloutInitRequest
+
+logger = logging.getLogger("osmosis_ai.rollout.server")
 
 _QUEUED = RolloutStatus.QUEUED
 
@@ -100,11 +103,19 @@ FINISHED = RolloutProgress(status=RolloutStatus.SUCCESS)
 
 def publish(progress: RolloutProgress, status: RolloutStatus) -> None:
     """Synchronous twin of ``RolloutProgress.set_status`` for server-owned transitions (the
-    server never installs ``on_status``, so nothing needs awaiting)."""
+    terminal status, and a worker process's reports). The only ``on_status`` the server installs
+    is the ownership telemetry's (:mod:`.ownership`), which is synchronous; like
+    ``set_status``, an observer that raises is logged and the transition stands."""
     if status == progress.status or progress.status.is_terminal:
         return
     progress.status = status
     wake(progress)
+    observer = progress.on_status
+    if observer is not None:
+        try:
+            observer(status)
+        except Exception:
+            logger.warning("rollout status observer failed on %s", status, exc_info=True)
 
 
 def wake(progress: RolloutProgress) -> None:

@@ -1,21 +1,16 @@
 """The rollout service: one registry and one execution path for both wire protocols.
 
 The HTTP layer (:mod:`..app`) only parses and answers; the service owns each rollout's
-lifecycle: admission, the execution task (``backend.execute(request, progress)``), the one
-status (the entry's progress), leases and their expiry, long polls, cancellation (cancelling
-its own task), graceful drain and the outbox. It owns the registry (``entries``) and the
-executions (scheduling, finalizing, cancelling); the other parts are collaborators with their
-own state, each given the registry and, as callables, the few service steps it needs:
-:class:`~.admission.Admission` (lease key, journaled admissions), :class:`~.polling.Leases`
-(lease deadlines, long polls), :class:`~.drain.Drain` (accepting or not, the drain deadline),
-:class:`~.delivery.CallbackDelivery` and :class:`~.delivery.TrajectorySaver` (getting results
-out) and :class:`~.retention.RetainedResults` (how long results stay). Entries are in
-:mod:`.entry`, outbox records in :mod:`.retention`, 0.3 shims in :mod:`.compat`.
-This module is capped at 480 lines (``tests/rollout/server/test_service_shape.py``): a new
-concern becomes a collaborator of its own, not more service.
-
-Everything runs on the event loop without locks: each method is either synchronous or awaits
-only at points where the state it relies on is re-checked afterwards.
+lifecycle: admission, the execution task (``backend.execute(request, progress)``, on the agent
+loop: :mod:`.agent_loop`), the one status (the entry's progress), leases and their expiry, long
+polls, cancellation, graceful drain and the outbox. Collaborators, each given the registry and
+the few service steps it needs: :class:`~.admission.Admission` (lease key, journaled admissions,
+:class:`~.ownership.OwnershipTelemetry`), :class:`~.polling.Leases`, :class:`~.drain.Drain`,
+:class:`~.delivery.CallbackDelivery` and :class:`~.delivery.TrajectorySaver`,
+:class:`~.retention.RetainedResults`. Entries are in :mod:`.entry`, 0.3 shims in :mod:`.compat`.
+Capped at 480 lines (``tests/rollout/server/test_service_shape.py``): a new concern becomes a
+collaborator. Everything runs on the protocol loop without locks: each method is synchronous or
+awaits only where the state it relies on is re-checked afterwards.
 """
 
 from __future__ import annotations
@@ -35,7 +30,7 @@ from osmosis_ai.rollout.backend.base import (
     ExecutionBackend,
 )
 from osmosis_ai.rollout.errors import categorize_exception, describe_exception
-from osmosis_ai.rollout.server._impl import wire
+from osmosis_ai.rollout.server._impl import ownership, wire
 from osmosis_ai.rollout.server._impl.admission import Admission
 from osmosis_ai.rollout.server._impl.agent_loop import AgentLoop, executor, shutdown_backend
 from osmosis_ai.rollout.server._impl.delivery import CallbackDelivery, TrajectorySaver
@@ -189,6 +184,7 @@ class RolloutService:
         self._loop = self._admission.loop = self._leases.loop = self._drain.loop = (
             asyncio.get_running_loop()
         )
+        self._admission.ownership = ownership.telemetry_from_env()  # None: OTLP endpoint unset
         start_workers = getattr(self.backend, "start_workers", None)
         if start_workers is not None:
             await start_workers()
@@ -251,6 +247,8 @@ class RolloutService:
                     self._outbox.directory,
                 )
         await self._trajectories.drain(10.0)
+        if self._admission.ownership is not None:  # the terminal records of the drained ones too
+            await asyncio.to_thread(self._admission.ownership.close)
         if self._sweeper is not None:
             self._sweeper.cancel()
         await shutdown_backend(self.backend, self.agent, self.settings.cancel_cleanup_sec)

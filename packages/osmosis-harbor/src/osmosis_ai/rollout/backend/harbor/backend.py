@@ -45,6 +45,7 @@ from ._sandbox_limits import resolve_limits
 from ._sandbox_owner import sweep_orphans
 from .agent import RESULT_METADATA_KEY
 from .bundle import Bundle, BundleError, build_bundle
+from .environments import resolve_environment
 from .hygiene import scrub_paths
 from .tasks import TaskMode, TaskSelectionError
 
@@ -93,6 +94,9 @@ class HarborBackend(ExecutionBackend):
     used only for tasks without their own ``tests/test.sh``. A task verifier writing several
     rewards (``reward.json``) is reduced to one by ``reward_key=`` (that entry) or
     ``reward_weights=`` (a weighted sum); by default ``reward`` if present, else the mean.
+    Trials run in ``environment_config`` (Harbor's Docker by default), unless
+    ``OSMOSIS_HARBOR_ENV`` is set: the operator's choice wins (see
+    :func:`.environments.resolve_environment`).
 
     Sandbox creation is limited per environment (see :mod:`._sandbox_limits`; each ``None``
     falls back to its ``OSMOSIS_HARBOR_*`` variable, then the environment's default):
@@ -131,6 +135,7 @@ class HarborBackend(ExecutionBackend):
     ) -> None:
         if legacy:
             raise TypeError(_config.legacy_message(legacy))
+        environment_config = resolve_environment(environment_config)
         self._config = _config.build_config(
             orchestrator=orchestrator,
             tasks_dir=tasks_dir,

@@ -22,6 +22,7 @@ sandbox):
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import sys
 from collections.abc import Mapping
@@ -31,6 +32,8 @@ from osmosis_ai.errors import ConfigurationError
 
 if TYPE_CHECKING:
     from harbor.models.trial.config import EnvironmentConfig
+
+logger = logging.getLogger(__name__)
 
 ENV_SELECTOR: Final = "OSMOSIS_HARBOR_ENV"
 ENVIRONMENT_CHOICES: Final = ("skypilot", "docker", "local")
@@ -122,6 +125,33 @@ def local_environment_config(python: str | None = None) -> EnvironmentConfig:
     return EnvironmentConfig(
         import_path=LOCAL_ENVIRONMENT_IMPORT_PATH, kwargs={"auto_mounting": True}, env=env
     )
+
+
+def resolve_environment(
+    passed: EnvironmentConfig | None, env: Mapping[str, str] | None = None
+) -> EnvironmentConfig | None:
+    """The environment trials run in: ``OSMOSIS_HARBOR_ENV``, when set, wins over the
+    ``environment_config`` a rollout passes (0.3.x rollouts such as the workspace template's
+    hard-code Harbor's Docker environment, so the operator's choice could not reach them
+    otherwise); a passed config of the same kind is kept as it is. Unset, ``passed`` stands."""
+    settings = os.environ if env is None else env
+    if not settings.get(ENV_SELECTOR, "").strip():
+        return passed
+    selected = environment_config_from_env(settings)
+    from ._config import environment_name
+
+    chosen, given = environment_name(selected), environment_name(passed)
+    if passed is not None and chosen == given:
+        return passed
+    if passed is not None:
+        logger.warning(
+            "%s=%s overrides the environment_config the rollout passes (%s): trials run in %s",
+            ENV_SELECTOR,
+            settings[ENV_SELECTOR].strip(),
+            given,
+            chosen,
+        )
+    return selected
 
 
 def environment_config_from_env(env: Mapping[str, str] | None = None) -> EnvironmentConfig:

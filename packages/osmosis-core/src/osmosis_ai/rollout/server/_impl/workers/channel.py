@@ -12,7 +12,8 @@ disk or the network.
 A :class:`Sender` batches: what one loop iteration sends goes out as one frame (one pickle, one
 write) when the iteration ends, and a ``status`` superseded by its rollout's ``done`` in the
 same batch is dropped, so a burst of rollouts costs the server a few frames, not a few per
-rollout.
+rollout (unless ``keep_status``: with ownership telemetry on, the server records every status a
+rollout entered, as 0.3.8 did).
 """
 
 from __future__ import annotations
@@ -57,9 +58,12 @@ class Sender:
         self,
         writer: asyncio.StreamWriter,
         replace: Callable[[tuple[Any, ...], Exception], tuple[Any, ...] | None] | None = None,
+        *,
+        keep_status: bool = False,
     ) -> None:
         self.writer = writer
         self.replace = replace
+        self.keep_status = keep_status
         self._batch: list[tuple[Any, ...]] = []
 
     def send(self, message: tuple[Any, ...]) -> None:
@@ -71,7 +75,7 @@ class Sender:
         batch, self._batch = self._batch, []
         if not batch or self.writer.is_closing():
             return
-        done = {m[1] for m in batch if m[0] == "done"}
+        done = () if self.keep_status else {m[1] for m in batch if m[0] == "done"}
         if done:
             batch = [m for m in batch if m[0] != "status" or m[1] not in done]
         try:

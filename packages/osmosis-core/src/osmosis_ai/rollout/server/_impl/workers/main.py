@@ -22,6 +22,7 @@ from typing import Any
 
 from osmosis_ai.rollout.backend.base import accepts_progress, execute_legacy
 from osmosis_ai.rollout.server._impl.heap import freeze_long_lived
+from osmosis_ai.rollout.server._impl.ownership import enabled as ownership_enabled
 from osmosis_ai.rollout.server._impl.workers import ENV_WORKER
 from osmosis_ai.rollout.server._impl.workers.channel import Sender, encode, encode_outcome, receive
 
@@ -34,7 +35,8 @@ class _Worker:
         self.writer = writer
         self.tasks: dict[str, asyncio.Task[None]] = {}
         self.legacy = not accepts_progress(backend)  # a 0.3.8 ``execute(request)``
-        self.sender = Sender(writer, _unpicklable)
+        # Ownership telemetry (the server's, same environment) records every status: keep them.
+        self.sender = Sender(writer, _unpicklable, keep_status=ownership_enabled(os.environ))
 
     def send(self, message: tuple[Any, ...]) -> None:
         self.sender.send(message)
