@@ -97,19 +97,20 @@ class RolloutService:
         #: Names this server's default outbox folder when set (``serve()``: the port).
         self.outbox_instance: str | None = None
         self._restored: set[str] = set()
-        self._drain = Drain(
-            settings,
-            self.entries,
-            self._restored,
-            cancel_execution=self._cancel_execution,
-            force_result=self._finalize_forced,
-        )
         self._leases = Leases(
             settings,
             self.entries,
             force_result=self._finalize_forced,
             cancel_execution=self._cancel_execution,
             acknowledge=self._acknowledge,
+        )
+        self._drain = Drain(
+            settings,
+            self.entries,
+            self._restored,
+            cancel_execution=self._cancel_execution,
+            force_result=self._finalize_forced,
+            leases=self._leases,
         )
         self._admission = Admission(
             settings,
