@@ -15,6 +15,9 @@ through. Two rules fix that, in a uvicorn HTTP protocol subclass:
   the new connection is closed. So an idle flood cannot lock out working clients, and connections
   that are serving requests are never sacrificed.
 
+A client's half-close (end of its stream) is not a disconnect: the requests it sent before it
+(pipelined ones included) are answered, then the connection is closed.
+
 The keep-alive timeout between requests stays uvicorn's ``timeout_keep_alive`` (``serve``'s
 default is 2160 s, above the platform load balancer's 2100 s idle timeout); under pressure idle
 keep-alive connections are reclaimed by the cap's eviction.
@@ -99,6 +102,7 @@ def guarded_protocol(
     class GuardedHTTPProtocol(base):
         _osmosis_head_timer: asyncio.TimerHandle | None = None
         _osmosis_evicted = False
+        _osmosis_eof = False
 
         def connection_made(self, transport: Any) -> None:
             # Writes of one turn leave in one send: a response's head with its body (.coalesce).
@@ -124,8 +128,21 @@ def guarded_protocol(
             super().on_response_complete()
             cycle = self.cycle
             if (cycle is None or cycle.response_complete) and not self.transport.is_closing():
+                if self._osmosis_eof:  # the client sends nothing more: the last one answered
+                    self.transport.close()
+                    return
                 guard.idle.pop(self, None)
                 guard.idle[self] = None  # idle since now: the back of the queue
+
+        def eof_received(self) -> bool:
+            # The client half-closed ("nothing more from me"). Returning a false value would
+            # have asyncio close the socket at once, dropping the answers to requests already
+            # received (pipelined ones, or one whose answer waits in this turn's write): answer
+            # them, then close (on_response_complete). Nothing in progress: close now.
+            self._osmosis_eof = True
+            if self._osmosis_idle() and not getattr(self, "pipeline", None):
+                self.transport.close()  # the coalescing transport sends what is pending first
+            return True
 
         def connection_lost(self, exc: Exception | None) -> None:
             self._osmosis_disarm()
