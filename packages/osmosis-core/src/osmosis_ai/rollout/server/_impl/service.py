@@ -49,11 +49,11 @@ from osmosis_ai.rollout.server._impl.outbox import (
 )
 from osmosis_ai.rollout.server._impl.polling import LEASE_EXPIRED_MESSAGE, Leases
 from osmosis_ai.rollout.server._impl.retention import (
+    UNCHANGED,
     RetainedResults,
     done_line,
-    entry_from_record,
     needs_record,
-    restarted_entry,
+    restore_record,
 )
 from osmosis_ai.rollout.server._impl.settings import ServerSettings
 from osmosis_ai.rollout.types.enums import RolloutErrorCategory, RolloutStatus
@@ -434,13 +434,9 @@ class RolloutService:
 
     def _restore(self, record: dict[str, Any]) -> None:
         now = (self._loop or asyncio.get_running_loop()).time()
-        if record.get("op") == "admit":
-            # Admitted, never finished: the server stopped without a trace of it (kill -9).
-            entry = restarted_entry(record, now)
-            if entry is not None and self._outbox is not None:
-                self._outbox.put(entry.rollout_id, done_line(entry))
-        else:
-            entry = entry_from_record(record, now)
+        entry, line = restore_record(record, now)
+        if line is not UNCHANGED and self._outbox is not None:
+            self._outbox.put(str(record["id"]), line)
         if entry is None:
             return
         self._restored.add(entry.rollout_id)
