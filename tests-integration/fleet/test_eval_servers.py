@@ -15,7 +15,7 @@ from collections import Counter
 from pathlib import Path
 
 from eval_support import Cli, read_jsonl, write_tiny_workspace
-from fleet_support import ServerFleet
+from fleet_support import MisbehavingServer, ServerFleet
 
 ROWS = 300
 KEY = "fleet-test-inbound-key-0123456789"
@@ -225,3 +225,34 @@ def test_a_dead_policy_proxy_halts_the_run_and_a_rerun_finishes_it(
     keys = _keys(events)
     assert len(keys) == 120
     assert set(keys.values()) == {1}
+
+
+def test_a_server_answering_polls_with_garbage_is_failed_and_its_rows_move(
+    cli: Cli, fleet: ServerFleet, tmp_path: Path
+) -> None:
+    """A server that admits rollouts and then answers their polls with something that is not a
+    result is failed like a dead one (its rows go to the others), instead of halting the whole
+    run with "the rollout server answered unexpectedly"."""
+    ws = tmp_path / "ws"
+    config = write_tiny_workspace(ws, n_rows=40, mode="one-call")
+    [good] = fleet.start(ws, 1, {**SERVER_ENV, "TINY_MODE": "one-call"})
+    with MisbehavingServer(b"this is not a rollout result") as bad:
+        result = cli.run(
+            *("eval", "run", str(config), "--name", "g", "--json"),
+            *("--servers", f"{bad.url},{good}"),
+            cwd=ws,
+            env={"OSMOSIS_ROLLOUT_API_KEY": KEY},
+        )
+    assert result.code == 0, result.stderr
+    resource = result.json()["resource"]
+    assert resource["halt_reason"] is None
+    assert resource["succeeded"] == 40
+    assert resource["pending"] == 0
+    keys = _keys(ws / ".osmosis" / "evals" / "g" / "events.jsonl")
+    assert len(keys) == 40
+    assert set(keys.values()) == {1}
+    servers = {s["url"]: s for s in resource["servers"]}
+    assert servers[bad.url]["status"] == "failed"
+    assert "invalid body" in servers[bad.url]["failure"]
+    assert bad.admitted  # it did take rows, and they were run again elsewhere
+    assert servers[good]["status"] == "ok"

@@ -34,6 +34,12 @@ _SERVER_REFUSED = frozenset({401, 403, 500, 502, 503, 504})
 _ROLLOUT_LOST = frozenset({404, 409, 410})
 
 
+def _about_the_row(status: int | None) -> bool:
+    """A ``4xx`` (other than a refused key) is about the request: the scheduler records the
+    row; anything else from a server is about the server."""
+    return isinstance(status, int) and 400 <= status < 500
+
+
 def open_member(url: str, api_key: str | None, admission_timeout_sec: float) -> Member:
     """A member for ``url``; the caller closes its client (``member.client.aclose()``).
 
@@ -152,7 +158,10 @@ class FleetClient:
             raise _Lost(f"{member.url}: {type(exc).__name__}: {exc}") from None
         except RolloutProtocolError as exc:
             status = exc.status_code
-            if status in _SERVER_REFUSED:
+            if status in _SERVER_REFUSED or not _about_the_row(status):
+                # It refuses our rollouts, or it answers what no rollout server would (a
+                # result that is not one, a redirect...): one such server must not halt the
+                # run; its rows go to the others.
                 self.fleet.fail(member, str(exc))
             elif not (admitted and status in _ROLLOUT_LOST):
                 raise  # about this row (e.g. 422): the scheduler records it
