@@ -110,7 +110,7 @@ class MisbehavingServer:
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
 
-            def log_message(self, *args: object) -> None:
+            def log_message(self, format: str, *args: object) -> None:
                 pass
 
             def _send(self, status: int, payload: bytes) -> None:

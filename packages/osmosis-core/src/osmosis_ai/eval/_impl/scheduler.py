@@ -212,6 +212,9 @@ class Scheduler:
             try:
                 result = await asyncio.wait_for(handle.wait_for_completion(), self.deadline_sec)
             except TimeoutError:
+                timed_out = getattr(client, "rollout_timed_out", None)  # a fleet's
+                if timed_out is not None:
+                    timed_out(rollout_id, self.deadline_sec)
                 await self._cancel_on_server(client, rollout_id, handle)
                 record = self._record(
                     item,
