@@ -83,6 +83,28 @@ class _Guard:
             )
 
 
+class _HalfClose:
+    """The client's half-close ("nothing more from me") is not a disconnect. Returning a false
+    value from ``eof_received`` would have asyncio close the socket at once, dropping the
+    answers to requests already received (pipelined ones, or one whose answer waits in this
+    turn's coalesced write): they are answered, then the connection closes (the protocol's
+    ``on_response_complete``). Nothing in progress: it closes now."""
+
+    _osmosis_eof = False
+    cycle: Any
+    transport: Any
+
+    def _osmosis_idle(self) -> bool:
+        cycle = self.cycle
+        return cycle is None or cycle.response_complete
+
+    def eof_received(self) -> bool:
+        self._osmosis_eof = True
+        if self._osmosis_idle() and not getattr(self, "pipeline", None):
+            self.transport.close()  # the coalescing transport sends what is pending first
+        return True
+
+
 def guarded_protocol(
     *, max_connections: int | None = None, header_timeout_sec: float = DEFAULT_HEADER_TIMEOUT_SEC
 ) -> type[asyncio.Protocol]:
@@ -99,10 +121,9 @@ def guarded_protocol(
     guard = _Guard(cap, header_timeout_sec)
     base: Any = AutoHTTPProtocol
 
-    class GuardedHTTPProtocol(base):
+    class GuardedHTTPProtocol(_HalfClose, base):
         _osmosis_head_timer: asyncio.TimerHandle | None = None
         _osmosis_evicted = False
-        _osmosis_eof = False
 
         def connection_made(self, transport: Any) -> None:
             # Writes of one turn leave in one send: a response's head with its body (.coalesce).
@@ -134,16 +155,6 @@ def guarded_protocol(
                 guard.idle.pop(self, None)
                 guard.idle[self] = None  # idle since now: the back of the queue
 
-        def eof_received(self) -> bool:
-            # The client half-closed ("nothing more from me"). Returning a false value would
-            # have asyncio close the socket at once, dropping the answers to requests already
-            # received (pipelined ones, or one whose answer waits in this turn's write): answer
-            # them, then close (on_response_complete). Nothing in progress: close now.
-            self._osmosis_eof = True
-            if self._osmosis_idle() and not getattr(self, "pipeline", None):
-                self.transport.close()  # the coalescing transport sends what is pending first
-            return True
-
         def connection_lost(self, exc: Exception | None) -> None:
             self._osmosis_disarm()
             guard.idle.pop(self, None)
@@ -151,10 +162,6 @@ def guarded_protocol(
                 self._osmosis_evicted = False
                 guard.closing -= 1
             super().connection_lost(exc)
-
-        def _osmosis_idle(self) -> bool:
-            cycle = self.cycle
-            return cycle is None or cycle.response_complete
 
         def _osmosis_arm(self) -> None:
             self._osmosis_disarm()
