@@ -91,3 +91,76 @@ class ServerFleet:
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
+
+
+class MisbehavingServer:
+    """A server on 127.0.0.1 (a thread of the test process) that speaks the rollout protocol's
+    routes but misbehaves: it admits every rollout (``202`` with a lease) and then answers
+    each poll with ``poll_body`` (``None``: a well-formed "running" for ever, i.e. it admits
+    and never finishes). ``admitted`` lists the rollout ids it took."""
+
+    def __init__(self, poll_body: bytes | None, capacity: int = 4) -> None:
+        import json
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        self.admitted: list[str] = []
+        owner = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: object) -> None:
+                pass
+
+            def _send(self, status: int, payload: bytes) -> None:
+                self.send_response(status)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+            def do_GET(self) -> None:
+                if self.path == "/health":
+                    health = {
+                        "status": "ok",
+                        "max_queue_depth": capacity,
+                        "lifecycle": {"accepting_rollouts": True, "active_rollouts": 0},
+                    }
+                    self._send(200, json.dumps(health).encode())
+                    return
+                rollout_id = self.path.split("/")[2]
+                if poll_body is None:
+                    running = {"rollout_id": rollout_id, "status": "running"}
+                    self._send(200, json.dumps(running).encode())
+                else:
+                    self._send(200, poll_body)
+
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers.get("content-length", "0")))
+                if self.path != "/rollout":
+                    self._send(200, b'{"cancelled": [], "not_found": [], "already_done": []}')
+                    return
+                rollout_id = json.loads(body)["rollout_id"]
+                owner.admitted.append(rollout_id)
+                admission = {
+                    "rollout_id": rollout_id,
+                    "status": "queued",
+                    "polling_lease_token": "t" * 43,
+                    "result_wait_timeout_sec": 0.2,
+                    "polling_lease_timeout_sec": 3600.0,
+                }
+                self._send(202, json.dumps(admission).encode())
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", free_port()), Handler)
+        self._server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    def __enter__(self) -> MisbehavingServer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()

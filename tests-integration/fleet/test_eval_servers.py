@@ -14,8 +14,9 @@ import time
 from collections import Counter
 from pathlib import Path
 
+import pytest
 from eval_support import Cli, read_jsonl, write_tiny_workspace
-from fleet_support import ServerFleet
+from fleet_support import MisbehavingServer, ServerFleet
 
 ROWS = 300
 KEY = "fleet-test-inbound-key-0123456789"
@@ -225,3 +226,71 @@ def test_a_dead_policy_proxy_halts_the_run_and_a_rerun_finishes_it(
     keys = _keys(events)
     assert len(keys) == 120
     assert set(keys.values()) == {1}
+
+
+def test_a_server_answering_polls_with_garbage_is_failed_and_its_rows_move(
+    cli: Cli, fleet: ServerFleet, tmp_path: Path
+) -> None:
+    """A server that admits rollouts and then answers their polls with something that is not a
+    result is failed like a dead one (its rows go to the others), instead of halting the whole
+    run with "the rollout server answered unexpectedly"."""
+    ws = tmp_path / "ws"
+    config = write_tiny_workspace(ws, n_rows=40, mode="one-call")
+    [good] = fleet.start(ws, 1, {**SERVER_ENV, "TINY_MODE": "one-call"})
+    with MisbehavingServer(b"this is not a rollout result") as bad:
+        result = cli.run(
+            *("eval", "run", str(config), "--name", "g", "--json"),
+            *("--servers", f"{bad.url},{good}"),
+            cwd=ws,
+            env={"OSMOSIS_ROLLOUT_API_KEY": KEY},
+        )
+    assert result.code == 0, result.stderr
+    resource = result.json()["resource"]
+    assert resource["halt_reason"] is None
+    assert resource["succeeded"] == 40
+    assert resource["pending"] == 0
+    keys = _keys(ws / ".osmosis" / "evals" / "g" / "events.jsonl")
+    assert len(keys) == 40
+    assert set(keys.values()) == {1}
+    servers = {s["url"]: s for s in resource["servers"]}
+    assert servers[bad.url]["status"] == "failed"
+    assert "invalid body" in servers[bad.url]["failure"]
+    assert bad.admitted  # it did take rows, and they were run again elsewhere
+    assert servers[good]["status"] == "ok"
+
+
+async def test_a_server_that_admits_and_never_finishes_is_failed_at_the_first_deadline(
+    fleet: ServerFleet, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A server that admits rollouts and never finishes one holds each row it gets until the
+    row's per-item deadline; it used to get new rows each time its slots freed (the run took
+    a deadline per row it was given). Now the first row that passes its deadline there fails
+    the server: that row is a terminal timeout, no later row goes to it, and every row is
+    counted once."""
+    from osmosis_ai.eval._impl.plan.plan import EvalOptions, RunTuning, build_plan
+    from osmosis_ai.eval._impl.session import run_session
+
+    monkeypatch.setenv("OSMOSIS_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("OSMOSIS_ROLLOUT_API_KEY", KEY)
+    ws = tmp_path / "ws"
+    config = write_tiny_workspace(ws, n_rows=16, mode="slow")
+    # The good server needs longer than one deadline for its share (14 rows, 2 at a time, 1 s
+    # each), so the stuck one's slots free up while rows are still waiting.
+    [good] = fleet.start(ws, 1, {**SERVER_ENV, "TINY_SLEEP": "1.0", "TINY_CONCURRENCY": "2"})
+    with MisbehavingServer(None, capacity=2) as stuck:
+        plan = build_plan(
+            config,
+            EvalOptions(name="s", servers=[stuck.url, good]),
+            tuning=RunTuning(item_deadline_sec=4.0),
+        )
+        result = await run_session(plan)
+    keys = _keys(ws / ".osmosis" / "evals" / "s" / "events.jsonl")
+    assert len(keys) == 16
+    assert set(keys.values()) == {1}
+    assert result.succeeded + result.failed == 16
+    assert {r.error_type for r in result.failed_rows} <= {"timeout"}
+    assert len(stuck.admitted) == 2  # its first two rows; nothing after the first deadline
+    servers = {s["url"]: s for s in result.servers}
+    assert servers[stuck.url]["status"] == "failed"
+    assert "per-item deadline" in servers[stuck.url]["failure"]
+    assert servers[good]["status"] == "ok"

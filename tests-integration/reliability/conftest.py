@@ -18,8 +18,10 @@ from reliability_support import ServerProcess, free_port
 async def server_factory(tmp_path: Path) -> AsyncIterator[Any]:
     started: list[ServerProcess] = []
 
-    def make(grace: float = 5.0, port: int | None = None) -> ServerProcess:
-        server = ServerProcess(port or free_port(), tmp_path / "outbox", grace)
+    def make(
+        grace: float = 5.0, port: int | None = None, options: dict[str, Any] | None = None
+    ) -> ServerProcess:
+        server = ServerProcess(port or free_port(), tmp_path / "outbox", grace, options)
         started.append(server)
         return server
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import socket
@@ -34,8 +35,11 @@ def body(rollout_id: str, seconds: float = 0.0) -> dict[str, Any]:
 class ServerProcess:
     """One ``server_main.py`` child; :meth:`start` returns once ``/health`` answers."""
 
-    def __init__(self, port: int, outbox: Path, grace: float) -> None:
+    def __init__(
+        self, port: int, outbox: Path, grace: float, options: dict[str, Any] | None = None
+    ) -> None:
         self.port, self.outbox, self.grace = port, outbox, grace
+        self.options = options or {}
         self.url = f"http://127.0.0.1:{port}"
         self.process: asyncio.subprocess.Process | None = None
 
@@ -46,6 +50,7 @@ class ServerProcess:
             str(self.port),
             str(self.outbox),
             str(self.grace),
+            json.dumps(self.options),
             env={**os.environ, "PYTHONUNBUFFERED": "1"},
         )
         async with httpx.AsyncClient(base_url=self.url) as client:

@@ -1,12 +1,14 @@
 """A rollout server in its own process, for drain and crash tests.
 
-``python server_main.py PORT OUTBOX_DIR GRACE_SEC``. Each rollout sleeps
-``metadata["seconds"]`` and succeeds with reward 1.0.
+``python server_main.py PORT OUTBOX_DIR GRACE_SEC [OPTIONS_JSON]`` (more
+``create_rollout_server`` keywords). Each rollout sleeps ``metadata["seconds"]`` and succeeds
+with reward 1.0.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import sys
 
 from osmosis_ai.rollout.backend.base import ExecutionBackend
@@ -36,12 +38,10 @@ class Sleepy(ExecutionBackend):
 
 def main() -> None:
     port, outbox, grace = int(sys.argv[1]), sys.argv[2], float(sys.argv[3])
+    options = {"cancel_cleanup_sec": 1, "save_trajectories": False}
+    options.update(json.loads(sys.argv[4]) if len(sys.argv) > 4 else {})
     app = create_rollout_server(
-        backend=Sleepy(),
-        outbox_dir=outbox,
-        drain_grace_sec=grace,
-        cancel_cleanup_sec=1,
-        save_trajectories=False,
+        backend=Sleepy(), outbox_dir=outbox, drain_grace_sec=grace, **options
     )
     serve(app, port=port, log_level="warning")
 

@@ -56,3 +56,31 @@ async def test_a_rollout_cut_by_the_drain_reports_the_drain_message(server_facto
         result = (await raw.get("/rollout/slow/result", headers={LEASE: token})).json()
     assert result["status"] == "cancelled"
     assert "drain grace period of 0.5s elapsed" in result["err_message"]
+
+
+async def test_a_long_poll_made_during_the_drain_ends_with_the_grace_period(
+    server_factory: Any,
+) -> None:
+    """A poll that arrives while the server drains waits at most until the grace period ends,
+    not ``result_wait_timeout_sec``: the process exits after grace + cleanup (+ callbacks),
+    as documented, however long a poll may otherwise wait (here 3,000 s)."""
+    options = {"result_wait_timeout_sec": 3000, "polling_lease_timeout_sec": 3600}
+    server = server_factory(grace=0.5, options=options)
+    await server.start()
+    async with httpx.AsyncClient(base_url=server.url, timeout=30) as raw:
+        admitted = await raw.post("/rollout", json=body("slow", seconds=3600))
+        token = admitted.json()["polling_lease_token"]
+        server.signal(signal.SIGTERM)
+        # Poll as a controller does: the poll waiting when the signal lands is woken, and the
+        # next one is made during the drain (it used to wait the full 3,000 s).
+        polls: list[str] = []
+        while True:
+            try:
+                polled = await raw.get("/rollout/slow/result", headers={LEASE: token})
+            except (httpx.ConnectError, httpx.RemoteProtocolError):
+                break  # the listener closed after the grace period
+            polls.append(polled.json()["status"])
+            if polls[-1] not in ("queued", "running"):
+                break
+        assert polls[:1] == ["running"]
+        assert await server.wait() in (0, -signal.SIGTERM)

@@ -43,7 +43,11 @@ def rubric(
         ),
     ] = None,
     timeout: Annotated[
-        float | None, typer.Option("--timeout", help="Seconds per judge request (default 60).")
+        float | None,
+        typer.Option(
+            "--timeout",
+            help="Seconds a judge request may take in all, its whole reply included (default 60).",
+        ),
     ] = None,
     score_min: Annotated[float, typer.Option("--score-min", help="Lowest score.")] = 0.0,
     score_max: Annotated[float, typer.Option("--score-max", help="Highest score.")] = 1.0,

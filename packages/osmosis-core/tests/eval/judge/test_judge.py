@@ -138,3 +138,64 @@ async def test_auth_failure_is_not_retried_and_key_never_in_the_message() -> Non
     assert caught.value.status_code == 401
     assert secret not in str(caught.value)
     assert secret not in repr(judge.target)
+
+
+async def test_the_timeout_bounds_a_judge_that_trickles_its_reply() -> None:
+    """``timeout`` is each attempt's total deadline, not the longest wait for one byte: a judge
+    that sends its reply a byte every 0.05 s (each read well inside the timeout, 6 s in all)
+    fails as timed out after 0.5 s instead of being waited for."""
+    import json
+
+    reply = json.dumps(
+        {
+            "id": "c",
+            "object": "chat.completion",
+            "created": 0,
+            "model": "m",
+            "choices": [
+                {
+                    "index": 0,
+                    "finish_reason": "stop",
+                    "message": {"role": "assistant", "content": '{"score": 1, "explanation": "x"}'},
+                }
+            ],
+        }
+    ).encode()
+    body = b" " * 120 + reply  # leading blanks: still the same JSON document
+    served: list[int] = []
+
+    async def trickle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            head = await reader.readuntil(b"\r\n\r\n")
+            length = int(
+                next(
+                    h for h in head.split(b"\r\n") if h.lower().startswith(b"content-length")
+                ).split(b":")[1]
+            )
+            await reader.readexactly(length)
+            writer.write(
+                b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
+                b"content-length: %d\r\n\r\n" % len(body)
+            )
+            for i, byte in enumerate(body):
+                writer.write(bytes([byte]))
+                await writer.drain()
+                served.append(i)
+                await asyncio.sleep(0.05 if i < 120 else 0)
+        except (ConnectionError, asyncio.IncompleteReadError):
+            pass
+        finally:
+            writer.close()
+
+    server = await asyncio.start_server(trickle, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        judge = Judge(
+            "openai/m", base_url=f"http://127.0.0.1:{port}/v1", timeout=0.5, max_retries=0
+        )
+        with pytest.raises(ProviderRequestError, match="timed out"):
+            await judge.score(solution_str="x", rubric=RUBRIC)
+    finally:
+        server.close()
+        await server.wait_closed()
+    assert len(served) < len(body)  # the reply was abandoned, not read to its end

@@ -26,6 +26,11 @@ class HungReceiver:
         self.in_flight = 0
         self.max_in_flight = 0
         self.closed_unanswered = 0
+        self.received = 0
+        # Requests that arrived after one had already failed (closed by the sender unanswered):
+        # how many of those were ever open at once.
+        self.late_in_flight = 0
+        self.late_max_in_flight = 0
         self.answered: list[str] = []
         self._released = asyncio.Event()
         self._changed = asyncio.Event()
@@ -60,12 +65,18 @@ class HungReceiver:
                 await reader.readexactly(length)
                 path = head.split(b" ", 2)[1].decode()
                 self.in_flight += 1
+                self.received += 1
                 self.max_in_flight = max(self.max_in_flight, self.in_flight)
+                late = self.closed_unanswered > 0
+                if late:
+                    self.late_in_flight += 1
+                    self.late_max_in_flight = max(self.late_max_in_flight, self.late_in_flight)
                 self._notify()
                 released = asyncio.ensure_future(self._released.wait())
                 gone = asyncio.ensure_future(reader.read(1))  # b"" when the sender hangs up
                 await asyncio.wait({released, gone}, return_when=asyncio.FIRST_COMPLETED)
                 self.in_flight -= 1
+                self.late_in_flight -= late
                 if not released.done():
                     released.cancel()
                     self.closed_unanswered += 1
@@ -130,3 +141,36 @@ async def test_hung_receiver_does_not_starve_a_healthy_one(backend: FakeBackend)
             assert hung.max_in_flight == _MAX_IN_FLIGHT_PER_RECEIVER
     finally:
         await hung.aclose()
+
+
+async def test_a_failing_receiver_is_backed_off_as_one_not_once_per_rollout(
+    backend: FakeBackend,
+) -> None:
+    """16 callbacks to a receiver that never answers: the first attempts go out together (it
+    is not known to fail yet); once one has failed, the receiver gets one request at a time,
+    after its backoff, instead of every delivery retrying on its own schedule (~1.5 requests/s
+    for as long as it hangs). Every delivery still ends (parked for the next start)."""
+    hung = HungReceiver()
+    hung_base = await hung.start()
+    try:
+        async with running(
+            backend,
+            callback_timeout_sec=0.3,
+            callback_backoff_initial_sec=0.1,
+            callback_backoff_max_sec=0.4,
+            callback_retry_budget_sec=3.0,
+        ) as (client, service):
+            for i in range(_MAX_IN_FLIGHT_PER_RECEIVER):
+                url = f"{hung_base}/cb/completion/h{i}"
+                response = await client.post("/rollout", json=_callback_body(f"h{i}", url))
+                assert response.status_code == 202
+            await hung.wait_until(lambda: hung.received == _MAX_IN_FLIGHT_PER_RECEIVER)
+            async with asyncio.timeout(30):
+                while service._deliveries:
+                    await asyncio.gather(*service._deliveries, return_exceptions=True)
+    finally:
+        await hung.aclose()
+    assert hung.max_in_flight == _MAX_IN_FLIGHT_PER_RECEIVER  # the first attempts, together
+    assert hung.received > _MAX_IN_FLIGHT_PER_RECEIVER  # it was retried...
+    assert hung.late_max_in_flight == 1  # ...one request at a time once it had failed
+    assert hung.answered == []

@@ -184,3 +184,64 @@ async def test_admissions_of_one_turn_share_one_write_that_precedes_their_answer
     assert outbox.written() is None
     await asyncio.to_thread(outbox.close)
     assert [r["id"] for r in replay(journal)] == ["a1", "a2"]
+
+
+async def test_undelivered_callbacks_expire_a_day_after_they_were_first_journaled(
+    tmp_path: Path,
+) -> None:
+    """Callbacks to a receiver that never answers are parked in the outbox and re-sent at each
+    start, but not for ever: past PENDING_CALLBACKS_KEEP_SEC (24 h) since they were first
+    journaled the next start drops them (acknowledged, logged) instead of re-sending them."""
+    import socket
+
+    from osmosis_ai.rollout.server._impl.retention import PENDING_CALLBACKS_KEEP_SEC
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    receiver = f"http://127.0.0.1:{port}/cb"  # nothing listens there yet: a dead receiver
+    options: dict[str, Any] = {
+        "outbox_dir": tmp_path / "outbox",
+        "callback_retry_budget_sec": 0.2,
+        "callback_backoff_initial_sec": 0.05,
+    }
+    async with running(FakeBackend(), **options) as (client, service):
+        for rid in ("old", "new"):
+            callback = body(rid, completion_callback_url=f"{receiver}/{rid}")
+            assert (await client.post("/rollout", json=callback)).status_code == 202
+        while service._deliveries or len(service.entries) < 2:
+            await asyncio.gather(*service._deliveries, asyncio.sleep(0))
+    journal = tmp_path / "outbox" / JOURNAL_NAME
+    parked = {r["id"]: r for r in replay(journal)}
+    assert sorted(parked) == ["new", "old"]
+    assert all(r["callbacks"] for r in parked.values())
+    # "old" was first journaled more than a day ago (as a server left it then).
+    lines = journal.read_bytes().splitlines(keepends=True)
+    since = f'"since":{parked["old"]["since"]!r}'.encode()
+    aged = f'"since":{parked["old"]["since"] - PENDING_CALLBACKS_KEEP_SEC - 60!r}'.encode()
+    journal.write_bytes(
+        b"".join(line.replace(since, aged) if b'"id":"old"' in line else line for line in lines)
+    )
+
+    arrived: list[str] = []
+
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        head = await reader.readuntil(b"\r\n\r\n")
+        length = int(head.lower().split(b"content-length:")[1].split(b"\r\n")[0])
+        await reader.readexactly(length)
+        arrived.append(head.split(b" ")[1].decode().rsplit("/", 1)[-1])
+        writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: close\r\n\r\n{}")
+        await writer.drain()
+        writer.close()
+
+    alive = await asyncio.start_server(answer, "127.0.0.1", port)  # the receiver is back
+    try:
+        async with running(FakeBackend(), **options) as (_, service):
+            assert "old" not in service.entries  # dropped at start, not re-sent
+            while service._deliveries:
+                await asyncio.gather(*service._deliveries)
+    finally:
+        alive.close()
+        await alive.wait_closed()
+    assert arrived == ["new"]
+    assert replay(journal) == []  # "new" delivered, "old" expired: both acknowledged

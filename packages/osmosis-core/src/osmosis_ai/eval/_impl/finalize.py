@@ -35,7 +35,7 @@ from osmosis_ai.eval._impl.run_dir.layout import RunPaths
 from osmosis_ai.eval._impl.run_dir.log import Redactor
 from osmosis_ai.eval._impl.run_dir.manifest import write_json_atomic
 from osmosis_ai.eval._impl.run_dir.records import RowRecord, write_index
-from osmosis_ai.eval._impl.run_dir.trajectories import TrajectoryListing, load_calls, trajectory_for
+from osmosis_ai.eval._impl.run_dir.trajectories import CallIndex, TrajectoryListing, trajectory_for
 from osmosis_ai.eval._impl.scheduler import WorkItem
 
 
@@ -104,7 +104,7 @@ def collect_rows(
     paths: RunPaths,
     items: list[WorkItem],
     session_ids: set[str],
-    calls_by_rollout: dict[str, list[dict[str, Any]]],
+    calls_by_rollout: CallIndex,
     reproducibility: dict[str, Any],
     latest: dict[WorkKey, dict[str, Any]],
 ) -> list[RowRecord]:
@@ -143,13 +143,13 @@ def _update_reproducibility(
     plan: EvalPlan,
     paths: RunPaths,
     manifest: dict[str, Any],
-    calls_by_rollout: dict[str, list[dict[str, Any]]],
+    calls: CallIndex,
     latest: dict[WorkKey, dict[str, Any]],
 ) -> dict[str, Any]:
     """This session's record, merged with earlier sessions' observations, into the manifest;
     the Harbor tasks are those of the journal's latest records (every session's)."""
     earlier = manifest.get("reproducibility")
-    seen = observed(call for calls in calls_by_rollout.values() for call in calls)
+    seen = calls.observed or observed(())
     record = merged(run_record(plan), earlier if isinstance(earlier, dict) else {}, seen)
     record = with_harbor_tasks(record, harbor_tasks(latest.values()))
     if record != earlier:
@@ -221,12 +221,13 @@ def finalize(
     items: list[WorkItem],
     end: SessionEnd,
 ) -> EvalRun:
-    calls_by_rollout = load_calls(paths) if end.session_ids else {}
-    latest = load_latest(paths.journal)
-    reproducibility = _update_reproducibility(plan, paths, manifest, calls_by_rollout, latest)
-    rows = collect_rows(
-        plan, paths, items, end.session_ids, calls_by_rollout, reproducibility, latest
-    )
+    calls = CallIndex.of(paths) if end.session_ids else CallIndex()
+    try:
+        latest = load_latest(paths.journal)
+        reproducibility = _update_reproducibility(plan, paths, manifest, calls, latest)
+        rows = collect_rows(plan, paths, items, end.session_ids, calls, reproducibility, latest)
+    finally:
+        calls.close()
     summary = _summary(plan, rows, len(items), end)
     counts = {s: sum(1 for r in rows if r.status == s) for s in ("success", "failed", "skipped")}
     pending = len(items) - len(rows)

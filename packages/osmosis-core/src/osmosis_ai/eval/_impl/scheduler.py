@@ -212,15 +212,7 @@ class Scheduler:
             try:
                 result = await asyncio.wait_for(handle.wait_for_completion(), self.deadline_sec)
             except TimeoutError:
-                await self._cancel_on_server(client, rollout_id, handle)
-                record = self._record(
-                    item,
-                    rollout_id,
-                    started,
-                    "failed",
-                    error_type="timeout",
-                    error_message=f"no result within the per-item deadline of {self.deadline_sec:.0f}s",
-                )
+                record = await self._deadline_passed(client, item, rollout_id, started, handle)
             else:
                 record = self._classify(item, rollout_id, started, result)
                 harbor = harbor_task_of(result.sample.extra_fields if result.sample else None)
@@ -385,6 +377,24 @@ class Scheduler:
             public = self.proxy.public_text(error_message, rollout_id)
             record["error_message"] = self.redact(public)[:2000]
         return record
+
+    async def _deadline_passed(
+        self, client: RolloutClient, item: WorkItem, rollout_id: str, started: float, handle: Any
+    ) -> dict[str, Any]:
+        """The row's record when its deadline passed: its rollout cancelled on the server (a
+        fleet is told first: it fails a server that admits rollouts and never finishes them)."""
+        timed_out = getattr(client, "rollout_timed_out", None)
+        if timed_out is not None:
+            timed_out(rollout_id, self.deadline_sec)
+        await self._cancel_on_server(client, rollout_id, handle)
+        return self._record(
+            item,
+            rollout_id,
+            started,
+            "failed",
+            error_type="timeout",
+            error_message=f"no result within the per-item deadline of {self.deadline_sec:.0f}s",
+        )
 
     async def _cancel_on_server(self, client: RolloutClient, rollout_id: str, handle: Any) -> None:
         """Best effort: stop the rollout on the server and our local poller."""

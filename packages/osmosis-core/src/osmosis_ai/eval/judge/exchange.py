@@ -138,15 +138,32 @@ def _status_detail(exc: Any, target: JudgeTarget) -> str:
     return _redact(f"HTTP {exc.status_code}: {message}", target.api_key)[:500]
 
 
-async def _create(client: Any, request: dict[str, Any], limit: AdaptiveLimit | None) -> Any:
+async def _bounded(client: Any, request: dict[str, Any], deadline_sec: float) -> Any:
+    """``chat.completions.create`` within ``deadline_sec`` in all: the client's own timeout
+    bounds each read, so a judge that trickles its reply a byte at a time would never time
+    out; past the deadline this raises ``openai.APITimeoutError`` like a read timeout does."""
+    import httpx
+    import openai
+
+    try:
+        async with asyncio.timeout(deadline_sec):
+            return await client.chat.completions.create(**request)
+    except TimeoutError:
+        url = f"{str(client.base_url).rstrip('/')}/chat/completions"
+        raise openai.APITimeoutError(request=httpx.Request("POST", url)) from None
+
+
+async def _create(
+    client: Any, request: dict[str, Any], limit: AdaptiveLimit | None, deadline_sec: float
+) -> Any:
     """One attempt, holding a slot of the endpoint's adaptive limit and telling it the outcome."""
     import openai
 
     if limit is None:
-        return await client.chat.completions.create(**request)
+        return await _bounded(client, request, deadline_sec)
     started = await limit.acquire()
     try:
-        completion = await client.chat.completions.create(**request)
+        completion = await _bounded(client, request, deadline_sec)
     except openai.APIStatusError as exc:
         if exc.status_code in CONGESTION_STATUSES:
             limit.congested(started, retry_after(exc.response.headers))
@@ -190,7 +207,7 @@ async def run_exchange(
                 **sampling,
                 **_structure(mode),
             }
-            completion = await _create(client, request, limit)
+            completion = await _create(client, request, limit, request_timeout)
         except openai.APIStatusError as exc:
             status = exc.status_code
             detail = _status_detail(exc, target)

@@ -23,7 +23,10 @@ if TYPE_CHECKING:
     from osmosis_ai.rollout.client.client import RolloutClient
 
 _POLL_SLACK_SEC = 10.0
-_TRANSPORT_DELAYS = tuple(Backoff(0.1, multiplier=5, jitter="none").full(n) for n in (1, 2))
+# A poll that could not reach the server (a restart, a dropped connection) is tried again for
+# as long as the next attempt can still end inside the lease: a restarted server answers from
+# its outbox, so giving up after a few quick tries lost results the server still had.
+_TRANSPORT_BACKOFF = Backoff(0.1, cap=2.0)
 _GATEWAY_DELAYS = tuple(Backoff(0.25, jitter="none").full(n) for n in range(1, 7))  # 0.25 .. 8
 _GATEWAY_STATUS = frozenset({502, 503, 504})
 _TRANSIENT = (httpx.RemoteProtocolError, httpx.NetworkError, httpx.ReadTimeout)
@@ -154,10 +157,8 @@ async def poll_result(
                 request_timeout_sec=request_timeout,
             )
         except _TRANSIENT:
-            if transport_failures >= len(_TRANSPORT_DELAYS):
-                raise
-            delay = _TRANSPORT_DELAYS[transport_failures]
             transport_failures += 1
+            delay = _TRANSPORT_BACKOFF.delay(transport_failures)
             if loop.time() + delay + request_timeout >= lease_deadline:
                 raise
             await asyncio.sleep(delay)

@@ -34,6 +34,12 @@ _SERVER_REFUSED = frozenset({401, 403, 500, 502, 503, 504})
 _ROLLOUT_LOST = frozenset({404, 409, 410})
 
 
+def _about_the_row(status: int | None) -> bool:
+    """A ``4xx`` (other than a refused key) is about the request: the scheduler records the
+    row; anything else from a server is about the server."""
+    return isinstance(status, int) and 400 <= status < 500
+
+
 def open_member(url: str, api_key: str | None, admission_timeout_sec: float) -> Member:
     """A member for ``url``; the caller closes its client (``member.client.aclose()``).
 
@@ -79,6 +85,9 @@ class FleetClient:
         self.proxy = proxy
         self.max_attempts = max_attempts or 2 * len(fleet.members) + 1
         self._where: dict[str, Member] = {}
+        # Rollouts whose drive was cancelled mid-attempt (the row's deadline, or the run's end):
+        # their slot is freed once the scheduler says which (rollout_timed_out, cancel_rollout).
+        self._parked: dict[str, Member] = {}
         self._background: set[asyncio.Task[Any]] = set()
 
     async def run_rollout_async(self, **request: Any) -> FleetHandle:
@@ -87,8 +96,26 @@ class FleetClient:
         )
         return FleetHandle(task)
 
+    def rollout_timed_out(self, rollout_id: str, deadline_sec: float) -> None:
+        """The row's per-item deadline passed with its rollout on a server: a server that
+        admits rollouts and never finishes them is failed (its other rows go elsewhere)
+        unless it is the last one left."""
+        member = self._parked.get(rollout_id)
+        if member is None or not member.alive:
+            return
+        if any(m.alive and m is not member for m in self.fleet.members):
+            self.fleet.fail(
+                member,
+                f"it admitted rollout {rollout_id} and had not finished it within the "
+                f"per-item deadline of {deadline_sec:g}s",
+            )
+
     async def cancel_rollout(self, rollout_id: str) -> Any:
         member = self._where.get(rollout_id)
+        parked = self._parked.pop(rollout_id, None)
+        if parked is not None:
+            self.fleet.release(parked, finished=False)
+            member = parked
         if member is None or not member.alive:
             return None
         return await member.client.cancel_rollout(rollout_id)
@@ -110,9 +137,13 @@ class FleetClient:
             except _Lost as exc:
                 problem = str(exc)
                 member.redispatched += 1
+            except asyncio.CancelledError:
+                self._parked[rollout_id] = member  # released by cancel_rollout
+                raise
             finally:
                 self._where.pop(rollout_id, None)
-                self.fleet.release(member, finished=finished)
+                if rollout_id not in self._parked:
+                    self.fleet.release(member, finished=finished)
         raise FleetExhausted(
             f"rollout {rollout_id} was dispatched {self.max_attempts} times and lost each time "
             f"(last: {problem})"
@@ -152,7 +183,10 @@ class FleetClient:
             raise _Lost(f"{member.url}: {type(exc).__name__}: {exc}") from None
         except RolloutProtocolError as exc:
             status = exc.status_code
-            if status in _SERVER_REFUSED:
+            if status in _SERVER_REFUSED or not _about_the_row(status):
+                # It refuses our rollouts, or it answers what no rollout server would (a
+                # result that is not one, a redirect...): one such server must not halt the
+                # run; its rows go to the others.
                 self.fleet.fail(member, str(exc))
             elif not (admitted and status in _ROLLOUT_LOST):
                 raise  # about this row (e.g. 422): the scheduler records it

@@ -36,18 +36,68 @@ from osmosis_ai.eval._impl.run_dir.layout import RunPaths, trajectory_name
 _STEP_KEYS = ("prompt_token_ids", "completion_token_ids", "logprobs", "latency_ms")
 
 
-def load_calls(paths: RunPaths) -> dict[str, list[dict[str, Any]]]:
-    """``llm_calls.jsonl`` grouped by rollout id (each line carries its ``rollout_id``)."""
-    grouped: dict[str, list[dict[str, Any]]] = {}
-    with contextlib.suppress(OSError), paths.llm_calls.open(encoding="utf-8") as fh:
-        for line in fh:
-            try:
-                call = json.loads(line)
-            except json.JSONDecodeError:
-                continue  # a torn last line after a crash
-            if isinstance(call, dict) and isinstance(call.get("rollout_id"), str):
-                grouped.setdefault(call.pop("rollout_id"), []).append(call)
-    return grouped
+class CallIndex:
+    """``llm_calls.jsonl`` by rollout id, without holding the calls: one pass notes where each
+    rollout's lines are (and what :func:`~osmosis_ai.eval._impl.results.reproducibility.observed`
+    makes of every call); :meth:`get` reads one rollout's calls back. So finalising a long run
+    holds one rollout's calls at a time, not the whole file's (a 20,000-row run's is tens of
+    MiB of dicts)."""
+
+    def __init__(self, path: Path | None = None) -> None:
+        self._path = path
+        self._spans: dict[str, list[tuple[int, int]]] = {}
+        self.observed: dict[str, list[Any]] = {}
+        self._fd = -1
+
+    @classmethod
+    def of(cls, paths: RunPaths) -> CallIndex:
+        from osmosis_ai.eval._impl.results.reproducibility import observed
+
+        index = cls(paths.llm_calls)
+        index.observed = observed(index._scan())
+        return index
+
+    def _scan(self) -> Any:
+        """Every call of the file, noting each line's span under its rollout id."""
+        assert self._path is not None
+        offset = 0
+        with contextlib.suppress(OSError), self._path.open("rb") as fh:
+            for line in fh:
+                start, offset = offset, offset + len(line)
+                call = _call(line)
+                if call is not None:
+                    self._spans.setdefault(call.pop("rollout_id"), []).append((start, len(line)))
+                    yield call
+
+    def get(self, rollout_id: str, default: Any = None) -> list[dict[str, Any]]:
+        """The calls of ``rollout_id`` in file order (``default``, else ``[]``, when none)."""
+        spans = self._spans.get(rollout_id)
+        if not spans or self._path is None:
+            return [] if default is None else default
+        if self._fd < 0:
+            self._fd = os.open(self._path, os.O_RDONLY)
+        calls = []
+        for start, length in spans:
+            call = _call(os.pread(self._fd, length, start))
+            if call is not None:
+                call.pop("rollout_id")
+                calls.append(call)
+        return calls
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+
+def _call(line: bytes) -> dict[str, Any] | None:
+    try:
+        call = json.loads(line)
+    except ValueError:
+        return None  # a torn last line after a crash
+    if isinstance(call, dict) and isinstance(call.get("rollout_id"), str):
+        return call
+    return None
 
 
 def assemble_trajectory(
@@ -213,9 +263,9 @@ def partial_trajectory(
 
 
 __all__ = [
+    "CallIndex",
     "TrajectoryListing",
     "assemble_trajectory",
-    "load_calls",
     "partial_trajectory",
     "trajectory_for",
 ]

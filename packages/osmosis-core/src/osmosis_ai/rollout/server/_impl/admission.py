@@ -2,7 +2,8 @@
 admission line in the outbox, or an :class:`~.entry.AdmissionError` (503 draining, 429 full,
 409 a different body under a known id, 500 could not schedule). The same id with the same body
 again (a controller retrying an admission whose response it lost) is answered with the same
-admission: the same lease token, the lease renewed.
+admission: the same lease token, the lease renewed (a new token when the rollout was restored
+from an outbox whose ``lease.key`` has since been lost: the old one cannot be derived again).
 
 :class:`Admission` is a collaborator of :class:`~.service.RolloutService` with its own state (the
 lease key tokens are derived under, the outbox admissions are journaled to); the service gives it
@@ -21,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from osmosis_ai.rollout.server._impl import compat, wire
 from osmosis_ai.rollout.server._impl.entry import AdmissionError, RolloutEntry
-from osmosis_ai.rollout.server._impl.retention import admission_line
+from osmosis_ai.rollout.server._impl.retention import admission_line, done_line, needs_record
 from osmosis_ai.rollout.types.execution import ExecutionRequest
 from osmosis_ai.rollout.types.protocol import RolloutInitRequest
 
@@ -166,10 +167,29 @@ class Admission:
     def _readmit(self, entry: RolloutEntry) -> bytes:
         """The admission of ``entry`` again (same token), its lease renewed."""
         token, digest = self.lease_key.derive(entry.salt)
-        if digest != entry.lease_digest:  # admitted under another key: cannot be re-derived
-            raise AdmissionError(409, "rollout_id is already registered")
+        if digest != entry.lease_digest:
+            token = self._rekey(entry)
         self._leases.renew(entry)
         return self._admission_body(entry.rollout_id, token)
+
+    def _rekey(self, entry: RolloutEntry) -> str:
+        """A restored rollout admitted under a lease key the outbox no longer has (``lease.key``
+        was deleted or replaced): its token cannot be derived again, so the same request (the
+        same body: what authorizes a retried admission) gets a new token, journaled so it
+        survives the next restart too. The first token no longer polls."""
+        salt = self.lease_key.new_salt()
+        token, digest = self.lease_key.derive(salt)
+        entry.salt, entry.lease_digest = salt, digest
+        logger.warning(
+            "rollout %s was admitted under a lease key this outbox no longer has (lease.key "
+            "removed or replaced); its retried admission gets a new lease token",
+            entry.rollout_id,
+        )
+        # Only restored rollouts can have been admitted under another key, and a restored
+        # rollout is finished: its result line (if still unreceived) carries the new digest.
+        if self.outbox is not None and needs_record(entry):
+            self.outbox.write_now(entry.rollout_id, done_line(entry))
+        return token
 
     def _journal_admission(
         self, entry: RolloutEntry, request: RolloutInitRequest, now: bool

@@ -9,6 +9,11 @@ the lean :class:`~osmosis_ai._util.http_transport.PlainHTTPTransport`; anything 
 (``https://``) through one shared ``httpx.AsyncClient``. httpx is imported on the first
 callback, so a poll-only server never pays for it.
 
+**Backoff per receiver.** Once an attempt to a receiver fails, every delivery to it waits for
+that receiver's backoff (grown by each failed attempt, reset by a success) and goes one at a
+time, so a hung or dead receiver sees about one request per backoff step rather than one per
+rollout waiting for it (16 in flight, each retried on its own, were ~1.5 requests/s for ever).
+
 **Isolation.** A receiver that hangs must not starve the others: each attempt has one overall
 deadline (``request_timeout_sec``, connect to last byte, so a receiver that trickles bytes cannot
 hold a request longer), and at most ``per_receiver`` requests are in flight to one receiver
@@ -129,6 +134,22 @@ class _Slots:
             del self._receivers[key]
 
 
+class _Failing:
+    """A receiver whose last attempt failed: one request at a time goes to it (``probe``), no
+    sooner than ``not_before`` (its backoff, THE :class:`Backoff` through the policy, grown by
+    each failed attempt that started after the last counted one)."""
+
+    __slots__ = ("failures", "not_before", "probe")
+
+    def __init__(self) -> None:
+        self.failures = 0
+        self.not_before = 0.0
+        self.probe = asyncio.Lock()
+
+
+_NO_TURN = object()  # a failing receiver's turn comes after the delivery's budget
+
+
 class CallbackSender:
     """POSTs JSON bodies to callback URLs with retries; one instance per server."""
 
@@ -147,6 +168,10 @@ class CallbackSender:
         self._slots = _Slots(max_in_flight, min(per_receiver, max_in_flight))
         self._max_in_flight = max_in_flight
         self._per_receiver = per_receiver
+        #: Receivers whose last attempt failed (removed by a success): every delivery to one
+        #: waits for the same backoff, so a hung or dead receiver sees about one request per
+        #: backoff step, not one per rollout waiting for it (bounded: cleared past _MAX_TARGETS).
+        self._failing: dict[_Receiver, _Failing] = {}
         #: origin -> (receiver, plain http?): a controller sends every callback to one or two
         #: origins, so each is parsed once (bounded: cleared past _MAX_TARGETS).
         self._targets: dict[str, tuple[_Receiver, bool]] = {}
@@ -229,8 +254,18 @@ class CallbackSender:
             retry_after: float | None = None
             status: int | None = None
             content = b""
+            probe: _Failing | None = None
+            key: _Receiver = ("", "", None)
+            seen = 0
             try:
                 key, plain = self._target(url)
+                failing = self._failing.get(key)
+                if failing is not None:
+                    turn = await self._take_probe(key, failing, started)
+                    if turn is _NO_TURN:
+                        return self._exhausted(what, url, attempt, started, "receiver failing")
+                    probe = turn if isinstance(turn, _Failing) else None
+                    seen = probe.failures if probe is not None else 0
                 await slots.acquire(key)
                 try:
                     async with asyncio.timeout(self.policy.request_timeout_sec):
@@ -246,6 +281,7 @@ class CallbackSender:
                 return DeliveryResult(DeliveryState.REJECTED)
             else:
                 if status < 300:
+                    self._failing.pop(key, None)
                     return DeliveryResult(DeliveryState.DELIVERED, _ack_json(content), status)
                 if 400 <= status < 500 and status not in _RETRYABLE_STATUS:
                     logger.error(
@@ -257,21 +293,16 @@ class CallbackSender:
                     )
                     return DeliveryResult(DeliveryState.REJECTED, status_code=status)
                 problem = f"HTTP {status}"
+            finally:
+                if probe is not None:
+                    probe.probe.release()
+            self._failed(key, seen, retry_after)
             delay = self.policy.delay(attempt)
             if retry_after is not None:
                 delay = min(max(delay, retry_after), self.policy.max_delay_sec)
             attempt += 1
             if time.monotonic() - started + delay > self.policy.budget_sec:
-                logger.error(
-                    "%s callback to %s still failing after %d attempts over %.0fs (%s); "
-                    "keeping it for redelivery",
-                    what,
-                    _safe_url(url),
-                    attempt,
-                    time.monotonic() - started,
-                    problem,
-                )
-                return DeliveryResult(DeliveryState.EXHAUSTED, status_code=status)
+                return self._exhausted(what, url, attempt, started, problem, status)
             if attempt == 1 or attempt % 10 == 0:
                 logger.warning(
                     "%s callback to %s failed (%s); retrying (attempt %d)",
@@ -281,6 +312,68 @@ class CallbackSender:
                     attempt,
                 )
             await asyncio.sleep(delay)
+
+    async def _take_probe(
+        self, key: _Receiver, failing: _Failing, started: float
+    ) -> _Failing | object | None:
+        """Wait for the failing receiver's turn: its one request in flight, after its backoff
+        (returns ``failing``, its lock held); ``None`` if it recovered meanwhile (send as
+        usual); :data:`_NO_TURN` when the turn comes after this delivery's budget."""
+        left = self.policy.budget_sec - (time.monotonic() - started)
+        try:
+            async with asyncio.timeout(max(left, 0.0)):
+                await failing.probe.acquire()
+        except TimeoutError:
+            return _NO_TURN
+        if self._failing.get(key) is not failing:  # a success meanwhile: no longer failing
+            failing.probe.release()
+            return None
+        wait = failing.not_before - time.monotonic()
+        if wait > self.policy.budget_sec - (time.monotonic() - started):
+            failing.probe.release()
+            return _NO_TURN
+        if wait > 0:
+            try:
+                await asyncio.sleep(wait)
+            except BaseException:
+                failing.probe.release()
+                raise
+        return failing
+
+    def _failed(self, key: _Receiver, seen: int, retry_after: float | None) -> None:
+        """Count a failed attempt against its receiver (attempts in flight together count
+        once) and push its next request back by the receiver's backoff."""
+        failing = self._failing.get(key)
+        if failing is None:
+            if len(self._failing) >= _MAX_TARGETS:
+                self._failing.clear()
+            failing = self._failing[key] = _Failing()
+        if failing.failures == seen:
+            failing.failures += 1
+            delay = self.policy.delay(failing.failures - 1)
+            if retry_after is not None:
+                delay = min(max(delay, retry_after), self.policy.max_delay_sec)
+            failing.not_before = time.monotonic() + delay
+
+    def _exhausted(
+        self,
+        what: str,
+        url: str,
+        attempts: int,
+        started: float,
+        problem: str,
+        status: int | None = None,
+    ) -> DeliveryResult:
+        logger.error(
+            "%s callback to %s still failing after %d attempts over %.0fs (%s); "
+            "keeping it for redelivery",
+            what,
+            _safe_url(url),
+            attempts,
+            time.monotonic() - started,
+            problem,
+        )
+        return DeliveryResult(DeliveryState.EXHAUSTED, status_code=status)
 
 
 def split_http_url(url: str) -> SplitResult:

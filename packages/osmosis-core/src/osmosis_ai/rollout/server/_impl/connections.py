@@ -15,6 +15,9 @@ through. Two rules fix that, in a uvicorn HTTP protocol subclass:
   the new connection is closed. So an idle flood cannot lock out working clients, and connections
   that are serving requests are never sacrificed.
 
+A client's half-close (end of its stream) is not a disconnect: the requests it sent before it
+(pipelined ones included) are answered, then the connection is closed.
+
 The keep-alive timeout between requests stays uvicorn's ``timeout_keep_alive`` (``serve``'s
 default is 2160 s, above the platform load balancer's 2100 s idle timeout); under pressure idle
 keep-alive connections are reclaimed by the cap's eviction.
@@ -80,6 +83,28 @@ class _Guard:
             )
 
 
+class _HalfClose:
+    """The client's half-close ("nothing more from me") is not a disconnect. Returning a false
+    value from ``eof_received`` would have asyncio close the socket at once, dropping the
+    answers to requests already received (pipelined ones, or one whose answer waits in this
+    turn's coalesced write): they are answered, then the connection closes (the protocol's
+    ``on_response_complete``). Nothing in progress: it closes now."""
+
+    _osmosis_eof = False
+    cycle: Any
+    transport: Any
+
+    def _osmosis_idle(self) -> bool:
+        cycle = self.cycle
+        return cycle is None or cycle.response_complete
+
+    def eof_received(self) -> bool:
+        self._osmosis_eof = True
+        if self._osmosis_idle() and not getattr(self, "pipeline", None):
+            self.transport.close()  # the coalescing transport sends what is pending first
+        return True
+
+
 def guarded_protocol(
     *, max_connections: int | None = None, header_timeout_sec: float = DEFAULT_HEADER_TIMEOUT_SEC
 ) -> type[asyncio.Protocol]:
@@ -96,7 +121,7 @@ def guarded_protocol(
     guard = _Guard(cap, header_timeout_sec)
     base: Any = AutoHTTPProtocol
 
-    class GuardedHTTPProtocol(base):
+    class GuardedHTTPProtocol(_HalfClose, base):
         _osmosis_head_timer: asyncio.TimerHandle | None = None
         _osmosis_evicted = False
 
@@ -124,6 +149,9 @@ def guarded_protocol(
             super().on_response_complete()
             cycle = self.cycle
             if (cycle is None or cycle.response_complete) and not self.transport.is_closing():
+                if self._osmosis_eof:  # the client sends nothing more: the last one answered
+                    self.transport.close()
+                    return
                 guard.idle.pop(self, None)
                 guard.idle[self] = None  # idle since now: the back of the queue
 
@@ -134,10 +162,6 @@ def guarded_protocol(
                 self._osmosis_evicted = False
                 guard.closing -= 1
             super().connection_lost(exc)
-
-        def _osmosis_idle(self) -> bool:
-            cycle = self.cycle
-            return cycle is None or cycle.response_complete
 
         def _osmosis_arm(self) -> None:
             self._osmosis_disarm()

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from osmosis_ai.rollout.server._impl.entry import RolloutEntry, wake
-from osmosis_ai.rollout.server._impl.polling import ForceResult
+from osmosis_ai.rollout.server._impl.polling import ForceResult, Leases
 from osmosis_ai.rollout.types.enums import RolloutStatus
 
 if TYPE_CHECKING:
@@ -40,6 +40,7 @@ class Drain:
         *,
         cancel_execution: Callable[[RolloutEntry], str],
         force_result: ForceResult,
+        leases: Leases,
     ) -> None:
         self._entries = entries
         self._restored = restored  # results restored at start: they stay in the outbox
@@ -47,6 +48,7 @@ class Drain:
         self._cleanup_sec = settings.cancel_cleanup_sec
         self._cancel_execution = cancel_execution
         self._force_result = force_result
+        self._leases = leases
         self.accepting = True
         self.deadline: float | None = None
         self.settling = asyncio.Event()  # set whenever a result finishes or is received
@@ -58,7 +60,7 @@ class Drain:
             return
         self.accepting = False
         loop = self.loop or asyncio.get_running_loop()
-        self.deadline = loop.time() + self._grace_sec
+        self.deadline = self._leases.wait_until = loop.time() + self._grace_sec
         logger.info("rollout server is draining: new rollouts are refused with 503")
         for entry in self._entries.values():
             if not entry.finished:

@@ -48,6 +48,7 @@ class RolloutEntry:
         "journaled",
         "lease_deadline",
         "lease_digest",
+        "pending_since",
         "polled",
         "progress",
         "request",
@@ -78,6 +79,8 @@ class RolloutEntry:
         self.started = False
         self.finished = False
         self.finished_at = 0.0
+        # Wall-clock time its callbacks were first journaled (0.0: none): their expiry.
+        self.pending_since = 0.0
         self.result: bytes = b""
         self.status = _QUEUED
         self.reward: float | None = None

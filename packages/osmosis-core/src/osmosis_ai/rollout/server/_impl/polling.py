@@ -52,6 +52,9 @@ class Leases:
         self._cancel_execution = cancel_execution
         self._acknowledge = acknowledge
         self.loop: asyncio.AbstractEventLoop | None = None  # the service's, once started
+        #: The drain's end (loop time) once a drain began: no poll waits past it, so the
+        #: listener closes when the grace period ends, not a full poll wait later.
+        self.wait_until: float | None = None
 
     def arm(self, entry: RolloutEntry, loop: asyncio.AbstractEventLoop) -> None:
         """Start ``entry``'s lease at admission: it runs out ``polling_lease_timeout_sec`` from
@@ -114,6 +117,8 @@ class Leases:
                 # next change (a fast rollout then needs a single poll), but report the unseen
                 # progress soon rather than after a full wait.
                 wait = min(wait, _FIRST_POLL_WAIT_SEC)
+        if self.wait_until is not None:
+            wait = max(min(wait, self.wait_until - loop.time()), 0.0)
         event = entry.progress.changed
         try:
             async with asyncio.timeout(wait):

@@ -12,6 +12,7 @@ import asyncio
 import collections
 import json
 import logging
+import time
 from collections.abc import Callable
 from json.encoder import encode_basestring_ascii as _quote
 from typing import Any
@@ -21,6 +22,10 @@ from osmosis_ai.rollout.server._impl.entry import FINISHED, RolloutEntry
 from osmosis_ai.rollout.types.enums import RolloutStatus
 
 logger = logging.getLogger("osmosis_ai.rollout.server")
+
+#: Callbacks that could not be delivered are kept in the outbox and re-sent at every start for
+#: this long (wall clock) after they were first journaled, then dropped with an error.
+PENDING_CALLBACKS_KEEP_SEC = 24 * 3600.0
 
 
 class RetainedResults:
@@ -125,13 +130,18 @@ def done_line(entry: RolloutEntry) -> bytes | None:
         for phase, url, body in pending
     )
     reward = entry.reward
+    since = ""
+    if pending:  # when its callbacks were first journaled: they expire (PENDING_CALLBACKS_KEEP_SEC)
+        if not entry.pending_since:
+            entry.pending_since = time.time()
+        since = f'"since":{entry.pending_since!r},'
     head = (
         f'{{"op":"done","id":{_quote(entry.rollout_id)},"lease_sha256":"{entry.lease_digest.hex()}",'
         f'"salt":"{entry.salt.hex()}","fp":"{entry.fingerprint.hex()}",'
         f'"uses_lease":{"true" if entry.uses_lease else "false"},"status":"{entry.status.value}",'
         f'"reward":{"null" if reward is None else _number(reward)},'
         f'"err_message":{_text(err_message)},"callbacks":[{callbacks}],'
-        f'"authorization":{_text(entry.callback_key if pending else None)},'
+        f'"authorization":{_text(entry.callback_key if pending else None)},{since}'
         f'"rlen":{len(result)},"result":'
     ).encode()
     return head + result + b"}\n"
@@ -173,7 +183,43 @@ def entry_from_record(record: dict[str, Any], now: float) -> RolloutEntry | None
     if callbacks:
         entry.callbacks = callbacks
         entry.callback_key = record.get("authorization")
+        since = record.get("since")
+        # A record of an older version has no time: its clock starts now.
+        entry.pending_since = float(since) if isinstance(since, int | float) else time.time()
     return entry
+
+
+def callbacks_expired(entry: RolloutEntry) -> bool:
+    """Whether ``entry``'s undelivered callbacks are past :data:`PENDING_CALLBACKS_KEEP_SEC`
+    (re-sent at every start until then, then dropped, logged: a receiver gone for good must
+    not keep its results in the outbox for ever)."""
+    if not entry.callbacks or time.time() - entry.pending_since <= PENDING_CALLBACKS_KEEP_SEC:
+        return False
+    logger.error(
+        "dropping the undelivered callbacks of rollout %s: kept %.0f h since they were first "
+        "journaled and never answered",
+        entry.rollout_id,
+        PENDING_CALLBACKS_KEEP_SEC / 3600,
+    )
+    return True
+
+
+#: :func:`restore_record`: the outbox keeps the record as it is.
+UNCHANGED: Any = object()
+
+
+def restore_record(record: dict[str, Any], now: float) -> tuple[RolloutEntry | None, Any]:
+    """The entry a live journal record restores (``None``: nothing) and what the outbox must
+    record for it now: a ``done`` line (a rollout the restart ended: ``internal_error``),
+    ``None`` (acknowledged: its callbacks expired) or :data:`UNCHANGED`."""
+    if record.get("op") == "admit":
+        # Admitted, never finished: the server stopped without a trace of it (kill -9).
+        entry = restarted_entry(record, now)
+        return entry, UNCHANGED if entry is None else done_line(entry)
+    entry = entry_from_record(record, now)
+    if entry is not None and callbacks_expired(entry):
+        return None, None
+    return entry, UNCHANGED
 
 
 SERVER_RESTARTED_MESSAGE = (

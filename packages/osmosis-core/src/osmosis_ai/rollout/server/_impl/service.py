@@ -45,11 +45,11 @@ from osmosis_ai.rollout.server._impl.outbox import (
 )
 from osmosis_ai.rollout.server._impl.polling import LEASE_EXPIRED_MESSAGE, Leases
 from osmosis_ai.rollout.server._impl.retention import (
+    UNCHANGED,
     RetainedResults,
     done_line,
-    entry_from_record,
     needs_record,
-    restarted_entry,
+    restore_record,
 )
 from osmosis_ai.rollout.server._impl.settings import ServerSettings
 from osmosis_ai.rollout.types.enums import RolloutErrorCategory, RolloutStatus
@@ -94,19 +94,20 @@ class RolloutService:
         #: Names this server's default outbox folder when set (``serve()``: the port).
         self.outbox_instance: str | None = None
         self._restored: set[str] = set()
-        self._drain = Drain(
-            settings,
-            self.entries,
-            self._restored,
-            cancel_execution=self._cancel_execution,
-            force_result=self._finalize_forced,
-        )
         self._leases = Leases(
             settings,
             self.entries,
             force_result=self._finalize_forced,
             cancel_execution=self._cancel_execution,
             acknowledge=self._acknowledge,
+        )
+        self._drain = Drain(
+            settings,
+            self.entries,
+            self._restored,
+            cancel_execution=self._cancel_execution,
+            force_result=self._finalize_forced,
+            leases=self._leases,
         )
         self._admission = Admission(
             settings,
@@ -433,13 +434,9 @@ class RolloutService:
 
     def _restore(self, record: dict[str, Any]) -> None:
         now = (self._loop or asyncio.get_running_loop()).time()
-        if record.get("op") == "admit":
-            # Admitted, never finished: the server stopped without a trace of it (kill -9).
-            entry = restarted_entry(record, now)
-            if entry is not None and self._outbox is not None:
-                self._outbox.put(entry.rollout_id, done_line(entry))
-        else:
-            entry = entry_from_record(record, now)
+        entry, line = restore_record(record, now)
+        if line is not UNCHANGED and self._outbox is not None:
+            self._outbox.put(str(record["id"]), line)
         if entry is None:
             return
         self._restored.add(entry.rollout_id)
