@@ -78,13 +78,10 @@ def _finished_summary(run_dir: Path) -> dict[str, Any]:
     }
 
 
-def upload_run(run_dir: Path, output: Output, *, replace: bool) -> dict[str, Any]:
-    """Upload ``run_dir`` and return the finalized import (emits the ``eval.upload`` result)."""
-    from osmosis_cli.platform.progress import TransferProgress
-
-    manifest_path = run_dir / "manifest.json"
+def _manifest(run_dir: Path) -> tuple[bytes, dict[str, Any]]:
+    """``manifest.json``'s bytes (their sha256 names the run) and content."""
     try:
-        raw = manifest_path.read_bytes()
+        raw = (run_dir / "manifest.json").read_bytes()
         manifest = json.loads(raw)
     except (OSError, ValueError):
         raise CLIError(
@@ -92,6 +89,14 @@ def upload_run(run_dir: Path, output: Output, *, replace: bool) -> dict[str, Any
             f"{run_dir} has no readable manifest.json; it is not a local eval run folder.",
             details={"path": str(run_dir)},
         ) from None
+    return raw, manifest if isinstance(manifest, dict) else {}
+
+
+def upload_run(run_dir: Path, output: Output, *, replace: bool) -> dict[str, Any]:
+    """Upload ``run_dir`` and return the finalized import (emits the ``eval.upload`` result)."""
+    from osmosis_cli.platform.progress import TransferProgress
+
+    raw, manifest = _manifest(run_dir)
     summary = _finished_summary(run_dir)
     files = run_files(run_dir)
     client = PlatformClient.from_login()
