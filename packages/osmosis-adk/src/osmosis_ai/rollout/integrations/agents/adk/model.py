@@ -9,7 +9,6 @@ the answer back into genai parts. No LiteLLM: the only wire dependency is ``open
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncGenerator
 from typing import TYPE_CHECKING, Any
 
@@ -17,15 +16,14 @@ from google.adk.agents.base_agent import BaseAgent
 from google.adk.models.base_llm import BaseLlm
 from google.adk.models.llm_response import LlmResponse
 from google.genai import types
-from pydantic import field_validator
 
 from osmosis_ai.rollout.integrations.spi import (
-    CallObserver,
     ConfigurationError,
+    WireTranscript,
+    complete_chat,
     policy_client,
     require_active_rollout,
     share_in_config_copies,
-    translating_policy_errors,
 )
 
 from .sample import AdkSampleSource, chat_messages
@@ -35,16 +33,10 @@ if TYPE_CHECKING:
 
 DEFAULT_MODEL_NAME = "osmosis-rollout"
 _FINISH = {"stop": "STOP", "tool_calls": "STOP", "length": "MAX_TOKENS"}
-# GenerateContentConfig field -> chat-completions parameter.
-_PARAMS = {
-    "temperature": "temperature",
-    "top_p": "top_p",
-    "max_output_tokens": "max_tokens",
-    "stop_sequences": "stop",
-    "seed": "seed",
-    "presence_penalty": "presence_penalty",
-    "frequency_penalty": "frequency_penalty",
-}
+# GenerateContentConfig fields sent as sampling parameters, and the two named otherwise on the wire.
+_SAMPLING = ("temperature", "top_p", "max_output_tokens", "stop_sequences", "seed")
+_PENALTIES = ("presence_penalty", "frequency_penalty")
+_WIRE_NAMES = {"max_output_tokens": "max_tokens", "stop_sequences": "stop"}
 
 
 class OsmosisRolloutModel(BaseLlm):
@@ -63,26 +55,16 @@ class OsmosisRolloutModel(BaseLlm):
     timeout: float | None = None
     max_retries: int = 0
 
-    @field_validator("model")
-    @classmethod
-    def _model_name(cls, value: str) -> str:
-        if not value.strip():
+    def model_post_init(self, context: Any, /) -> None:
+        if not self.model.strip():
             raise ConfigurationError("OsmosisRolloutModel(model=...) must be a non-empty name")
-        return value.removeprefix("openai/")
-
-    @field_validator("timeout")
-    @classmethod
-    def _timeout(cls, value: float | None) -> float | None:
-        if value is not None and not value > 0:
-            raise ConfigurationError(f"timeout must be a positive number of seconds; got {value}")
-        return value
-
-    @field_validator("max_retries")
-    @classmethod
-    def _retries(cls, value: int) -> int:
-        if value < 0:
-            raise ConfigurationError(f"max_retries must be >= 0; got {value}")
-        return value
+        if self.timeout is not None and not self.timeout > 0:
+            raise ConfigurationError(
+                f"timeout must be a positive number of seconds; got {self.timeout}"
+            )
+        if self.max_retries < 0:
+            raise ConfigurationError(f"max_retries must be >= 0; got {self.max_retries}")
+        self.model = self.model.removeprefix("openai/")
 
     async def generate_content_async(
         self, llm_request: LlmRequest, stream: bool = False
@@ -95,41 +77,21 @@ class OsmosisRolloutModel(BaseLlm):
             max_retries=self.max_retries,
         )
         source = AdkSampleSource.for_rollout(ctx)
-        raw = source.raw_arguments if source is not None else {}
-        messages = chat_messages(llm_request.contents, _system(llm_request.config), raw)
+        transcript = source.transcript if source is not None else WireTranscript()
+        messages = chat_messages(llm_request.contents, _system(llm_request.config), transcript)
         request: dict[str, Any] = {"model": self.model, "messages": messages}
         request.update(_parameters(llm_request.config))
         url = ctx.chat_completions_url.rstrip("/") + "/chat/completions"
-        observer = CallObserver()
-        with translating_policy_errors(url):
-            if stream:
-                from openai.lib.streaming.chat import ChatCompletionStreamState
-
-                state: ChatCompletionStreamState[Any] = ChatCompletionStreamState()
-                chunks = await client.chat.completions.create(
-                    **request, stream=True, stream_options={"include_usage": True}
-                )
-                async for chunk in chunks:
-                    state.handle_chunk(chunk)
-                    observer.observe(chunk)
-                    delta = chunk.choices[0].delta if chunk.choices else None
-                    if delta is not None and delta.content:
-                        part = types.Part.from_text(text=delta.content)
-                        yield LlmResponse(content=_content([part]), partial=True)
-                completion = state.get_final_completion()
-            else:
-                completion = await client.chat.completions.create(**request)
-            observer.observe(completion)
-        call = observer.record(self.model)
-        message = completion.choices[0].message if completion.choices else None
-        answer = message.model_dump(mode="json", exclude_none=True) if message else {}
-        response = _response(answer, call.usage, call.model)
-        if completion.choices:
-            reason = _FINISH.get(completion.choices[0].finish_reason or "", "OTHER")
+        async for item in complete_chat(client, request, url=url, stream=stream):
+            if isinstance(item, str):
+                delta = types.Content(role="model", parts=[types.Part.from_text(text=item)])
+                yield LlmResponse(content=delta, partial=True)
+                continue
+            response = _response(item.message, item.call.usage, item.call.model)
+            reason = _FINISH.get(item.finish_reason or "", "OTHER")
             response.finish_reason = types.FinishReason(reason)
-        if source is not None:
-            source.record(messages, answer, call)
-        yield response
+            transcript.record(messages, item.message, item.call)
+            yield response
 
 
 def _system(config: types.GenerateContentConfig | None) -> str | None:
@@ -146,8 +108,8 @@ def _parameters(config: types.GenerateContentConfig | None) -> dict[str, Any]:
     if config is None:
         return {}
     out = {
-        wire: value
-        for name, wire in _PARAMS.items()
+        _WIRE_NAMES.get(name, name): value
+        for name in (*_SAMPLING, *_PENALTIES)
         if (value := getattr(config, name, None)) is not None
     }
     tools = [
@@ -188,10 +150,6 @@ def _lower_types(schema: Any) -> Any:
     return schema
 
 
-def _content(parts: list[types.Part]) -> types.Content:
-    return types.Content(role="model", parts=parts)
-
-
 def _response(answer: dict[str, Any], usage: dict[str, int] | None, model: str) -> LlmResponse:
     """The policy's assistant message as an ADK response (tool calls keep the policy's ids)."""
     parts: list[types.Part] = []
@@ -202,14 +160,9 @@ def _response(answer: dict[str, Any], usage: dict[str, int] | None, model: str) 
         parts.append(types.Part.from_text(text=answer["content"]))
     for call in answer.get("tool_calls") or ():
         function = call.get("function") or {}
-        arguments = _arguments(function.get("arguments"))
-        parts.append(
-            types.Part(
-                function_call=types.FunctionCall(
-                    id=call.get("id"), name=function.get("name"), args=arguments
-                )
-            )
-        )
+        args = WireTranscript.parse_arguments(function.get("arguments"))
+        parsed = types.FunctionCall(id=call.get("id"), name=function.get("name"), args=args)
+        parts.append(types.Part(function_call=parsed))
     if not parts:
         parts.append(types.Part.from_text(text=""))
     metadata = None
@@ -219,17 +172,8 @@ def _response(answer: dict[str, Any], usage: dict[str, int] | None, model: str) 
             candidates_token_count=usage["completion_tokens"],
             total_token_count=usage["total_tokens"],
         )
-    return LlmResponse(content=_content(parts), usage_metadata=metadata, model_version=model)
-
-
-def _arguments(raw: Any) -> dict[str, Any]:
-    """A tool call's arguments as ADK wants them (a dict); ``{}`` when they are not a JSON
-    object (the tool then reports the missing arguments to the model)."""
-    try:
-        value = json.loads(raw) if isinstance(raw, str) and raw.strip() else {}
-    except ValueError:
-        return {}
-    return value if isinstance(value, dict) else {}
+    content = types.Content(role="model", parts=parts)
+    return LlmResponse(content=content, usage_metadata=metadata, model_version=model)
 
 
 # Neither the model nor an ADK agent keeps per-rollout state (a run's state lives in its session):

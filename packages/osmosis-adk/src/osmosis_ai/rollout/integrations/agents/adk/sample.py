@@ -10,27 +10,25 @@ starts from another first message is another agent's conversation: a sub-agent r
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from osmosis_ai.rollout.integrations.spi import RolloutSample, SampleSource
+from osmosis_ai.rollout.integrations.spi import RolloutSample, SampleSource, WireTranscript
 
 if TYPE_CHECKING:
     from google.adk.events import Event
     from google.genai import types
 
-    from osmosis_ai.rollout.integrations.spi import PolicyCall, RolloutContext
+    from osmosis_ai.rollout.integrations.spi import RolloutContext
 
 
 class AdkSampleSource(SampleSource):
     """The sample of one rollout: session events (native) and the main conversation (wire)."""
 
     def __init__(self) -> None:
-        self._wire: list[dict[str, Any]] = []
-        self._answers: list[dict[str, Any]] = []
+        #: The main conversation as it went to the policy (raw tool-call arguments kept).
+        self.transcript = WireTranscript()
         self._events: list[dict[str, Any]] = []
-        #: {tool call id: (the arguments string as the policy wrote it, its parsed value)}.
-        self.raw_arguments: dict[str, tuple[str, Any]] = {}
 
     @classmethod
     def for_rollout(cls, ctx: RolloutContext) -> AdkSampleSource | None:
@@ -45,89 +43,26 @@ class AdkSampleSource(SampleSource):
         ctx.set_sample_source(source)
         return source
 
-    def record(
-        self, messages: list[dict[str, Any]], answer: Mapping[str, Any], call: PolicyCall
-    ) -> None:
-        """One completed policy call: ``messages`` went out, ``answer`` came back."""
-        for tool_call in answer.get("tool_calls") or ():
-            raw = (tool_call.get("function") or {}).get("arguments")
-            if tool_call.get("id") and isinstance(raw, str):
-                self.raw_arguments[tool_call["id"]] = (raw, _parsed(raw))
-        if self._wire and (not messages or messages[0] != self._wire[0]):
-            return  # another agent's conversation
-        reply: dict[str, Any] = {"role": "assistant", "content": answer.get("content") or ""}
-        calls = [_wire_call(c) for c in answer.get("tool_calls") or ()]
-        if calls:
-            reply["tool_calls"] = calls
-        if answer.get("reasoning_content"):
-            reply["reasoning_content"] = answer["reasoning_content"]
-        reply["model"] = call.model
-        if call.usage is not None:
-            reply["usage"] = call.usage
-        self._answers.append(reply)
-        self._wire = [*messages, reply]
-
     def record_events(self, events: Iterable[Event]) -> None:
         """The top-level run's session events (``Event.model_dump`` JSON), for graders."""
         self._events = [e.model_dump(mode="json", exclude_none=True) for e in events]
 
-    @property
-    def events(self) -> list[dict[str, Any]]:
-        return list(self._events)
-
     async def get_sample(self) -> RolloutSample:
-        trajectory = self._trajectory()
+        wire = self.transcript.messages
         # Without events (the workflow ran its own Runner and did not record them), graders get
         # the chat copy as the native history.
-        native = self.events or [dict(m) for m in trajectory]
-        return RolloutSample(messages=native, trajectory_messages=trajectory or None)
+        return RolloutSample(messages=self._events or wire, trajectory_messages=wire or None)
 
     async def get_preview(self, max_messages: int) -> RolloutSample | None:
-        history = self._events or self._wire
+        history = self._events or self.transcript.messages
         tail = history[-max_messages:] if max_messages > 0 else []
         return RolloutSample(messages=tail, trajectory_messages=None)
-
-    def _trajectory(self) -> list[dict[str, Any]]:
-        """The wire conversation; each earlier assistant message gets its own call's ``model``
-        and ``usage`` back (the wire copy carries neither)."""
-        answers = iter(self._answers)
-        out: list[dict[str, Any]] = []
-        for message in self._wire:
-            if message.get("role") == "assistant" and "model" not in message:
-                for answer in answers:
-                    if _same_turn(answer, message):
-                        message = answer
-                        break
-            out.append(message)
-        return out
-
-
-def _wire_call(call: Mapping[str, Any]) -> dict[str, Any]:
-    function = call.get("function") or {}
-    return {
-        "id": call.get("id") or "",
-        "type": "function",
-        "function": {"name": function.get("name") or "", "arguments": function.get("arguments")},
-    }
-
-
-def _same_turn(answer: Mapping[str, Any], message: Mapping[str, Any]) -> bool:
-    return (answer.get("content") or "") == (message.get("content") or "") and answer.get(
-        "tool_calls"
-    ) == message.get("tool_calls")
-
-
-def _parsed(raw: str) -> Any:
-    try:
-        return json.loads(raw)
-    except ValueError:
-        return {}
 
 
 def chat_messages(
     contents: Sequence[types.Content],
     system: str | None,
-    raw_arguments: Mapping[str, tuple[str, Any]],
+    transcript: WireTranscript,
 ) -> list[dict[str, Any]]:
     """ADK's request contents as chat-completions messages: ``model`` turns as assistant
     messages (tool calls with the arguments string the policy wrote, when the call is
@@ -139,7 +74,7 @@ def chat_messages(
             message: dict[str, Any] = {"role": "assistant", "content": ""}
             texts = [p.text for p in parts if p.text and not p.thought]
             thoughts = [p.text for p in parts if p.text and p.thought]
-            calls = [_tool_call(p.function_call, raw_arguments) for p in parts if p.function_call]
+            calls = [_tool_call(p.function_call, transcript) for p in parts if p.function_call]
             message["content"] = "".join(texts)
             if calls:
                 message["tool_calls"] = calls
@@ -163,14 +98,14 @@ def chat_messages(
     return out
 
 
-def _tool_call(call: types.FunctionCall, raw: Mapping[str, tuple[str, Any]]) -> dict[str, Any]:
-    args = call.args or {}
-    kept = raw.get(call.id or "")
-    arguments = kept[0] if kept is not None and kept[1] == args else json.dumps(args)
+def _tool_call(call: types.FunctionCall, transcript: WireTranscript) -> dict[str, Any]:
     return {
         "id": call.id or "",
         "type": "function",
-        "function": {"name": call.name or "", "arguments": arguments},
+        "function": {
+            "name": call.name or "",
+            "arguments": transcript.arguments(call.id, call.args or {}),
+        },
     }
 
 
