@@ -138,6 +138,11 @@ def main() -> None:
     print(
         f"import: framework {framework:.2f} s, integration (framework included) {integration:.2f} s"
     )
+    try:
+        litellm = _import_seconds("import google.adk.models.lite_llm, litellm")
+        print(f"import: the raw route (framework + LiteLlm) {litellm:.2f} s")
+    except subprocess.CalledProcessError:
+        print("import: LiteLLM is not installed (uv run --with litellm ...)")
     # LiteLLM would fetch its cost map from the network at import.
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
     env.pop("OPENAI_API_KEY", None)
