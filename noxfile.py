@@ -35,6 +35,9 @@ FRAMEWORKS: dict[str, tuple[str, list[str]]] = {
     "osmosis-harbor": ("harbor", ["0.20.0", "0.26.0"]),
     "osmosis-pydantic-ai": ("pydantic-ai-slim[openai]", ["1.32.0", "2.78.0"]),
     "osmosis-langgraph": ("langgraph", ["1.2.0", "1.2.24"]),
+    # 1.18.0: the oldest LlmAgent with on_tool_error_callback (tool_error_reply); 1.0.0 does not
+    # even import with today's opentelemetry (it needs `deprecated`, no longer pulled in).
+    "osmosis-adk": ("google-adk", ["1.18.0", "2.13.0"]),
 }
 
 
@@ -141,6 +144,7 @@ COVERAGE_FLOORS = {  # measured 2026-12-05 (workspace venv): 84.9, 73.3, 92.4, 9
     "osmosis-harbor": 86,
     "osmosis-pydantic-ai": 98,  # measured 99.4 (2026-12-05, pydantic-ai-slim 2.78.0)
     "osmosis-langgraph": 85,
+    "osmosis-adk": 98,  # measured 99.5 (2026-12-05, google-adk 2.13.0)
 }
 COVERAGE_DEPS = ["pytest-cov>=6"]
 
@@ -251,6 +255,13 @@ def harbor(session: nox.Session, level: str) -> None:
 def pydantic_ai(session: nox.Session, level: str) -> None:
     """osmosis-pydantic-ai at the pydantic-ai-slim floor and latest."""
     _integration(session, "osmosis-pydantic-ai", level)
+
+
+@nox.session(tags=["adk"])
+@nox.parametrize(("python", "level"), _LEVELS, ids=[FLOOR, LATEST])
+def adk(session: nox.Session, level: str) -> None:
+    """osmosis-adk at the google-adk floor and latest."""
+    _integration(session, "osmosis-adk", level)
 
 
 @nox.session(tags=["cli"])
@@ -401,6 +412,10 @@ DOCUMENTED_IMPORTS = {
         "from osmosis_ai.rollout.integrations.agents.langgraph import"
         " OsmosisChatModel, GraphSampleSource",
     ],
+    "adk": [
+        "from osmosis_ai.rollout.integrations.agents.adk import"
+        " OsmosisRolloutModel, run_agent, tool_error_reply, AdkSampleSource",
+    ],
 }
 # integration distribution -> the only folder its wheel may contain
 LEAVES = {
@@ -409,6 +424,7 @@ LEAVES = {
     "osmosis_harbor": "osmosis_ai/rollout/backend/harbor/",
     "osmosis_pydantic_ai": "osmosis_ai/rollout/integrations/agents/pydantic_ai/",
     "osmosis_langgraph": "osmosis_ai/rollout/integrations/agents/langgraph/",
+    "osmosis_adk": "osmosis_ai/rollout/integrations/agents/adk/",
 }
 
 
@@ -542,9 +558,10 @@ def packaging(session: nox.Session) -> None:
     _must_fail_with_hint(core, "osmosis_ai.rollout.integrations.agents.strands", "strands")
     _must_fail_with_hint(core, "osmosis_ai.rollout.backend.harbor", "harbor")
     _must_fail_with_hint(core, "osmosis_ai.rollout.integrations.agents.pydantic_ai", "pydantic-ai")
+    _must_fail_with_hint(core, "osmosis_ai.rollout.integrations.agents.adk", "adk")
 
     # 3. Each extra of the umbrella imports every documented path of its integration.
-    for extra in ("strands", "openai-agents", "harbor", "pydantic-ai", "langgraph"):
+    for extra in ("strands", "openai-agents", "harbor", "pydantic-ai", "langgraph", "adk"):
         venv = _Venv(session, tmp, extra, constraints)
         venv.install(f"osmosis-ai[{extra}]", find_links=dist)
         for code in [

@@ -45,7 +45,7 @@ osmosis init ws
 cd ws
 
 # Every template; one row each keeps the walk-through short (the --isolated run does two).
-templates=(multiply-local-plain multiply-local-strands multiply-local-openai multiply-local-pydantic-ai rubric-judge-local multiply-harbor-strands)
+templates=(multiply-local-plain multiply-local-strands multiply-local-openai multiply-local-pydantic-ai multiply-local-adk rubric-judge-local multiply-harbor-strands)
 export OSMOSIS_HARBOR_ENV=local   # Harbor's Docker-free sandbox (multiply-harbor-strands/README.md)
 
 step "the scripted judge for rubric-judge-local (its README's offline route)"

@@ -46,6 +46,7 @@ def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         ("multiply-local-langgraph", "multiply_local_langgraph", "langgraph"),
         ("multiply-local-plain", "multiply_local_plain", "openai"),
         ("multiply-local-pydantic-ai", "multiply_local_pydantic_ai", "pydantic_ai"),
+        ("multiply-local-adk", "multiply_local_adk", "google.adk"),
     ],
 )
 async def test_local_template_validates_and_scores_one(

@@ -17,6 +17,7 @@ TEMPLATES = {
     "multiply-local-openai": ("agents", {}),
     "multiply-local-pydantic-ai": ("pydantic_ai", {}),
     "multiply-local-langgraph": ("langgraph", {}),
+    "multiply-local-adk": ("google.adk", {}),
     # No framework: a hand-written loop on the openai client (ctx.policy.client()).
     "multiply-local-plain": ("openai", {}),
     # The Docker-free sandbox of the Harbor backend (tests only).
@@ -85,6 +86,7 @@ def test_template_solved_by_the_scripted_policy_gets_reward_1(
 @pytest.mark.parametrize(
     "template",
     [
+        "multiply-local-adk",
         "multiply-local-langgraph",
         "multiply-local-openai",
         "multiply-local-plain",

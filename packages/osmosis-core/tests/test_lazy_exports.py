@@ -28,6 +28,7 @@ LAZY_PACKAGES = [
     "osmosis_ai.rollout.integrations.agents.openai_agents",
     "osmosis_ai.rollout.integrations.agents.pydantic_ai",
     "osmosis_ai.rollout.integrations.agents.langgraph",
+    "osmosis_ai.rollout.integrations.agents.adk",
 ]
 
 

@@ -33,6 +33,7 @@ SIBLINGS = (
     "osmosis-harbor",
     "osmosis-pydantic-ai",
     "osmosis-langgraph",
+    "osmosis-adk",
 )
 
 #: (distribution, private module) pairs a sibling may import, each with why. Keep it small: the

@@ -24,6 +24,7 @@ INTEGRATIONS: dict[str, tuple[str, str]] = {
     "osmosis-harbor": ("harbor", "harbor"),
     "osmosis-pydantic-ai": ("pydantic-ai-slim", "pydantic-ai"),
     "osmosis-langgraph": ("langgraph", "langgraph"),
+    "osmosis-adk": ("google-adk", "adk"),
 }
 
 

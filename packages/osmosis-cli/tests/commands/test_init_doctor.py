@@ -54,6 +54,7 @@ def test_doctor_on_a_healthy_workspace(run_cli: RunCli, git_repo: Path) -> None:
         "osmosis-openai-agents",
         "osmosis-harbor",
         "osmosis-langgraph",
+        "osmosis-adk",
     ):
         assert checks[integration]["status"] in {"ok", "info", "warning"}
 

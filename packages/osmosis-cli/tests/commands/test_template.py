@@ -9,6 +9,7 @@ from cli_harness import RunCli  # pyright: ignore[reportMissingImports]
 
 TEMPLATES = [
     "multiply-harbor-strands",
+    "multiply-local-adk",
     "multiply-local-langgraph",
     "multiply-local-openai",
     "multiply-local-plain",

@@ -24,6 +24,7 @@ DISTRIBUTIONS = (
     "osmosis-openai-agents",
     "osmosis-harbor",
     "osmosis-pydantic-ai",
+    "osmosis-adk",
 )
 UNKNOWN = "0+unknown"
 

@@ -37,6 +37,10 @@ def test_the_namespaces_define_an_empty_all(package: str) -> None:
             "osmosis_ai.rollout.integrations.agents.langgraph",
             'The LangGraph integration requires optional dependencies. Install them with `pip install "osmosis-ai[langgraph]"`',
         ),
+        (
+            "osmosis_ai.rollout.integrations.agents.adk",
+            'The Google ADK integration requires optional dependencies. Install them with `pip install "osmosis-ai[adk]"`',
+        ),
     ],
 )
 def test_missing_extra_hint_uses_0_3_8s_wording_and_quoting(leaf: str, sentence: str) -> None:
@@ -70,6 +74,7 @@ else:
          "pydantic_ai", "pydantic-ai"),
         ("osmosis_ai.rollout.integrations.agents.langgraph", "OsmosisChatModel", "langchain_openai",
          "langgraph"),
+        ("osmosis_ai.rollout.integrations.agents.adk", "OsmosisRolloutModel", "google", "adk"),
         ("osmosis_ai.rollout.backend.harbor", "HarborBackend", "harbor", "harbor"),
     ],
 )  # fmt: skip

@@ -41,6 +41,11 @@ OPTIONAL_MODULES: dict[str, tuple[str, str, str]] = {
         "langgraph",
         "osmosis-langgraph",
     ),
+    "osmosis_ai.rollout.integrations.agents.adk": (
+        "The Google ADK integration",
+        "adk",
+        "osmosis-adk",
+    ),
     "osmosis_ai.rollout.backend.harbor": (
         "HarborBackend",
         "harbor",

@@ -19,7 +19,11 @@ What an integration needs, in one place:
 * the policy layer (:mod:`osmosis_ai.rollout.policy`): :func:`require_active_rollout`,
   :func:`policy_client`, :func:`aclose_policy_clients`, :func:`translate_policy_error`,
   :func:`translating_policy_errors`, :func:`usage_dict`, :func:`strict_chat_messages`,
-  :class:`PolicyCall`, :class:`CallObserver`;
+  :class:`PolicyCall`, :class:`CallObserver`; :func:`complete_chat` and :class:`ChatAnswer` (one
+  chat-completions call, streamed or not, for an adapter whose framework does not speak the
+  ``openai`` client); :class:`WireTranscript` (for an integration that
+  renders chat messages itself: the policy's raw tool-call arguments sent back unchanged, and
+  the main conversation with per-call ``model`` and ``usage`` as the trajectory);
 * for execution backends (``osmosis-harbor``): the one execution engine that every backend runs
   (:func:`run_workflow_phase`, :func:`run_grader_phase`, :func:`validate_reward`, :func:`failure`)
   where osmosis keeps files (:func:`rollout_dir`, :func:`osmosis_cache_dir`) and which files
@@ -84,6 +88,8 @@ _EXPORTS = exports_from(
         _CONTEXT: "RolloutContext SampleSource get_rollout_context record_tool_error",
         "osmosis_ai.rollout.types.sample": "RolloutSample",
         "osmosis_ai.rollout.backend.local": "share_in_config_copies",
+        "osmosis_ai.rollout.transcript": "WireTranscript",
+        "osmosis_ai.rollout.chat_call": "complete_chat ChatAnswer",
         _POLICY: (
             "require_active_rollout policy_client aclose_policy_clients translate_policy_error "
             "translating_policy_errors usage_dict strict_chat_messages PolicyCall CallObserver"
@@ -115,6 +121,8 @@ if TYPE_CHECKING:  # the same names as _EXPORTS (tests/test_lazy_exports.py chec
     from osmosis_ai.rollout._execution import run_workflow_phase as run_workflow_phase
     from osmosis_ai.rollout._execution import validate_reward as validate_reward
     from osmosis_ai.rollout.backend.local import share_in_config_copies as share_in_config_copies
+    from osmosis_ai.rollout.chat_call import ChatAnswer as ChatAnswer
+    from osmosis_ai.rollout.chat_call import complete_chat as complete_chat
     from osmosis_ai.rollout.context import RolloutContext as RolloutContext
     from osmosis_ai.rollout.context import SampleSource as SampleSource
     from osmosis_ai.rollout.context import get_rollout_context as get_rollout_context
@@ -132,6 +140,7 @@ if TYPE_CHECKING:  # the same names as _EXPORTS (tests/test_lazy_exports.py chec
     from osmosis_ai.rollout.policy import usage_dict as usage_dict
     from osmosis_ai.rollout.project_files import files_digest as files_digest
     from osmosis_ai.rollout.project_files import iter_project_files as iter_project_files
+    from osmosis_ai.rollout.transcript import WireTranscript as WireTranscript
     from osmosis_ai.rollout.types.sample import RolloutSample as RolloutSample
     from osmosis_ai.uv_binary import UvNotFoundError as UvNotFoundError
     from osmosis_ai.uv_binary import find_uv as find_uv

@@ -36,7 +36,14 @@ SAMPLING_KEYS = (
 
 #: Agent frameworks whose versions a run records (those installed), after the osmosis
 #: distributions (:func:`osmosis_ai.versions.installed_versions`, the umbrella included).
-_FRAMEWORKS = ("strands-agents", "openai-agents", "harbor", "pydantic-ai-slim", "openai")
+_FRAMEWORKS = (
+    "strands-agents",
+    "openai-agents",
+    "harbor",
+    "pydantic-ai-slim",
+    "google-adk",
+    "openai",
+)
 
 #: Observed fields: merged over sessions and rollouts (sorted unique values).
 _OBSERVED = ("system_fingerprints", "sampling", "seeds")

@@ -6,6 +6,8 @@ import path                                     install
 ``osmosis_ai.rollout.integrations.agents.strands``        ``pip install "osmosis-ai[strands]"``
 ``osmosis_ai.rollout.integrations.agents.openai_agents``  ``pip install "osmosis-ai[openai-agents]"``
 ``osmosis_ai.rollout.integrations.agents.pydantic_ai``    ``pip install "osmosis-ai[pydantic-ai]"``
+``osmosis_ai.rollout.integrations.agents.langgraph``      ``pip install "osmosis-ai[langgraph]"``
+``osmosis_ai.rollout.integrations.agents.adk``            ``pip install "osmosis-ai[adk]"``
 ==============================================  ======================================
 """
 

@@ -1,0 +1,1 @@
+"""multiply-local-adk: a Google ADK agent that multiplies with a tool."""
