@@ -45,6 +45,13 @@ _EXPORTS = {
     "ManifestError": "osmosis_ai.eval._impl.run_dir.manifest",
     "ManifestMismatchError": "osmosis_ai.eval._impl.run_dir.manifest",
     "RunLayoutError": "osmosis_ai.eval._impl.run_dir.layout",
+    # after a run: regrade its samples, curate its rows, export its transcripts, tripwires
+    "regrade_run": "osmosis_ai.eval._impl.regrade",
+    "regrade_run_async": "osmosis_ai.eval._impl.regrade",
+    "RegradeOptions": "osmosis_ai.eval._impl.regrade",
+    "RegradeResult": "osmosis_ai.eval._impl.regrade",
+    "RegradeError": "osmosis_ai.eval._impl.regrade",
+    "TRIPWIRES": "osmosis_ai.eval._impl.results.tripwires",
     # dataset files and row selections, as run_eval reads them
     "DatasetRow": "osmosis_ai.eval._impl.plan.dataset",
     "DatasetError": "osmosis_ai.eval._impl.plan.dataset",
@@ -90,6 +97,13 @@ if TYPE_CHECKING:
     from osmosis_ai.eval._impl.plan.source import EvalPlanError
     from osmosis_ai.eval._impl.progress import EvalProgress, EvalUpdate
     from osmosis_ai.eval._impl.proxy.calls import expand_calls
+    from osmosis_ai.eval._impl.regrade import (
+        RegradeError,
+        RegradeOptions,
+        RegradeResult,
+        regrade_run,
+        regrade_run_async,
+    )
     from osmosis_ai.eval._impl.results.frame import runs_frame
     from osmosis_ai.eval._impl.results.metrics import RunFigures
     from osmosis_ai.eval._impl.results.run import EvalRun
@@ -100,6 +114,7 @@ if TYPE_CHECKING:
         TokenMismatch,
         check_append_only,
     )
+    from osmosis_ai.eval._impl.results.tripwires import TRIPWIRES
     from osmosis_ai.eval._impl.run_dir.layout import RunLayoutError
     from osmosis_ai.eval._impl.run_dir.manifest import ManifestError, ManifestMismatchError
     from osmosis_ai.eval._impl.run_dir.records import RowRecord, read_index
@@ -109,6 +124,7 @@ if TYPE_CHECKING:
     from osmosis_ai.judge_usage import JudgeUsage
 
 __all__ = [
+    "TRIPWIRES",
     "AppendOnlyVerdict",
     "CostEstimate",
     "DatasetError",
@@ -127,6 +143,9 @@ __all__ = [
     "JudgeUsage",
     "ManifestError",
     "ManifestMismatchError",
+    "RegradeError",
+    "RegradeOptions",
+    "RegradeResult",
     "RowRecord",
     "RubricResult",
     "RunFigures",
@@ -144,6 +163,8 @@ __all__ = [
     "missing_label_warning",
     "parse_rows_spec",
     "read_index",
+    "regrade_run",
+    "regrade_run_async",
     "run_eval",
     "run_eval_async",
     "runs_frame",
