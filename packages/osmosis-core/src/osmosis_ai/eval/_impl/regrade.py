@@ -511,8 +511,9 @@ def _regradable(row: RowRecord) -> bool:
     return row.failed_phase == "grader" or row.error_type in _GRADING_FAILURES
 
 
-#: Trajectories read per thread hand-off while grading.
+#: Trajectories read per thread hand-off while grading, and chunks read at once.
 _READ_CHUNK = 256
+_READ_THREADS = 4
 
 
 def _read_documents(src: Path, rows: list[RowRecord]) -> list[dict[str, Any] | None]:
@@ -541,12 +542,18 @@ async def _grade_all(job: _Job, build: Any, concurrency: int) -> list[tuple[RowR
         async with semaphore:
             out[index] = (await _grade_row(row, document, build, job.grader_timeout), True)
 
-    for at in range(0, len(todo), _READ_CHUNK):
-        chunk = todo[at : at + _READ_CHUNK]
-        documents = await asyncio.to_thread(
-            _read_documents, job.src, [job.source_rows[i] for i in chunk]
+    chunks = [todo[at : at + _READ_CHUNK] for at in range(0, len(todo), _READ_CHUNK)]
+    for at in range(0, len(chunks), _READ_THREADS):
+        # A few chunks read at once: on a busy disk each open waits, and the waits overlap.
+        window = chunks[at : at + _READ_THREADS]
+        read = await asyncio.gather(
+            *(
+                asyncio.to_thread(_read_documents, job.src, [job.source_rows[i] for i in chunk])
+                for chunk in window
+            )
         )
-        await asyncio.gather(*(one(i, d) for i, d in zip(chunk, documents, strict=True)))
+        for chunk, documents in zip(window, read, strict=True):
+            await asyncio.gather(*(one(i, d) for i, d in zip(chunk, documents, strict=True)))
     return out
 
 
@@ -607,18 +614,24 @@ async def _grade_row(
 def _link_trajectories(src: Path, dst: Path, rows: list[RowRecord]) -> None:
     """The source's trajectory files in the new run (hard links; copies across devices)."""
     import shutil
+    from concurrent.futures import ThreadPoolExecutor
 
-    for row in rows:
-        if row.trajectory_filename is None:
-            continue
-        source, target = src / row.trajectory_filename, dst / row.trajectory_filename
-        if not source.is_file():
-            continue
-        target.parent.mkdir(parents=True, exist_ok=True)
+    names = [r.trajectory_filename for r in rows if r.trajectory_filename is not None]
+    for folder in {(dst / name).parent for name in names}:
+        folder.mkdir(parents=True, exist_ok=True)
+
+    def link(name: str) -> None:
+        source, target = f"{src}/{name}", f"{dst}/{name}"
         try:
             os.link(source, target)
+        except FileNotFoundError:
+            return  # the source run lost this file: the row keeps its record, no transcript
         except OSError:
-            shutil.copyfile(source, target)
+            with contextlib.suppress(OSError):
+                shutil.copyfile(source, target)
+
+    with ThreadPoolExecutor(max_workers=_READ_THREADS) as pool:
+        list(pool.map(link, names, chunksize=_READ_CHUNK))
 
 
 def _summary(header: Any, rows: list[RowRecord]) -> dict[str, Any]:

@@ -223,12 +223,21 @@ def _finding(name: str, what: str, command: str) -> dict[str, Any]:
 
 
 def transcript_digest(document: Mapping[str, Any] | None) -> str | None:
-    """sha256 of what the policy produced (agent messages, reasoning, tool calls); ``None``
-    without agent steps."""
+    """sha256 of what the policy produced (agent messages, reasoning, tool calls by name and
+    arguments: a call's id is minted per response, so it never repeats); ``None`` without
+    agent steps."""
     if not document:
         return None
     parts = [
-        [step.get("message"), step.get("reasoning_content"), step.get("tool_calls")]
+        [
+            step.get("message"),
+            step.get("reasoning_content"),
+            [
+                [call.get("function_name"), call.get("arguments")]
+                for call in step.get("tool_calls") or ()
+                if isinstance(call, Mapping)
+            ],
+        ]
         for step in _steps(document)
         if step.get("source") == "agent"
     ]
