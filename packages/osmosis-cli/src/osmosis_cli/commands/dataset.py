@@ -11,7 +11,10 @@ import typer
 from osmosis_cli.cli_app import LazyCommand, new_typer
 from osmosis_cli.commands.options import AllPages, PageLimit, PageOffset
 
-app = new_typer("dataset", help="Upload and manage datasets on the platform.")
+app = new_typer(
+    "dataset",
+    help="Upload and manage datasets on the platform; curate one from a local eval run.",
+)
 
 # Local: a dataset curated from an eval run (osmosis_cli.commands.eval_actions).
 LAZY_SUBCOMMANDS = {

@@ -48,7 +48,7 @@ def regrade(
     Labels and metadata are the ones the rollouts got; LLM-judge verdicts are cached on disk
     (judge model + prompt). Then `osmosis eval compare RUN NEW` shows what the grader change
     flipped. Exit 1 when a sample failed grading. Same from Python:
-    osmosis_ai.eval.regrade_run (docs/guides/regrading-and-exporting.md).
+    osmosis_ai.eval.regrade_run (docs/guides/after-an-eval.md).
     """
     from osmosis_ai.eval import RegradeError, regrade_run
     from osmosis_cli.commands.eval_results import resolve_run

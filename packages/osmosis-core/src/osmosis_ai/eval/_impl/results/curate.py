@@ -6,7 +6,7 @@ run with ``n`` samples per row measures each row's pass rate; curation keeps the
 pass rate lies in a band (``0.1:0.9``), drops duplicates, and writes the dataset rows as they
 were (ready for ``osmosis dataset upload``) with a provenance sidecar.
 
-Definitions (also docs/guides/curating-a-dataset.md):
+Definitions (also docs/guides/after-an-eval.md):
 
 * a row's figures are over its **graded** samples (failed samples are left out, as the
   platform leaves failed rollouts out of the update): ``n`` graded, ``pass_rate`` = passed /
