@@ -13,7 +13,7 @@ import pytest
 
 from osmosis_ai.eval import RegradeError, regrade_run
 from osmosis_ai.eval._impl.plan.plan import EvalOptions, build_plan
-from osmosis_ai.eval._impl.regrade import sample_messages
+from osmosis_ai.eval._impl.report.transcript import sample_messages
 from osmosis_ai.eval._impl.session import run_session
 from osmosis_ai.eval.report import compare_runs, load_run
 

@@ -4,11 +4,15 @@ and ``osmosis dataset curate`` (thin shells over :mod:`osmosis_ai.eval`)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from osmosis_cli.commands.eval_results import RunsDirOption
+
+if TYPE_CHECKING:
+    from osmosis_ai.eval import CurationResult, RegradeResult
+    from osmosis_cli.output import Output
 
 
 def regrade(
@@ -72,13 +76,20 @@ def regrade(
         )
     except RegradeError as exc:
         raise validation(str(exc)) from None
+    failed = _emit_regrade(out, source.name, result)
+    if failed:
+        raise typer.Exit(code=1)
+
+
+def _emit_regrade(out: Output, source: str, result: RegradeResult) -> int:
+    """Print the regrade's result; returns how many samples failed grading."""
     figures = result.figures
     failed = figures.failed or 0
     out.emit_operation(
         "eval.regrade",
         status="success" if not failed else "partial",
         message=(
-            f"Regraded {result.regraded} sample(s) of {source.name} with {result.grader} into "
+            f"Regraded {result.regraded} sample(s) of {source} with {result.grader} into "
             f"{result.run_name}: {result.changed} changed reward or status"
             + (f", {failed} failed grading" if failed else "")
             + "."
@@ -101,10 +112,9 @@ def regrade(
             f"judge calls: {result.judge_calls} ({result.judge_cached_calls} from the cache)",
             f"results: {result.run_dir}",
         ],
-        next_steps=[f"osmosis eval compare {source.name} {result.run_name}"],
+        next_steps=[f"osmosis eval compare {source} {result.run_name}"],
     )
-    if failed:
-        raise typer.Exit(code=1)
+    return failed
 
 
 def export(
@@ -251,15 +261,20 @@ def curate(
         )
     except CurationError as exc:
         raise validation(str(exc)) from None
+    _emit_curation(out, source.name, output, result)
+
+
+def _emit_curation(out: Output, source: str, output: Path, result: CurationResult) -> None:
+    """Print what the curation kept and its figures."""
     decisions: dict[str, int] = {}
     for row in result.rows:
         decisions[row.decision] = decisions.get(row.decision, 0) + 1
     cost = result.cost_per_step_usd
     out.emit_operation(
         "dataset.curate",
-        message=f"Kept {result.kept} of {len(result.rows)} row(s) of {source.name} in {output}.",
+        message=f"Kept {result.kept} of {len(result.rows)} row(s) of {source} in {output}.",
         resource={
-            "run": source.name,
+            "run": source,
             "path": str(output),
             "provenance_path": str(result.provenance),
             "holdout_path": str(result.holdout) if result.holdout else None,

@@ -50,7 +50,7 @@ _EXPORTS = {
     "regrade_run_async": "osmosis_ai.eval._impl.regrade",
     "RegradeOptions": "osmosis_ai.eval._impl.regrade",
     "RegradeResult": "osmosis_ai.eval._impl.regrade",
-    "RegradeError": "osmosis_ai.eval._impl.regrade",
+    "RegradeError": "osmosis_ai.eval._impl.regrade_grader",
     "TRIPWIRES": "osmosis_ai.eval._impl.results.tripwires",
     "CurateOptions": "osmosis_ai.eval._impl.results.curate",
     "CurationError": "osmosis_ai.eval._impl.results.curate",
@@ -110,12 +110,12 @@ if TYPE_CHECKING:
     from osmosis_ai.eval._impl.progress import EvalProgress, EvalUpdate
     from osmosis_ai.eval._impl.proxy.calls import expand_calls
     from osmosis_ai.eval._impl.regrade import (
-        RegradeError,
         RegradeOptions,
         RegradeResult,
         regrade_run,
         regrade_run_async,
     )
+    from osmosis_ai.eval._impl.regrade_grader import RegradeError
     from osmosis_ai.eval._impl.report.export import (
         ExportError,
         ExportFilter,

@@ -127,8 +127,8 @@ def export_records(
     run_dir: str | Path, selection: ExportFilter | None = None
 ) -> Iterator[tuple[ExportRecord, dict[str, Any]]]:
     """Each kept sample of the run with a transcript: its record and its trajectory document."""
-    from osmosis_ai.eval._impl.regrade import sample_messages
     from osmosis_ai.eval._impl.report.run_data import load_run, read_json
+    from osmosis_ai.eval._impl.report.transcript import sample_messages
 
     root = Path(run_dir)
     data = load_run(root, transcripts=False)
@@ -270,7 +270,7 @@ def _record(data: Mapping[str, Any], where: str) -> ExportRecord:
         keys, messages = data, _from_sharegpt(data)
         tools = json.loads(data.get("tools") or "[]")
     elif "steps" in data:
-        from osmosis_ai.eval._impl.regrade import sample_messages
+        from osmosis_ai.eval._impl.report.transcript import sample_messages
 
         keys = ((data.get("extra") or {}).get("osmosis") or {}).get("export") or {}
         messages = sample_messages(data)

@@ -213,7 +213,6 @@ def curate_run(run_dir: str | Path, output: str | Path, options: CurateOptions) 
     from osmosis_ai.eval._impl.plan.dataset import DatasetError, file_sha256, raw_records
     from osmosis_ai.eval._impl.report.run_data import RunNotFoundError, load_run
 
-    low, high = options.band
     if options.min_n < 1:
         raise CurationError(f"--min-n must be at least 1, got {options.min_n}")
     if options.prompts_per_step < 1:
@@ -240,28 +239,7 @@ def curate_run(run_dir: str | Path, output: str | Path, options: CurateOptions) 
     except DatasetError as exc:
         raise CurationError(str(exc)) from exc
     stats = row_stats(data.rows, header.pass_threshold)
-    decided: list[RowStats] = []
-    seen: set[str] = set()
-    kept: list[tuple[RowStats, Mapping[str, Any]]] = []
-    duplicates = 0
-    for stat in stats:
-        if stat.graded < options.min_n or stat.pass_rate is None:
-            decision = "too_few_samples"
-        elif stat.pass_rate < low:
-            decision = "below_band"
-        elif stat.pass_rate > high:
-            decision = "above_band"
-        else:
-            record = records[stat.source_row_index]
-            key = _canonical(stat.source_row_index, record)
-            if key in seen:
-                decision = "duplicate"
-                duplicates += 1
-            else:
-                seen.add(key)
-                decision = "kept"
-                kept.append((stat, record))
-        decided.append(_with_decision(stat, decision))
+    decided, kept, duplicates = _decide(stats, records, options)
     held: set[int] = set()
     if options.holdout is not None:
         count = holdout_size(len(kept))
@@ -297,6 +275,36 @@ def curate_run(run_dir: str | Path, output: str | Path, options: CurateOptions) 
     )
     _write_provenance(result, header, dataset, options)
     return result
+
+
+def _decide(
+    stats: list[RowStats], records: list[Mapping[str, Any]], options: CurateOptions
+) -> tuple[list[RowStats], list[tuple[RowStats, Mapping[str, Any]]], int]:
+    """Each row's decision, the kept rows with their dataset records, the duplicates."""
+    low, high = options.band
+    decided: list[RowStats] = []
+    seen: set[str] = set()
+    kept: list[tuple[RowStats, Mapping[str, Any]]] = []
+    duplicates = 0
+    for stat in stats:
+        if stat.graded < options.min_n or stat.pass_rate is None:
+            decision = "too_few_samples"
+        elif stat.pass_rate < low:
+            decision = "below_band"
+        elif stat.pass_rate > high:
+            decision = "above_band"
+        else:
+            record = records[stat.source_row_index]
+            key = _canonical(stat.source_row_index, record)
+            if key in seen:
+                decision = "duplicate"
+                duplicates += 1
+            else:
+                seen.add(key)
+                decision = "kept"
+                kept.append((stat, record))
+        decided.append(_with_decision(stat, decision))
+    return decided, kept, duplicates
 
 
 def _with_decision(stat: RowStats, decision: str) -> RowStats:
