@@ -75,6 +75,7 @@ def test_regrade_then_compare_shows_the_flips(
     assert code == 0, err
     detail = json.loads(out)["data"]
     assert (detail["regressed"], detail["improved"]) == (2, 0)  # 2 x 3 = 6 is not above 10
+    assert detail["regraded_from"]["run"] == "src"
     assert {(r["source_row_index"], r["run_index"]) for r in detail["flipped_rows"]} == {
         (0, 0),
         (0, 1),

@@ -11,9 +11,10 @@ from typing import Any
 
 import pytest
 
-from osmosis_ai.eval import RegradeError, regrade_run
+from osmosis_ai.eval import RegradeError, regrade_run, regrade_run_async
 from osmosis_ai.eval._impl.plan.plan import EvalOptions, build_plan
 from osmosis_ai.eval._impl.report.transcript import sample_messages
+from osmosis_ai.eval._impl.run_dir.manifest import ManifestMismatchError
 from osmosis_ai.eval._impl.session import run_session
 from osmosis_ai.eval.report import compare_runs, load_run
 
@@ -96,7 +97,11 @@ def test_regrade_flips_exactly_the_rows_the_new_grader_fails(
     assert link["grader"] == "graders:Over10"
     assert link["grader_sha256"]
     assert (link["regraded"], link["copied"]) == (8, 0)
-    assert manifest["inputs"] == json.loads((src / "manifest.json").read_text())["inputs"]
+    source_inputs = json.loads((src / "manifest.json").read_text())["inputs"]
+    assert manifest["inputs"] == {
+        **source_inputs,
+        "regraded_from": {"run": "src", "grader": "graders:Over10"},
+    }
 
     comparison = compare_runs(load_run(src), load_run(result.run_dir))
     flipped = sorted(p.key for p in comparison.flipped)
@@ -104,8 +109,18 @@ def test_regrade_flips_exactly_the_rows_the_new_grader_fails(
     assert {p.change for p in comparison.flipped} == {"regressed"}
     summary = comparison.summary()
     assert (summary["regressed"], summary["improved"], summary["graded_in_both"]) == (4, 0, 8)
+    assert summary["regraded_from"]["grader"] == "graders:Over10"
+    assert summary["reproducibility_differences"] == []  # same samples, same model, same code
     # the new run reads like any run (report, show): figures from its metrics.json
     assert load_run(result.run_dir).header.figures.mean_reward == 0.5
+
+
+async def test_eval_run_refuses_to_resume_a_regraded_run(source: tuple[Path, Path]) -> None:
+    src, root = source
+    await regrade_run_async(src, name="strict", grader="graders:Over10", judge_cache=False)
+    config = root / "configs" / "eval" / "tiny.toml"
+    with pytest.raises(ManifestMismatchError, match="regraded_from"):
+        await run_session(build_plan(config, EvalOptions(name="strict")))
 
 
 def test_the_grader_sees_the_saved_label_metadata_and_messages(source: tuple[Path, Path]) -> None:

@@ -473,6 +473,12 @@ def _write_run(
         "local_run_id": uuid.uuid4().hex,
         "run_name": name,
         "created_at": now,
+        # An input group of its own: `eval run --name NEW` with the source's inputs is refused
+        # (changed: regraded_from) instead of resuming a run no rollout server made.
+        "inputs": {
+            **(source_manifest.get("inputs") or {}),
+            "regraded_from": {"run": link["run"], "grader": link["grader"]},
+        },
         "regraded_from": link,
     }
     write_json_atomic(paths.manifest, manifest)

@@ -72,6 +72,9 @@ class RunHeader:
     halt_reason: str | None = None
     #: Why the run stopped or failed on purpose (``budget``, ``declined``, ``append_only``).
     stop_code: str | None = None
+    #: A run made by ``eval regrade``: its source run, grader and counts (the manifest's
+    #: ``regraded_from``); ``None`` for a run made by ``eval run``.
+    regraded_from: dict[str, Any] | None = None
 
     @property
     def figures(self) -> RunFigures:
@@ -211,6 +214,7 @@ def read_header(path: Path) -> RunHeader:
         pending=run["pending"] if isinstance(run.get("pending"), int) else 0,
         halt_reason=_str(run.get("halt_reason")),
         stop_code=_str(run.get("stop_code")),
+        regraded_from=_obj(manifest, "regraded_from") or None,
     )
 
 
