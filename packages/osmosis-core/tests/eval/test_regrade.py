@@ -16,7 +16,11 @@ from osmosis_ai.eval._impl.plan.plan import EvalOptions, build_plan
 from osmosis_ai.eval._impl.report.transcript import sample_messages
 from osmosis_ai.eval._impl.run_dir.manifest import ManifestMismatchError
 from osmosis_ai.eval._impl.session import run_session
+from osmosis_ai.eval.judge import Judge
 from osmosis_ai.eval.report import compare_runs, load_run
+from osmosis_ai.rollout import Grader, GraderConfig, GraderContext
+from osmosis_ai.testing import ScriptedPolicyServer
+from osmosis_ai.testing.judge import scripted_judge
 
 MakeWorkspace = Callable[..., Path]
 
@@ -208,3 +212,44 @@ def test_sample_messages_reads_an_atif_document_back() -> None:
         {"role": "tool", "tool_call_id": "c1", "content": "6"},
         {"role": "assistant", "content": "#### 6"},
     ]
+
+
+class _JudgeConfig(GraderConfig):
+    judge_url: str
+
+
+class _JudgeGrader(Grader):
+    """An LLM-judge grader: 1 when the judge finds the label in the answer."""
+
+    async def grade(self, ctx: GraderContext) -> None:
+        assert isinstance(self.config, _JudgeConfig)
+        assert ctx.sample is not None
+        judge = Judge("openai/judge-model", base_url=self.config.judge_url, retry_base_delay=0.01)
+        result = await judge.score(
+            solution_str=str(ctx.sample.messages[-1]["content"]),
+            rubric="1 if the answer states the expected product",
+            ground_truth=ctx.label,
+        )
+        ctx.set_reward(result.score)
+
+
+async def test_judge_calls_are_cached_on_disk_across_regrades(
+    source: tuple[Path, Path], tmp_path: Path
+) -> None:
+    src, _ = source
+    cache = tmp_path / "judge-cache"
+    async with ScriptedPolicyServer(scripted_judge(lambda a: 1.0 if "####" in a else 0.0)) as judge:
+        config = _JudgeConfig(name="judge", judge_url=judge.url)
+        first = await regrade_run_async(
+            src, name="judged", grader=_JudgeGrader, grader_config=config, judge_cache=cache
+        )
+        calls_after_first = len(judge.requests)
+        second = await regrade_run_async(
+            src, name="judged-again", grader=_JudgeGrader, grader_config=config, judge_cache=cache
+        )
+        assert len(judge.requests) == calls_after_first  # no judge request the second time
+    assert calls_after_first == 8
+    assert (first.judge_calls, first.judge_cached_calls) == (8, 0)
+    assert (second.judge_calls, second.judge_cached_calls) == (8, 8)
+    assert [r.reward for r in second.rows] == [r.reward for r in first.rows] == [1.0] * 8
+    assert all(r.judge and r.judge["calls"] == 1 for r in first.rows)
