@@ -81,6 +81,10 @@ def test_template_solved_by_the_scripted_policy_gets_reward_1(
         assert verdict["append_only"] is True, json.dumps(verdict)
     safety = envelope["resource"]["metrics"]["training_safety"]
     assert (safety["rollouts"], safety["append_only"], safety["causes"]) == (2, 2, {})
+    # no reward-hacking tripwire fires on a shipped template (docs/tripwires.md)
+    tripwires = envelope["resource"]["metrics"]["tripwires"]
+    assert (tripwires["rows"], tripwires["by_name"], tripwires["silenced"]) == (0, {}, {})
+    assert all("tripwires" not in item for item in index)
 
 
 @pytest.mark.parametrize(

@@ -302,6 +302,16 @@ def test_grader_metrics_cost_label_and_explanation_are_shown(
     page.wait_for_selector("#detail ul.tool-errors")
     assert page.inner_text("#detail ul.tool-errors") == "multiply: ValueError: multiply is flaky"
     tab.shot("report-tool-errors")
+    page.click("#detail .close")
+    # reward-hacking tripwires (docs/tripwires.md): the card and the ⚑ cells match metrics.json
+    flagged = contract.run.metrics["tripwires"]["rows"]
+    assert page.locator("#tripwire-rows").count() == (1 if flagged else 0)
+    if flagged:
+        assert page.inner_text("#tripwire-rows") == str(flagged)
+    page.select_option("#f-tools", "")
+    flagged_rows = [r for r in contract.run.rows if r.tripwires]
+    shown = page.locator("#row-table td.tripwire").count()
+    assert shown == min(len(flagged_rows), len(_rows_shown(page)))
 
 
 def test_the_index_of_every_run_filters_links_and_gives_the_compare_command(

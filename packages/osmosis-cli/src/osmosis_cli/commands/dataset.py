@@ -1,4 +1,5 @@
-"""``osmosis dataset validate | upload | list | info | preview | download | logs | delete``."""
+"""``osmosis dataset validate | upload | list | info | preview | download | logs | delete``
+(platform datasets) and ``dataset curate`` (local: :mod:`osmosis_cli.commands.eval_actions`)."""
 
 from __future__ import annotations
 
@@ -7,10 +8,22 @@ from typing import Annotated
 
 import typer
 
-from osmosis_cli.cli_app import new_typer
+from osmosis_cli.cli_app import LazyCommand, new_typer
 from osmosis_cli.commands.options import AllPages, PageLimit, PageOffset
 
-app = new_typer("dataset", help="Upload and manage datasets on the platform.")
+app = new_typer(
+    "dataset",
+    help="Upload and manage datasets on the platform; curate one from a local eval run.",
+)
+
+# Local: a dataset curated from an eval run (osmosis_cli.commands.eval_actions).
+LAZY_SUBCOMMANDS = {
+    "curate": LazyCommand(
+        "osmosis_cli.commands.eval_actions",
+        "curate",
+        "Keep an eval run's rows in a pass-rate band, as JSONL ready for upload.",
+    )
+}
 
 
 @app.command("validate")

@@ -48,6 +48,16 @@ LAZY_SUBCOMMANDS.update(
         )
     }
 )
+# After a run: regrade its samples, export its transcripts (osmosis_cli.commands.eval_actions).
+LAZY_SUBCOMMANDS.update(
+    {
+        name: LazyCommand("osmosis_cli.commands.eval_actions", name, help)
+        for name, help in (
+            ("regrade", "Re-run only the grader on a local run's saved samples (new run)."),
+            ("export", "Export a local run's transcripts (sharegpt, openai-messages, atif)."),
+        )
+    }
+)
 LAZY_SUBCOMMANDS["report"] = LazyCommand(
     "osmosis_cli.commands.eval_report",
     "report",

@@ -126,6 +126,8 @@ def row_summary(row: RowRecord, threshold: float) -> dict[str, Any]:
         "explanation": row.explanation,
         "tool_errors": row.tool_error_count,
         "tool_error_list": row.tool_errors,
+        # reward-hacking tripwires that fired on the row (docs/tripwires.md)
+        "tripwires": row.tripwires or [],
         "trajectory_filename": row.trajectory_filename,
     }
 
@@ -400,6 +402,14 @@ def compare(
     interval = comparison.mean_difference
     summary = {
         "runs": f"A = {detail['run_a']}, B = {detail['run_b']}",
+        **(
+            {
+                "regrade": f"{detail['regraded_from']['run']} regraded with "
+                f"{detail['regraded_from']['grader']} (same samples, no policy call)"
+            }
+            if detail.get("regraded_from")
+            else {}
+        ),
         "mean difference (B - A)": "-"
         if interval is None
         else f"{interval.estimate:+.4f}  95% paired-bootstrap CI [{interval.low:+.4f}, "

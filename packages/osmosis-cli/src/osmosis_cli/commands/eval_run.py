@@ -66,6 +66,7 @@ def run(
     proxy_host: opt.ProxyHost = None,
     proxy_url: opt.ProxyUrl = None,
     require_append_only: opt.RequireAppendOnly = False,
+    fail_on_tripwire: opt.FailOnTripwire = False,
 ) -> None:
     """Run an eval locally: every row x n samples through the rollout, graded, resumable.
 
@@ -75,7 +76,8 @@ def run(
     (report.html, index.jsonl, metrics.json, trajectories/, logs.txt). Rerun with the same
     --name to resume. Exit code 1
     when any work item failed or is still pending (status "partial"), or with
-    --require-append-only when a rollout is not append-only; 3 when stopped by --max-cost;
+    --require-append-only when a rollout is not append-only, or with --fail-on-tripwire when
+    a reward-hacking tripwire fired (docs/tripwires.md); 3 when stopped by --max-cost;
     130 when interrupted. On a terminal, a priced run shows its cost estimate (from a first
     probe row) and asks to continue; --yes skips the question.
     The same from Python: osmosis_ai.eval.run_eval (docs/eval-library.md).
@@ -281,6 +283,12 @@ def _emit(
             f"Eval {result.run_name} failed --require-append-only: {broken} rollout(s) are not "
             f"append-only (see the training-safety line); {_rewards(result)}."
         )
+    elif result.stop_code == "tripwire":
+        flagged = result.metrics.get("tripwires", {}).get("rows")
+        message = (
+            f"Eval {result.run_name} failed --fail-on-tripwire: {flagged} row(s) tripped a "
+            f"reward-hacking tripwire (see the tripwires line); {_rewards(result)}."
+        )
     elif result.status == "success":
         nothing = "" if passed else " (nothing passed)"
         message = f"Eval {result.run_name} finished{nothing}: {_rewards(result)}."
@@ -418,9 +426,25 @@ def _safety_lines(result: EvalRun) -> list[str]:
     from osmosis_ai.eval import describe_training_safety
 
     summary = result.metrics.get("training_safety")
-    if not summary or not summary.get("rollouts"):
+    lines = (
+        [f"training safety: {describe_training_safety(summary)}"]
+        if summary and summary.get("rollouts")
+        else []
+    )
+    return lines + _tripwire_lines(result)
+
+
+def _tripwire_lines(result: EvalRun) -> list[str]:
+    """The tripwires line: rows flagged, findings per tripwire, silenced ones."""
+    tripwires = result.metrics.get("tripwires")
+    if not isinstance(tripwires, dict) or not (tripwires.get("rows") or tripwires.get("silenced")):
         return []
-    return [f"training safety: {describe_training_safety(summary)}"]
+    by_name = ", ".join(f"{k} {v}" for k, v in (tripwires.get("by_name") or {}).items())
+    silenced = ", ".join(tripwires.get("silenced") or {})
+    text = f"tripwires: {tripwires.get('rows', 0)} row(s) flagged"
+    text += f" ({by_name})" if by_name else ""
+    text += f"; silenced: {silenced}" if silenced else ""
+    return [text + " - see docs/tripwires.md"]
 
 
 def _print_summary_table(result: EvalRun, out: Output) -> None:

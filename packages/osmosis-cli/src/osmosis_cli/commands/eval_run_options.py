@@ -183,3 +183,11 @@ RequireAppendOnly = Annotated[
         "training; see docs/guides/training-safe-rollouts.md).",
     ),
 ]
+FailOnTripwire = Annotated[
+    bool,
+    typer.Option(
+        "--fail-on-tripwire",
+        help="Exit 1 when a reward-hacking tripwire fired on a row and is not silenced in "
+        "[evaluation.silence_tripwires] (for CI; see docs/tripwires.md).",
+    ),
+]

@@ -58,6 +58,9 @@ class EvaluationSection(_Section):
     #: Per grader metric (a key of ``ctx.sample.metrics``), the value at or above which a
     #: sample passes on that metric: ``metrics.json`` then gives the metric's pass rate too.
     metric_thresholds: dict[str, float] = Field(default_factory=dict)
+    #: Local ``osmosis eval run``: reward-hacking tripwires silenced, each name with the reason
+    #: (``[evaluation.silence_tripwires]``; docs/tripwires.md).
+    silence_tripwires: dict[str, str] = Field(default_factory=dict)
 
     _check_finite = field_validator(
         "pass_threshold", "agent_workflow_timeout_s", "grader_timeout_s", "max_cost_usd"

@@ -45,6 +45,25 @@ _EXPORTS = {
     "ManifestError": "osmosis_ai.eval._impl.run_dir.manifest",
     "ManifestMismatchError": "osmosis_ai.eval._impl.run_dir.manifest",
     "RunLayoutError": "osmosis_ai.eval._impl.run_dir.layout",
+    # after a run: regrade its samples, curate its rows, export its transcripts, tripwires
+    "regrade_run": "osmosis_ai.eval._impl.regrade",
+    "regrade_run_async": "osmosis_ai.eval._impl.regrade",
+    "RegradeOptions": "osmosis_ai.eval._impl.regrade",
+    "RegradeResult": "osmosis_ai.eval._impl.regrade",
+    "RegradeError": "osmosis_ai.eval._impl.regrade_grader",
+    "TRIPWIRES": "osmosis_ai.eval._impl.results.tripwires",
+    "CurateOptions": "osmosis_ai.eval._impl.results.curate",
+    "CurationError": "osmosis_ai.eval._impl.results.curate",
+    "CurationResult": "osmosis_ai.eval._impl.results.curate",
+    "curate_run": "osmosis_ai.eval._impl.results.curate",
+    "parse_band": "osmosis_ai.eval._impl.results.curate",
+    "holdout_size": "osmosis_ai.eval._impl.results.curate",
+    "ExportError": "osmosis_ai.eval._impl.report.export",
+    "ExportFilter": "osmosis_ai.eval._impl.report.export",
+    "ExportRecord": "osmosis_ai.eval._impl.report.export",
+    "export_records": "osmosis_ai.eval._impl.report.export",
+    "read_export": "osmosis_ai.eval._impl.report.export",
+    "write_export": "osmosis_ai.eval._impl.report.export",
     # dataset files and row selections, as run_eval reads them
     "DatasetRow": "osmosis_ai.eval._impl.plan.dataset",
     "DatasetError": "osmosis_ai.eval._impl.plan.dataset",
@@ -90,6 +109,29 @@ if TYPE_CHECKING:
     from osmosis_ai.eval._impl.plan.source import EvalPlanError
     from osmosis_ai.eval._impl.progress import EvalProgress, EvalUpdate
     from osmosis_ai.eval._impl.proxy.calls import expand_calls
+    from osmosis_ai.eval._impl.regrade import (
+        RegradeOptions,
+        RegradeResult,
+        regrade_run,
+        regrade_run_async,
+    )
+    from osmosis_ai.eval._impl.regrade_grader import RegradeError
+    from osmosis_ai.eval._impl.report.export import (
+        ExportError,
+        ExportFilter,
+        ExportRecord,
+        export_records,
+        read_export,
+        write_export,
+    )
+    from osmosis_ai.eval._impl.results.curate import (
+        CurateOptions,
+        CurationError,
+        CurationResult,
+        curate_run,
+        holdout_size,
+        parse_band,
+    )
     from osmosis_ai.eval._impl.results.frame import runs_frame
     from osmosis_ai.eval._impl.results.metrics import RunFigures
     from osmosis_ai.eval._impl.results.run import EvalRun
@@ -100,6 +142,7 @@ if TYPE_CHECKING:
         TokenMismatch,
         check_append_only,
     )
+    from osmosis_ai.eval._impl.results.tripwires import TRIPWIRES
     from osmosis_ai.eval._impl.run_dir.layout import RunLayoutError
     from osmosis_ai.eval._impl.run_dir.manifest import ManifestError, ManifestMismatchError
     from osmosis_ai.eval._impl.run_dir.records import RowRecord, read_index
@@ -109,8 +152,12 @@ if TYPE_CHECKING:
     from osmosis_ai.judge_usage import JudgeUsage
 
 __all__ = [
+    "TRIPWIRES",
     "AppendOnlyVerdict",
     "CostEstimate",
+    "CurateOptions",
+    "CurationError",
+    "CurationResult",
     "DatasetError",
     "DatasetRow",
     "Divergence",
@@ -123,10 +170,16 @@ __all__ = [
     "EvalRun",
     "EvalRunFailed",
     "EvalUpdate",
+    "ExportError",
+    "ExportFilter",
+    "ExportRecord",
     "Judge",
     "JudgeUsage",
     "ManifestError",
     "ManifestMismatchError",
+    "RegradeError",
+    "RegradeOptions",
+    "RegradeResult",
     "RowRecord",
     "RubricResult",
     "RunFigures",
@@ -135,16 +188,24 @@ __all__ = [
     "TokenMismatch",
     "UpstreamRejected",
     "check_append_only",
+    "curate_run",
     "describe_training_safety",
     "evaluate_rubric",
     "evaluate_rubric_sync",
     "expand_calls",
+    "export_records",
+    "holdout_size",
     "iter_dataset",
     "load_dataset",
     "missing_label_warning",
+    "parse_band",
     "parse_rows_spec",
+    "read_export",
     "read_index",
+    "regrade_run",
+    "regrade_run_async",
     "run_eval",
     "run_eval_async",
     "runs_frame",
+    "write_export",
 ]

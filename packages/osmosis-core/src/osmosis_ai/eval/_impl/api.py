@@ -70,7 +70,10 @@ async def run_eval_async(
     :class:`~osmosis_ai.eval.CostEstimate` after the probe; returning ``False`` stops dispatch
     (``stop_code="declined"``). See docs/cost-and-rate-limits.md. ``require_append_only=True``
     fails the run (status ``failed``, ``stop_code="append_only"``, also in ``metrics.json``)
-    when any rollout is not append-only. Calling again on a finished run dispatches nothing
+    when any rollout is not append-only; ``fail_on_tripwire=True`` likewise (``stop_code=
+    "tripwire"``) when a reward-hacking tripwire fired on a row and is not silenced in
+    ``[evaluation.silence_tripwires]`` (docs/tripwires.md; the findings are on every run's rows
+    and in ``metrics["tripwires"]`` either way). Calling again on a finished run dispatches nothing
     and rewrites no file (``EvalRun.unchanged``).
 
     Raises ``ConfigurationError`` subclasses for bad arguments or config files

@@ -19,8 +19,10 @@ from typing import Any
 
 from osmosis_ai.eval._impl.cost.budget import Budget
 from osmosis_ai.eval._impl.plan.plan import EvalPlan
+from osmosis_ai.eval._impl.results import tripwires
 from osmosis_ai.eval._impl.results.metrics import ItemResult, compute_metrics
 from osmosis_ai.eval._impl.results.reproducibility import (
+    HARBOR_SAMPLE_KEY,
     harbor_tasks,
     merged,
     observed,
@@ -109,14 +111,19 @@ def collect_rows(
     latest: dict[WorkKey, dict[str, Any]],
 ) -> list[RowRecord]:
     """One enriched :class:`RowRecord` per finished work item (prompt, label, answer, grader
-    metrics and, for failures, the traceback, redacted like the log)."""
-    from osmosis_ai.eval._impl.report.run_data import row_with_facts
+    metrics and, for failures, the traceback, redacted like the log), with the tripwires that
+    fired on it."""
+    from osmosis_ai.eval._impl.report.run_data import read_json, row_with_facts
 
     redact = plan_redactor(plan)
     rows: list[RowRecord] = []
     listing = TrajectoryListing.of(paths)
+    findings: dict[WorkKey, list[dict[str, Any]]] = {}
+    digests: dict[WorkKey, str | None] = {}
+    root = str(paths.root)
     for item in items:
-        record = latest.get((item.row_index, item.run_index))
+        key = (item.row_index, item.run_index)
+        record = latest.get(key)
         if record is None:
             continue
         this_session = record.get("rollout_id") in session_ids
@@ -128,6 +135,8 @@ def collect_rows(
             reproducibility=reproducibility,
             listing=listing,
         )
+        if document is None and trajectory is not None:
+            document = read_json(f"{root}/{trajectory}")
         row = row_with_facts(
             paths.root,
             row_from_journal(item, record, resumed=not this_session, trajectory=trajectory),
@@ -136,7 +145,36 @@ def collect_rows(
         if row.traceback:
             row = replace(row, traceback=redact(row.traceback))
         rows.append(row)
-    return rows
+        found = tripwires.row_findings(row, document, harbor=HARBOR_SAMPLE_KEY in record)
+        if found:
+            findings[key] = found
+        digests[key] = tripwires.transcript_digest(document)
+    return _with_tripwires(plan, rows, findings, digests, latest, session_ids)
+
+
+def _with_tripwires(
+    plan: EvalPlan,
+    rows: list[RowRecord],
+    findings: dict[WorkKey, list[dict[str, Any]]],
+    digests: dict[WorkKey, str | None],
+    latest: dict[WorkKey, dict[str, Any]],
+    session_ids: set[str],
+) -> list[RowRecord]:
+    """The rows with every tripwire's findings (:mod:`.results.tripwires`)."""
+    changed_now = False
+    if session_ids and plan.source.rollout_dir.is_dir():
+        from osmosis_ai.eval._impl.run_dir.manifest import source_digest
+
+        locked = plan.inputs.get("rollout", {}).get("source_digest")
+        now = source_digest(plan.source.rollout_dir, exclude=(plan.output_root,))
+        changed_now = locked is not None and now != locked
+    for extra in (
+        tripwires.group_findings(rows, digests),
+        tripwires.code_findings(latest, changed_now=changed_now, session_ids=session_ids),
+    ):
+        for key, found in extra.items():
+            findings.setdefault(key, []).extend(found)
+    return tripwires.with_findings(rows, findings, plan.knobs.silenced_tripwires)
 
 
 def _update_reproducibility(
@@ -194,6 +232,7 @@ def _summary(
     summary["training_safety"] = summarize_training_safety(
         (r.training_safety for r in rows), token_ids_requested=plan.options.token_ids
     )
+    summary["tripwires"] = tripwires.summarize(rows, plan.knobs.silenced_tripwires)
     if end.budget is not None:
         summary["budget"] = end.budget.to_json()
     if end.concurrency is not None:
@@ -239,6 +278,9 @@ def finalize(
     ):
         # A gate that fails the run says so everywhere: status, stop_code, metrics.json.
         status, end.stop_code = "failed", "append_only"
+    elif plan.options.fail_on_tripwire and not end.interrupted and summary["tripwires"]["rows"]:
+        # --fail-on-tripwire (CI): an unsilenced reward-hacking finding fails the run.
+        status, end.stop_code = "failed", "tripwire"
     duration_ms = (time.perf_counter() - end.t0) * 1000
     stored = _unchanged(paths, end, rows, status, summary)
     if stored is not None:

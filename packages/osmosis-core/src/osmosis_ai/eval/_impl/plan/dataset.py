@@ -88,6 +88,11 @@ def missing_label_warning(path: Path, rows: list[DatasetRow]) -> str | None:
     )
 
 
+def raw_records(path: Path) -> Iterable[Mapping[str, Any]]:
+    """The file's records as read, before normalisation (what ``dataset curate`` writes back)."""
+    return _records(path)
+
+
 def _records(path: Path) -> Iterable[Mapping[str, Any]]:
     suffix = path.suffix.lower()
     if suffix == ".jsonl":

@@ -91,6 +91,9 @@ class EvalOptions:
     #: Fail the run (status ``failed``, ``stop_code`` ``append_only``) when a rollout is not
     #: append-only (``--require-append-only``).
     require_append_only: bool = False
+    #: Fail the run (status ``failed``, ``stop_code`` ``tripwire``) when a reward-hacking
+    #: tripwire fired and was not silenced (``--fail-on-tripwire``; docs/tripwires.md).
+    fail_on_tripwire: bool = False
 
 
 class EvalOptionsDict(TypedDict, total=False):
@@ -126,6 +129,7 @@ class EvalOptionsDict(TypedDict, total=False):
     mock_script: PathLike | None
     max_cost: float | None
     require_append_only: bool
+    fail_on_tripwire: bool
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

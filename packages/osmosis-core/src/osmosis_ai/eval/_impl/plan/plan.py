@@ -71,6 +71,8 @@ class EvalKnobs:
     max_cost: float | None = None
     #: ``[evaluation] metric_thresholds``: per grader metric, its pass threshold.
     metric_thresholds: Mapping[str, float] = field(default_factory=dict)
+    #: ``[evaluation.silence_tripwires]``: tripwire name -> the reason it is silenced.
+    silenced_tripwires: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -218,7 +220,15 @@ def _knobs(options: EvalOptions, source: EvalSource) -> EvalKnobs:
     thresholds = evaluation.metric_thresholds
     if not all(math.isfinite(value) for value in thresholds.values()):
         raise EvalPlanError("[evaluation] metric_thresholds must be finite numbers")
-    return EvalKnobs(n, threshold, max_in_flight, agent, grader, max_cost, dict(thresholds))
+    from osmosis_ai.eval._impl.results.tripwires import TripwireConfigError, check_silenced
+
+    try:
+        silenced = check_silenced(evaluation.silence_tripwires)
+    except TripwireConfigError as exc:
+        raise EvalPlanError(str(exc)) from exc
+    return EvalKnobs(
+        n, threshold, max_in_flight, agent, grader, max_cost, dict(thresholds), silenced
+    )
 
 
 def _select(

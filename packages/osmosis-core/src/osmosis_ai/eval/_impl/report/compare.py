@@ -122,6 +122,8 @@ class RunComparison:
             "cost_a_usd": self.a.header.figures.cost_usd,
             "cost_b_usd": self.b.header.figures.cost_usd,
             "cost_difference_usd": self.cost_difference_usd,
+            # B (or A) made by `eval regrade` of the other: the flips are the grader change's.
+            "regraded_from": self.b.header.regraded_from or self.a.header.regraded_from,
             # What differs in how the two runs were made (versions, model, sampling, seeds,
             # fingerprints, dataset, code): each one is a reason a difference may not be the
             # change under test.

@@ -86,6 +86,7 @@ def _metrics(run: RunData) -> dict[str, Any]:
         "cost_usd": run.header.figures.cost_usd,
         "grader_metrics": dict(run.header.figures.grader_metrics),
         "tool_errors": summary.get("tool_errors"),
+        "tripwires": summary.get("tripwires"),
         "training_safety": _training_safety(run),
     }
 
@@ -125,6 +126,8 @@ def _row(row: RowRecord, threshold: float) -> dict[str, Any]:
         "ts": verdict_cause(row.training_safety),
         "cu": row.cost_usd,
         "te": row.tool_error_count,
+        # the reward-hacking tripwires that fired and are not silenced (names)
+        "tw": [f["name"] for f in row.tripwires or () if "silenced" not in f],
     }
 
 

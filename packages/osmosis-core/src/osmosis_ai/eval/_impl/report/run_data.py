@@ -72,6 +72,9 @@ class RunHeader:
     halt_reason: str | None = None
     #: Why the run stopped or failed on purpose (``budget``, ``declined``, ``append_only``).
     stop_code: str | None = None
+    #: A run made by ``eval regrade``: its source run, grader and counts (the manifest's
+    #: ``regraded_from``); ``None`` for a run made by ``eval run``.
+    regraded_from: dict[str, Any] | None = None
 
     @property
     def figures(self) -> RunFigures:
@@ -109,7 +112,7 @@ class RunData:
     transcripts: dict[tuple[int, int], Transcript] = field(default_factory=dict)
 
 
-def _read_json(path: Path | str) -> dict[str, Any]:
+def read_json(path: Path | str) -> dict[str, Any]:
     """A JSON object from a file; ``{}`` when missing or unreadable (``str`` paths: the hot
     loop reads one file per row, and ``pathlib`` costs more than the read)."""
     try:
@@ -164,8 +167,8 @@ def read_header(path: Path) -> RunHeader:
             f"{path} is not an eval run directory (no manifest.json); pass a run name from "
             "`osmosis eval list` or the path of a folder under .osmosis/evals/"
         )
-    manifest = _read_json(path / "manifest.json")
-    metrics = _read_json(path / "metrics.json")
+    manifest = read_json(path / "manifest.json")
+    metrics = read_json(path / "metrics.json")
     inputs, provenance = _obj(manifest, "inputs"), _obj(manifest, "provenance")
     run, summary = _obj(metrics, "eval_run"), _obj(metrics, "summary")
     model, dataset = _obj(inputs, "model"), _obj(inputs, "dataset")
@@ -211,6 +214,7 @@ def read_header(path: Path) -> RunHeader:
         pending=run["pending"] if isinstance(run.get("pending"), int) else 0,
         halt_reason=_str(run.get("halt_reason")),
         stop_code=_str(run.get("stop_code")),
+        regraded_from=_obj(manifest, "regraded_from") or None,
     )
 
 
@@ -256,13 +260,13 @@ def _with_facts(
 
 def _documents(root: str, row: RowRecord) -> tuple[dict[str, Any], dict[str, Any]]:
     """The row's trajectory document and, for a failure, its diagnostics (``{}`` if none)."""
-    document = _read_json(f"{root}/{row.trajectory_filename}") if row.trajectory_filename else {}
+    document = read_json(f"{root}/{row.trajectory_filename}") if row.trajectory_filename else {}
     return document, _diagnostics(root, row)
 
 
 def _diagnostics(root: str, row: RowRecord) -> dict[str, Any]:
     if row.status == "failed" and row.rollout_id:
-        return _read_json(f"{root}/rollout_trials/{row.rollout_id}/diagnostics.json")
+        return read_json(f"{root}/rollout_trials/{row.rollout_id}/diagnostics.json")
     return {}
 
 

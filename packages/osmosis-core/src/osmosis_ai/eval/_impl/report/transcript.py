@@ -192,3 +192,55 @@ def format_transcript(messages: list[MessageView], calls: list[CallView]) -> str
         for tool_call in message.get("tool_calls", []):
             lines.append(f"  → tool call {tool_call['name']}({tool_call['arguments']})")
     return "\n".join(lines)
+
+
+def sample_messages(document: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The chat-completions messages an ATIF trajectory was written from (its steps read back:
+    agent steps become assistant messages with ``tool_calls``, their observations ``tool``
+    messages)."""
+    messages: list[dict[str, Any]] = []
+    steps = document.get("steps")
+    for step in steps if isinstance(steps, list) else []:
+        if not isinstance(step, Mapping):
+            continue
+        source = step.get("source")
+        if source in ("system", "user"):
+            role = (
+                step.get("extra", {}).get("role") if isinstance(step.get("extra"), dict) else None
+            )
+            messages.append({"role": role or source, "content": step.get("message")})
+            continue
+        if source != "agent":
+            continue
+        message: dict[str, Any] = {"role": "assistant", "content": step.get("message")}
+        if step.get("reasoning_content"):
+            message["reasoning_content"] = step["reasoning_content"]
+        calls = step.get("tool_calls")
+        if isinstance(calls, list) and calls:
+            message["tool_calls"] = [
+                {
+                    "id": call.get("tool_call_id"),
+                    "type": "function",
+                    "function": {
+                        "name": call.get("function_name"),
+                        "arguments": call.get("arguments")
+                        if isinstance(call.get("arguments"), str)
+                        else json.dumps(call.get("arguments"), ensure_ascii=False),
+                    },
+                }
+                for call in calls
+                if isinstance(call, Mapping)
+            ]
+        messages.append(message)
+        observation = step.get("observation")
+        results = observation.get("results") if isinstance(observation, Mapping) else None
+        for result in results if isinstance(results, list) else []:
+            if isinstance(result, Mapping):
+                messages.append(
+                    {
+                        "role": "tool",
+                        "tool_call_id": result.get("source_call_id"),
+                        "content": result.get("content"),
+                    }
+                )
+    return messages

@@ -36,7 +36,9 @@ the rollout made policy calls), ``explanation`` (the grader's explanation of its
 ``ctx.sample.extra_fields["explanation"]``, e.g. an LLM judge's) and ``failed_phase`` (where a
 failed rollout stopped: ``workflow``, ``grader``, ...) and ``tool_errors`` (the tool calls that
 raised during the rollout, ``[{"tool", "message", "call_id"?}]``, as the framework integrations
-record them: the model saw an error result, so the row's answer may be wrong for that reason). ``metrics`` holds the numeric and other
+record them: the model saw an error result, so the row's answer may be wrong for that reason) and
+``tripwires`` (the reward-hacking tripwires that fired on the row, ``[{"name", "detail",
+"silenced"?}]``: :mod:`osmosis_ai.eval._impl.results.tripwires`). ``metrics`` holds the numeric and other
 values the grader set in ``ctx.sample.metrics`` (the ``judge_*`` usage metrics are in
 ``judge``). Unknown keys read from a newer file land in ``extra``.
 """
@@ -66,6 +68,7 @@ _OPTIONAL = frozenset(
         "explanation",
         "failed_phase",
         "tool_errors",
+        "tripwires",
     )
 )
 
@@ -99,6 +102,7 @@ class RowRecord:
     explanation: str | None = None
     failed_phase: str | None = None
     tool_errors: list[dict[str, Any]] | None = None
+    tripwires: list[dict[str, Any]] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property

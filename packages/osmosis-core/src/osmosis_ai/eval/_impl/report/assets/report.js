@@ -91,6 +91,8 @@
       card("tokens", int(m.tokens), "policy tokens, all rows"),
       ...(m.tool_errors ? [card("tool errors", int(m.tool_errors.rows), `rows in which a tool raised (${int(m.tool_errors.calls)} calls: ` +
         Object.entries(m.tool_errors.by_tool).map(([t, n]) => `${n} × ${t}`).join(", ") + ")", { id: "tool-error-rows", class: "value tool-error" })] : []),
+      ...(m.tripwires && m.tripwires.rows ? [card("tripwires", int(m.tripwires.rows), "rows flagged by a reward-hacking tripwire (" +
+        Object.entries(m.tripwires.by_name).map(([t, n]) => `${n} × ${t}`).join(", ") + "; docs/tripwires.md)", { id: "tripwire-rows", class: "value tripwire" })] : []),
       card("cost", usd(m.cost_usd), m.cost_usd === null || m.cost_usd === undefined ? "not priced (see docs/cost-and-rate-limits.md)" : "policy and judge, all rows", { id: "run-cost" }),
     ];
     for (const p of m.pass_at_k || [])
@@ -246,7 +248,7 @@
   // ---- row table ----------------------------------------------------------------------------
   const state = { sort: "i", dir: 1, page: 0, outcome: "", error: "", safety: "", tools: "", min: "", max: "", q: "", hits: null };
   const COLS = [["i", "row"], ["s", "sample"], ["src", "source row"], ["o", "status"], ["r", "reward"],
-    ["d", "duration"], ["t", "tokens"], ["c", "calls"], ["cu", "cost"], ["te", "tool errors"], ["ts", "training safety"], ["et", "error"], ["p", "prompt"], ["l", "label"], ["a", "answer"]];
+    ["d", "duration"], ["t", "tokens"], ["c", "calls"], ["cu", "cost"], ["te", "tool errors"], ["tw", "tripwires"], ["ts", "training safety"], ["et", "error"], ["p", "prompt"], ["l", "label"], ["a", "answer"]];
   let view = rows;
   function applyFilters() {
     const min = state.min === "" ? -Infinity : Number(state.min), max = state.max === "" ? Infinity : Number(state.max);
@@ -309,6 +311,7 @@
     if (key === "t" || key === "c") return el("td", { class: "n" }, int(v));
     if (key === "cu") return el("td", { class: "n" }, usd(v));
     if (key === "te") return v ? el("td", { class: "n tool-error", title: "a tool call raised: see the row" }, `⚠ ${v}`) : el("td", { class: "muted n" }, "–");
+    if (key === "tw") return (v || []).length ? el("td", { class: "tripwire", title: "reward-hacking tripwire: docs/tripwires.md" }, `⚑ ${v.join(", ")}`) : el("td", { class: "muted" }, "–");
     if (key === "o") return el("td", {}, el("span", { class: "pill " + v }, OUTCOME[v] || v));
     if (key === "p" || key === "a" || key === "l") return el("td", { class: "clip", title: v || "" }, v || "");
     if (key === "ts") return v === null || v === undefined ? el("td", { class: "muted" }, "–")
