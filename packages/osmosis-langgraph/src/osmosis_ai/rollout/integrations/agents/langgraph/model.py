@@ -89,9 +89,7 @@ class OsmosisChatModel(ChatOpenAI):
         bound._bound = True
         return bound, policy.endpoint, GraphSampleSource.for_rollout(policy.context)
 
-    def _record(
-        self, source: GraphSampleSource | None, messages: list[BaseMessage], answer: Any
-    ) -> None:
+    def _record(self, source: GraphSampleSource | None, messages: list, answer: Any) -> None:
         if source is not None and isinstance(answer, AIMessage) and source.record(messages, answer):
             source.model = self
 
@@ -136,7 +134,9 @@ class OsmosisChatModel(ChatOpenAI):
         bound, endpoint, source = self._bind()
         with translating_policy_errors(endpoint):
             result = await bound._agenerate(messages, stop, run_manager, **kwargs)
-        self._record(source, messages, result.generations[0].message if result.generations else 0)
+        self._record(
+            source, messages, result.generations[0].message if result.generations else None
+        )
         return result
 
     async def _astream(  # type: ignore[override]  # an async generator is an AsyncIterator
