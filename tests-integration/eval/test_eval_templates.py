@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -121,3 +122,63 @@ def test_template_earns_1_through_two_worker_processes(
     run = Path(resource["output_path"])
     index = [json.loads(line) for line in (run / "index.jsonl").read_text().splitlines()]
     assert all(item["trajectory_filename"] is not None for item in index)
+
+
+#: ``main.py`` of a local template rewritten for ``HarborBackend`` in template mode: the same
+#: workflow, grader and config, one Harbor trial per rollout (the rollout's prompt becomes the
+#: task's instruction), in the Docker-free local sandbox.
+HARBOR_MAIN = """
+from pathlib import Path
+
+from harbor.models.job.config import RetryConfig
+from harbor.trial.queue import TrialQueue
+from {package}.config import config
+from {package}.grader import MultiplyGrader
+from {package}.workflow import MultiplyWorkflow
+
+from osmosis_ai.rollout.backend.harbor import HarborBackend, environment_config_from_env
+from osmosis_ai.rollout.server import create_rollout_server
+
+backend = HarborBackend(
+    orchestrator=TrialQueue(n_concurrent=2, retry_config=RetryConfig(max_retries=0)),
+    tasks_dir=Path(__file__).parent / "task",
+    agent=MultiplyWorkflow,
+    grader=MultiplyGrader,
+    workflow_config=config,
+    environment_config=environment_config_from_env(),
+)
+app = create_rollout_server(backend=backend)
+"""
+
+
+@pytest.mark.parametrize("template", ["multiply-local-langgraph", "multiply-local-pydantic-ai"])
+def test_a_local_template_earns_1_in_harbor_template_mode(
+    cli: Cli, tmp_path: Path, solving_policy: ScriptedPolicyServer, template: str
+) -> None:
+    """The template's workflow and grader run inside a Harbor trial (``HarborBackend`` in
+    template mode, the local sandbox): the integration binds to the trial's rollout context,
+    the sample reaches the SDK grader installed as the task's verifier, reward 1.0."""
+    framework, _ = TEMPLATES[template]
+    for needed in (framework, "harbor"):
+        if importlib.util.find_spec(needed) is None:
+            pytest.skip(f"{needed} is not installed")
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    config = _workspace(cli, ws, template)
+    rollout = ws / "rollouts" / template
+    (rollout / "harbor_main.py").write_text(HARBOR_MAIN.format(package=template.replace("-", "_")))
+    task = Path(__file__).parents[2] / "templates/multiply-harbor-strands/rollouts"
+    shutil.copytree(task / "multiply-harbor-strands" / "task", rollout / "task")
+    config.write_text(config.read_text().replace('"main.py"', '"harbor_main.py"'))
+    assert '"harbor_main.py"' in config.read_text()
+    result = cli.run(
+        "eval", "run", str(config), "--limit", "2", "--name", "h",
+        "--base-url", solving_policy.url, "--model", "scripted", "--json",
+        cwd=ws, env={"OSMOSIS_HARBOR_ENV": "local"}, timeout=300,
+    )  # fmt: skip
+    assert result.code == 0, result.stderr[-4000:]
+    resource = result.json()["resource"]
+    assert (resource["succeeded"], resource["failed"]) == (2, 0), resource["metrics"]
+    assert resource["metrics"]["reward_stats"]["mean"] == 1.0
+    safety = resource["metrics"]["training_safety"]
+    assert (safety["rollouts"], safety["append_only"]) == (2, 2)

@@ -62,7 +62,7 @@ def cli(tmp_path_factory: pytest.TempPathFactory) -> Cli:
 
 @pytest.fixture(scope="session")
 def workspace(cli: Cli, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A workspace with the three multiply templates and the rubric template applied."""
+    """A workspace with the multiply templates and the rubric template applied."""
     root = tmp_path_factory.mktemp("real-model") / "ws"
     assert cli.run("init", str(root), cwd=root.parent).code == 0
     for template in (*TEMPLATES, "rubric-judge-local"):

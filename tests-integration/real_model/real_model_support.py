@@ -10,4 +10,10 @@ ARTIFACTS = Path(
     os.environ.get("OSMOSIS_TEST_ARTIFACTS")
     or Path(__file__).resolve().parents[2] / "build" / "test-artifacts" / "real-model"
 )
-TEMPLATES = ("multiply-local-plain", "multiply-local-openai", "multiply-local-strands")
+TEMPLATES = (
+    "multiply-local-plain",
+    "multiply-local-openai",
+    "multiply-local-strands",
+    "multiply-local-pydantic-ai",
+    "multiply-local-langgraph",
+)

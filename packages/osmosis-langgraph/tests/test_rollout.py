@@ -212,6 +212,6 @@ def test_source_ignores_other_conversations() -> None:
 
     source = GraphSampleSource()
     main = [HumanMessage("a")]
-    source.record(model, main, AIMessage("x"))
-    source.record(model, [HumanMessage("other")], AIMessage("y"))
+    source.record(main, AIMessage("x"))
+    source.record([HumanMessage("other")], AIMessage("y"))
     assert [m.content for m in source.messages] == ["a", "x"]

@@ -20,7 +20,7 @@ from osmosis_ai.rollout.integrations.agents.pydantic_ai import (
     OsmosisRolloutModel,
     PydanticAISampleSource,
 )
-from osmosis_ai.rollout.integrations.agents.pydantic_ai.model import _translated
+from osmosis_ai.rollout.integrations.spi import translating_policy_errors
 from osmosis_ai.testing import ScriptedPolicyServer, run_rollout
 
 
@@ -101,5 +101,5 @@ def test_bad_arguments_are_configuration_errors(kwargs: dict[str, Any], match: s
 
 
 def test_errors_that_are_not_policy_failures_pass_through() -> None:
-    with pytest.raises(KeyError), _translated("http://127.0.0.1:9/v1"):
+    with pytest.raises(KeyError), translating_policy_errors("http://127.0.0.1:9/v1", causes=True):
         raise KeyError("the agent's own bug")

@@ -14,10 +14,10 @@ import logging
 import math
 import os
 from abc import ABC, abstractmethod
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Self
 
 from osmosis_ai.rollout.types.enums import RolloutStatus
 
@@ -107,6 +107,68 @@ class SampleSource(ABC):
     async def get_preview(self, max_messages: int) -> RolloutSample | None:
         """A snapshot of the last ``max_messages`` messages for live previews (optional)."""
         return None
+
+
+class ConversationSampleSource[M](SampleSource):
+    """A rollout's sample kept from its policy calls, for frameworks that hand the model the
+    whole conversation on every call (LangChain/LangGraph, Pydantic AI).
+
+    The last call of the rollout's main conversation plus its answer *is* that conversation:
+    :meth:`record` keeps it. The main conversation is the one the first recorded call started;
+    a call whose first message differs (a sub-agent called from a tool) is not part of the
+    sample, though it still reached the rollout's policy. Subclasses say how messages of type
+    ``M`` look as JSON (:meth:`native`, the sample's ``messages``) and on the wire
+    (:meth:`wire`, its ``trajectory_messages``); :attr:`answers` are the answers the policy
+    produced, in call order, to attribute each call's model and usage.
+    """
+
+    def __init__(self) -> None:
+        self.history: list[M] = []
+        self.answers: list[M] = []
+
+    @classmethod
+    def for_rollout(cls, ctx: RolloutContext) -> Self | None:
+        """``ctx``'s source of this class, registered now when the rollout has none; ``None``
+        when the rollout takes its sample from elsewhere (``run`` returns messages, another
+        source)."""
+        current = ctx.sample_source
+        if isinstance(current, cls):
+            return current
+        if current is not None:
+            return None
+        source = cls()
+        ctx.set_sample_source(source)
+        return source
+
+    def record(self, messages: Sequence[M], answer: M) -> bool:
+        """One completed policy call: ``messages`` went in, ``answer`` came back. ``False`` when
+        it is not the main conversation's (or had no messages) and was left out."""
+        if not messages:
+            return False
+        if self.history and messages[0] is not self.history[0] and messages[0] != self.history[0]:
+            return False
+        self.history = [*messages, answer]
+        self.answers.append(answer)
+        return True
+
+    @abstractmethod
+    def native(self, messages: Sequence[M]) -> list[dict[str, Any]]:
+        """``messages`` as JSON-ready dicts in the framework's own form."""
+
+    @abstractmethod
+    def wire(self) -> list[dict[str, Any]] | None:
+        """:attr:`history` as chat-completions messages, ``model``/``usage`` on the answers."""
+
+    async def get_sample(self) -> RolloutSample:
+        from osmosis_ai.rollout.types.sample import RolloutSample
+
+        return RolloutSample(messages=self.native(self.history), trajectory_messages=self.wire())
+
+    async def get_preview(self, max_messages: int) -> RolloutSample | None:
+        from osmosis_ai.rollout.types.sample import RolloutSample
+
+        tail = self.history[-max_messages:] if max_messages > 0 else []
+        return RolloutSample(messages=self.native(tail), trajectory_messages=None)
 
 
 @dataclass

@@ -4,6 +4,9 @@ A framework integration (Strands, OpenAI Agents, the next one) calls the policy 
 i.e. the active rollout's ``chat_completions_url``, through the ``openai`` client. Everything
 about that call that does not depend on the framework lives here:
 
+* :func:`bind_policy` — one call's binding to the active rollout (its context, its policy client
+  and the endpoint its errors name), :func:`policy_model_name` the checked constructor options
+  every framework model takes (model name, ``timeout``, ``max_retries``);
 * :func:`require_active_rollout` — the ambient :class:`~osmosis_ai.rollout.RolloutContext`, or a
   :class:`~osmosis_ai.errors.NoActiveRolloutError` saying how to run the code inside a rollout;
 * :func:`policy_client` — an ``openai.AsyncOpenAI`` addressed at one rollout's endpoint. There is
@@ -29,7 +32,10 @@ about that call that does not depend on the framework lives here:
   servers accept (llama.cpp's server, vLLM's validation): text-only content as a string;
 * :func:`usage_dict` and :class:`PolicyCall` — one usage normaliser and one per-call record (the
   serving model and token usage the trajectory needs on each assistant message);
-  :class:`CallObserver` fills a record from chat-completions responses or stream chunks.
+  :class:`CallObserver` fills a record from chat-completions responses or stream chunks;
+* :func:`restore_tool_arguments` — earlier tool calls' arguments sent back exactly as the policy
+  wrote them (frameworks re-render parsed arguments with ``json.dumps``);
+* :func:`run_blocking` — a framework's blocking API on top of the async policy client.
 
 ``openai`` is imported inside functions only: this module is cheap to import, and core does not
 depend on ``openai`` (each integration distribution does).
@@ -38,19 +44,26 @@ depend on ``openai`` (each integration distribution does).
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import functools
 import importlib
+import json
 import threading
 import time
 import weakref
-from collections.abc import Iterator, Mapping
+from collections.abc import Coroutine, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import urlsplit, urlunsplit
 
 from osmosis_ai._util.backoff import Backoff
-from osmosis_ai.errors import NoActiveRolloutError, PolicyHTTPError, PolicyTimeoutError
+from osmosis_ai.errors import (
+    ConfigurationError,
+    NoActiveRolloutError,
+    PolicyHTTPError,
+    PolicyTimeoutError,
+)
 from osmosis_ai.rollout.context import RolloutContext, get_rollout_context
 
 if TYPE_CHECKING:
@@ -59,11 +72,16 @@ if TYPE_CHECKING:
 __all__ = [
     "NO_API_KEY",
     "CallObserver",
+    "PolicyBinding",
     "PolicyCall",
     "aclose_policy_clients",
+    "bind_policy",
     "policy_client",
+    "policy_model_name",
     "public_url",
     "require_active_rollout",
+    "restore_tool_arguments",
+    "run_blocking",
     "strict_chat_messages",
     "sync_policy_client",
     "translate_policy_error",
@@ -127,6 +145,57 @@ def require_active_rollout(caller: str = "OsmosisRolloutModel") -> RolloutContex
             "or in the OSMOSIS_CHAT_COMPLETIONS_URL environment variable. " + _HOW_TO_RUN
         )
     return ctx
+
+
+def policy_model_name(
+    name: Any,
+    *,
+    timeout: float | None = None,
+    max_retries: int = 0,
+    caller: str = "OsmosisRolloutModel",
+    argument: str = "model",
+) -> str:
+    """The model name a framework model sends on the wire, its options checked.
+
+    A LiteLLM-style ``"openai/"`` prefix (the public osmosis-ai SDK's convention) is dropped.
+    Raises :class:`~osmosis_ai.errors.ConfigurationError` for an empty name, a negative
+    ``max_retries`` or a ``timeout`` that is not a positive number of seconds.
+    """
+    if not isinstance(name, str) or not name.strip():
+        raise ConfigurationError(
+            f"{caller}({argument}=...) must be a non-empty model name; got {name!r}"
+        )
+    if max_retries < 0:
+        raise ConfigurationError(f"max_retries must be >= 0; got {max_retries}")
+    if timeout is not None and not timeout > 0:
+        raise ConfigurationError(f"timeout must be a positive number of seconds; got {timeout}")
+    return name.removeprefix("openai/")
+
+
+@dataclass(frozen=True, slots=True)
+class PolicyBinding:
+    """One framework call bound to the active rollout: its context, the policy client for its
+    endpoint and the rollout's ``chat_completions_url`` (``url``)."""
+
+    context: RolloutContext
+    client: AsyncOpenAI
+    url: str
+
+    @property
+    def endpoint(self) -> str:
+        """The chat-completions endpoint, as failed calls name it."""
+        return self.url.rstrip("/") + "/chat/completions"
+
+
+def bind_policy(
+    caller: str = "OsmosisRolloutModel", *, timeout: float | None = None, max_retries: int = 0
+) -> PolicyBinding:
+    """:func:`require_active_rollout` and its :func:`policy_client`, for one call; must be
+    called inside the event loop that makes the call."""
+    ctx = require_active_rollout(caller)
+    url = ctx.chat_completions_url or ""
+    client = policy_client(url, ctx.api_key, timeout=timeout, max_retries=max_retries)
+    return PolicyBinding(ctx, client, url)
 
 
 # -- clients -----------------------------------------------------------------------------------
@@ -406,19 +475,27 @@ def translate_policy_error(exc: BaseException, url: str) -> PolicyHTTPError | No
 
 
 @contextmanager
-def translating_policy_errors(url: str) -> Iterator[None]:
+def translating_policy_errors(url: str, *, causes: bool = False) -> Iterator[None]:
     """Re-raise a failed policy call inside the block as :func:`translate_policy_error` says.
 
     Wrap the framework call that talks to the policy (it also works around ``async for`` in an
-    async generator); errors that are not policy failures propagate unchanged.
+    async generator); errors that are not policy failures propagate unchanged. ``causes=True``
+    also translates a framework error raised ``from`` a policy failure (the first translatable
+    error of the ``__cause__`` chain), for frameworks that wrap the ``openai`` errors in their
+    own (Pydantic AI's ``ModelHTTPError``).
     """
     try:
         yield
     except Exception as exc:
-        translated = translate_policy_error(exc, url)
-        if translated is None or translated is exc:
-            raise
-        raise translated from exc
+        cause: BaseException | None = exc
+        while cause is not None:
+            translated = translate_policy_error(cause, url)
+            if translated is not None:
+                if translated is exc:
+                    raise
+                raise translated from exc
+            cause = cause.__cause__ if causes else None
+        raise
 
 
 # -- request shape ---------------------------------------------------------------------------
@@ -437,6 +514,47 @@ def _text_parts(content: Any) -> list[str] | None:
             return None
         texts.append(part["text"])
     return texts
+
+
+def _same_value(raw: str, rendered: str) -> bool:
+    """``raw`` parses to the value a framework rendered (an empty ``raw`` is ``{}``)."""
+    try:
+        value = json.loads(raw) if raw.strip() else {}
+        return value == json.loads(rendered)
+    except (json.JSONDecodeError, RecursionError):
+        return False
+
+
+def restore_tool_arguments(messages: Any, raw: Mapping[str, str]) -> Any:
+    """``messages`` (chat-completions form) with each assistant tool call's ``arguments`` as the
+    policy wrote them, by tool-call id, in place; returns ``messages``.
+
+    Frameworks parse a tool call's arguments and render them again with ``json.dumps`` on the
+    next request (``{"a":2}`` comes back as ``{"a": 2}``), so the policy would be asked to
+    continue a conversation it did not produce. Only a string whose JSON value equals the
+    rendered one is put back: a workflow that deliberately changed a call's input still sends
+    its change. The call's ``function`` is replaced, not mutated (frameworks share it).
+    """
+    if not raw or not isinstance(messages, list):
+        return messages
+    for message in cast("list[Any]", messages):
+        if not isinstance(message, dict) or message.get("role") != "assistant":
+            continue
+        for call in cast("dict[str, Any]", message).get("tool_calls") or ():
+            if not isinstance(call, dict):
+                continue
+            original = raw.get(call.get("id") or "")
+            function = call.get("function")
+            if original is None or not isinstance(function, dict):
+                continue
+            rendered = function.get("arguments")
+            if (
+                isinstance(rendered, str)
+                and rendered != original
+                and _same_value(original, rendered)
+            ):
+                call["function"] = {**function, "arguments": original}
+    return messages
 
 
 def strict_chat_messages(messages: Any) -> Any:
@@ -527,6 +645,14 @@ class PolicyCall:
     call_ids: tuple[str, ...] = ()
     text: str | None = None
 
+    def annotate(self, message: dict[str, Any]) -> dict[str, Any]:
+        """Put the call's ``model`` and ``usage`` on its assistant ``message`` (chat form), as
+        the trajectory reads them; returns ``message``."""
+        message["model"] = self.model
+        if self.usage is not None:
+            message["usage"] = dict(self.usage)
+        return message
+
 
 class CallObserver:
     """Collects the serving model and usage from one call's response or stream chunks."""
@@ -549,3 +675,31 @@ class CallObserver:
     def record(self, requested_model: str) -> PolicyCall:
         """The call's record; the requested model name when the server reported none."""
         return PolicyCall(model=self.model or requested_model, usage=self.usage)
+
+
+# -- blocking APIs -----------------------------------------------------------------------------
+
+
+def run_blocking[T](coro: Coroutine[Any, Any, T], *, thread_name: str = "osmosis-policy-call") -> T:
+    """Run ``coro`` to completion from blocking code: on a new event loop, in a thread when the
+    calling thread already runs a loop. The rollout context (a ``ContextVar``) goes along, so a
+    framework's blocking API (``invoke``, ``run_sync``) reaches the same rollout's policy."""
+    context = contextvars.copy_context()
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return context.run(asyncio.run, coro)
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = context.run(asyncio.run, coro)
+        except BaseException as exc:
+            box["error"] = exc
+
+    thread = threading.Thread(target=target, name=thread_name)
+    thread.start()
+    thread.join()
+    if "error" in box:
+        raise box["error"]
+    return box["value"]

@@ -214,7 +214,11 @@ class LocalModelServer:
             stdin=subprocess.DEVNULL,
             stdout=self._log,
             stderr=subprocess.STDOUT,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            # llama.cpp's OpenMP threads spin at each barrier by default: on a machine whose
+            # cores are busy with other work one of them is descheduled while the other spins,
+            # and a 50-token reply took 40-90 s instead of about 1 s (the run's preflight timed
+            # out). Passive waiting yields the core instead; a value the user set is kept.
+            env={"OMP_WAIT_POLICY": "PASSIVE", **os.environ, "PYTHONUNBUFFERED": "1"},
             preexec_fn=die_with_parent,
         )
 

@@ -14,16 +14,19 @@ What an integration needs, in one place:
   ``__all__ = sorted(_EXPORTS)`` and list the same names under ``if TYPE_CHECKING:``);
 * the rollout contract: :class:`RolloutContext`, :func:`get_rollout_context`,
   :func:`record_tool_error` (a tool call raised: counted per row, never graded as an answer),
-  :class:`SampleSource` (register one per rollout), :class:`RolloutSample`,
+  :class:`SampleSource` (register one per rollout; :class:`ConversationSampleSource` keeps the
+  main conversation of frameworks that send it whole on every call), :class:`RolloutSample`,
   :func:`share_in_config_copies` (objects that ``LocalBackend`` may share between config copies);
 * the policy layer (:mod:`osmosis_ai.rollout.policy`): :func:`require_active_rollout`,
   :func:`policy_client`, :func:`aclose_policy_clients`, :func:`translate_policy_error`,
   :func:`translating_policy_errors`, :func:`usage_dict`, :func:`strict_chat_messages`,
-  :class:`PolicyCall`, :class:`CallObserver`; :func:`complete_chat` and :class:`ChatAnswer` (one
-  chat-completions call, streamed or not, for an adapter whose framework does not speak the
-  ``openai`` client); :class:`WireTranscript` (for an integration that
-  renders chat messages itself: the policy's raw tool-call arguments sent back unchanged, and
-  the main conversation with per-call ``model`` and ``usage`` as the trajectory);
+  :class:`PolicyCall`, :class:`CallObserver`; for a framework model: :func:`bind_policy`
+  (:class:`PolicyBinding`), :func:`policy_model_name`, :func:`restore_tool_arguments`,
+  :func:`run_blocking`; :func:`complete_chat` and :class:`ChatAnswer` (one chat-completions
+  call, streamed or not, for an adapter whose framework does not speak the ``openai`` client);
+  :class:`WireTranscript` (for an integration that renders chat messages itself: the policy's raw
+  tool-call arguments sent back unchanged, and the main conversation with per-call ``model`` and
+  ``usage`` as the trajectory);
 * for execution backends (``osmosis-harbor``): the one execution engine that every backend runs
   (:func:`run_workflow_phase`, :func:`run_grader_phase`, :func:`validate_reward`, :func:`failure`)
   where osmosis keeps files (:func:`rollout_dir`, :func:`osmosis_cache_dir`) and which files
@@ -85,14 +88,18 @@ _EXPORTS = exports_from(
         "osmosis_ai.atomic_file": "write_atomic",
         "osmosis_ai._util.redaction": "Redactor mask_url",
         "osmosis_ai._util.backoff": "Backoff parse_retry_after",
-        _CONTEXT: "RolloutContext SampleSource get_rollout_context record_tool_error",
+        _CONTEXT: (
+            "RolloutContext SampleSource ConversationSampleSource get_rollout_context "
+            "record_tool_error"
+        ),
         "osmosis_ai.rollout.types.sample": "RolloutSample",
         "osmosis_ai.rollout.backend.local": "share_in_config_copies",
         "osmosis_ai.rollout.transcript": "WireTranscript",
         "osmosis_ai.rollout.chat_call": "complete_chat ChatAnswer",
         _POLICY: (
             "require_active_rollout policy_client aclose_policy_clients translate_policy_error "
-            "translating_policy_errors usage_dict strict_chat_messages PolicyCall CallObserver"
+            "translating_policy_errors usage_dict strict_chat_messages PolicyCall CallObserver "
+            "bind_policy PolicyBinding policy_model_name restore_tool_arguments run_blocking"
         ),
         _ERRORS: (
             "OsmosisError PolicyError PolicyHTTPError PolicyTimeoutError NoActiveRolloutError "
@@ -123,6 +130,7 @@ if TYPE_CHECKING:  # the same names as _EXPORTS (tests/test_lazy_exports.py chec
     from osmosis_ai.rollout.backend.local import share_in_config_copies as share_in_config_copies
     from osmosis_ai.rollout.chat_call import ChatAnswer as ChatAnswer
     from osmosis_ai.rollout.chat_call import complete_chat as complete_chat
+    from osmosis_ai.rollout.context import ConversationSampleSource as ConversationSampleSource
     from osmosis_ai.rollout.context import RolloutContext as RolloutContext
     from osmosis_ai.rollout.context import SampleSource as SampleSource
     from osmosis_ai.rollout.context import get_rollout_context as get_rollout_context
@@ -130,10 +138,15 @@ if TYPE_CHECKING:  # the same names as _EXPORTS (tests/test_lazy_exports.py chec
     from osmosis_ai.rollout.home import osmosis_cache_dir as osmosis_cache_dir
     from osmosis_ai.rollout.home import rollout_dir as rollout_dir
     from osmosis_ai.rollout.policy import CallObserver as CallObserver
+    from osmosis_ai.rollout.policy import PolicyBinding as PolicyBinding
     from osmosis_ai.rollout.policy import PolicyCall as PolicyCall
     from osmosis_ai.rollout.policy import aclose_policy_clients as aclose_policy_clients
+    from osmosis_ai.rollout.policy import bind_policy as bind_policy
     from osmosis_ai.rollout.policy import policy_client as policy_client
+    from osmosis_ai.rollout.policy import policy_model_name as policy_model_name
     from osmosis_ai.rollout.policy import require_active_rollout as require_active_rollout
+    from osmosis_ai.rollout.policy import restore_tool_arguments as restore_tool_arguments
+    from osmosis_ai.rollout.policy import run_blocking as run_blocking
     from osmosis_ai.rollout.policy import strict_chat_messages as strict_chat_messages
     from osmosis_ai.rollout.policy import translate_policy_error as translate_policy_error
     from osmosis_ai.rollout.policy import translating_policy_errors as translating_policy_errors

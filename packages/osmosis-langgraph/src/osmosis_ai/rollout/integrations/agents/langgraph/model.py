@@ -1,36 +1,30 @@
 """``OsmosisChatModel``: a ``ChatOpenAI`` that calls the policy of the active rollout.
 
-The model has no endpoint of its own. On every call it looks up the active
-:class:`~osmosis_ai.rollout.RolloutContext` and runs ``ChatOpenAI``'s own request code on a
-shallow copy of itself whose clients are core's policy client for that rollout (one pool per
-event loop, header hygiene, no retries). Because the binding happens per call, a graph compiled
-at import time serves every rollout, and 200 concurrent rollouts sharing one model never see
-each other's endpoint.
+The model has no endpoint of its own. On every call it binds to the active
+:class:`~osmosis_ai.rollout.RolloutContext` (core's ``bind_policy``) and runs ``ChatOpenAI``'s
+own request code on a shallow copy of itself whose clients are core's policy client for that
+rollout (one pool per event loop, header hygiene, no retries). Because the binding happens per
+call, a graph compiled at import time serves every rollout, and 200 concurrent rollouts sharing
+one model never see each other's endpoint.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextvars
-import json
-import threading
-from collections.abc import AsyncIterator, Coroutine, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from langchain_core.messages import (
-    AIMessage,
-    AIMessageChunk,
-    BaseMessage,
-    message_chunk_to_message,
-)
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
+from langchain_core.messages import message_chunk_to_message as to_message
 from langchain_core.outputs import ChatGenerationChunk
 from langchain_openai import ChatOpenAI
 from langgraph.pregel import Pregel
 from pydantic import PrivateAttr
 
 from osmosis_ai.rollout.integrations.spi import (
-    policy_client,
+    bind_policy,
     require_active_rollout,
+    restore_tool_arguments,
+    run_blocking,
     share_in_config_copies,
     strict_chat_messages,
     translating_policy_errors,
@@ -39,10 +33,7 @@ from osmosis_ai.rollout.integrations.spi import (
 from .sample import GraphSampleSource
 
 if TYPE_CHECKING:
-    from langchain_core.callbacks import (
-        AsyncCallbackManagerForLLMRun,
-        CallbackManagerForLLMRun,
-    )
+    from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
     from langchain_core.outputs import ChatResult
 
 DEFAULT_MODEL_NAME = "osmosis-rollout"
@@ -77,57 +68,43 @@ class OsmosisChatModel(ChatOpenAI):
     _bound: bool = PrivateAttr(default=False)
 
     def __init__(self, model: str = DEFAULT_MODEL_NAME, **kwargs: Any) -> None:
-        kwargs.update(
-            base_url=_PLACEHOLDER_URL,
-            api_key="EMPTY",
-            client=_Unbound(),
-            async_client=_Unbound(),
-            root_client=_Unbound(),
-            root_async_client=_Unbound(),
-        )
+        unbound = _Unbound()
+        kwargs.update(base_url=_PLACEHOLDER_URL, api_key="EMPTY", client=unbound)
+        kwargs.update(async_client=unbound, root_client=unbound, root_async_client=unbound)
         kwargs.setdefault("max_retries", 0)
         kwargs.setdefault("stream_usage", True)
         super().__init__(model=model.removeprefix("openai/"), **kwargs)
 
     def _bind(self) -> tuple[OsmosisChatModel, str, GraphSampleSource | None]:
-        ctx = require_active_rollout("OsmosisChatModel")
-        url = ctx.chat_completions_url or ""
         timeout = self.request_timeout
-        client = policy_client(
-            url,
-            ctx.api_key,
+        policy = bind_policy(
+            "OsmosisChatModel",
             timeout=timeout if isinstance(timeout, int | float) else None,
             max_retries=self.max_retries or 0,
         )
+        client = policy.client
         bound = self.model_copy(
             update={"root_async_client": client, "async_client": client.chat.completions}
         )
         bound._bound = True
-        source = ctx.sample_source
-        if source is None:
-            source = GraphSampleSource()
-            ctx.set_sample_source(source)
-        endpoint = url.rstrip("/") + "/chat/completions"
-        return bound, endpoint, source if isinstance(source, GraphSampleSource) else None
+        return bound, policy.endpoint, GraphSampleSource.for_rollout(policy.context)
+
+    def _record(self, source: GraphSampleSource | None, messages: list, answer: Any) -> None:
+        if source is not None and isinstance(answer, AIMessage) and source.record(messages, answer):
+            source.model = self
 
     def _get_request_payload(
         self, input_: Any, *, stop: list[str] | None = None, **kwargs: Any
     ) -> dict:  # type: ignore[override]
         """ChatOpenAI's payload, with each earlier tool call's arguments as the policy wrote them
-        (ChatOpenAI re-renders parsed arguments with ``json.dumps``, which would change the
-        tokens of earlier turns: ``{"a":2}`` -> ``{"a": 2}``)."""
+        (ChatOpenAI re-renders parsed arguments with ``json.dumps``)."""
         payload = super()._get_request_payload(input_, stop=stop, **kwargs)
         raw: dict[str, str] = {}
         messages = input_ if isinstance(input_, list) else self._convert_input(input_).to_messages()
         for message in messages:
             if isinstance(message, AIMessage):
                 raw.update(message.additional_kwargs.get(RAW_ARGUMENTS) or {})
-        for message in payload.get("messages") or () if raw else ():
-            for call in message.get("tool_calls") or ():
-                function = call.get("function") or {}
-                original = raw.get(call.get("id"))
-                if original is not None and _same_json(original, function.get("arguments")):
-                    function["arguments"] = original
+        restore_tool_arguments(payload.get("messages"), raw)
         return payload
 
     def _create_chat_result(self, response: Any, generation_info: dict | None = None) -> ChatResult:
@@ -157,9 +134,9 @@ class OsmosisChatModel(ChatOpenAI):
         bound, endpoint, source = self._bind()
         with translating_policy_errors(endpoint):
             result = await bound._agenerate(messages, stop, run_manager, **kwargs)
-        answer = result.generations[0].message if result.generations else None
-        if source is not None and isinstance(answer, AIMessage):
-            source.record(self, messages, answer)
+        self._record(
+            source, messages, result.generations[0].message if result.generations else None
+        )
         return result
 
     async def _astream(  # type: ignore[override]  # an async generator is an AsyncIterator
@@ -174,23 +151,21 @@ class OsmosisChatModel(ChatOpenAI):
                 yield chunk
             return
         bound, endpoint, source = self._bind()
-        merged: ChatGenerationChunk | None = None
+        chunks: list[ChatGenerationChunk] = []
         with translating_policy_errors(endpoint):
             async for chunk in bound._astream(messages, stop, run_manager, **kwargs):
-                merged = chunk if merged is None else merged + chunk
+                chunks.append(chunk)
                 yield chunk
+        merged = chunks[0] + chunks[1:] if chunks else None  # one merge, not one per chunk
         pieces = getattr(merged.message, "tool_call_chunks", None) if merged else None
         raw = {c["id"]: c["args"] for c in pieces or () if c.get("id") and c.get("args")}
-        if raw:  # one empty chunk more, so the merged message keeps the raw arguments
+        if raw:  # one empty chunk more, so the caller's merged message keeps the raw arguments
             extra = ChatGenerationChunk(
                 message=AIMessageChunk(content="", additional_kwargs={RAW_ARGUMENTS: raw})
             )
             merged = merged + extra if merged is not None else extra
             yield extra
-        if source is not None and merged is not None:
-            answer = message_chunk_to_message(merged.message)
-            if isinstance(answer, AIMessage):
-                source.record(self, messages, answer)
+        self._record(source, messages, to_message(merged.message) if merged else None)
 
     # The blocking API runs the same async code on a private loop (the policy client is async).
 
@@ -201,7 +176,7 @@ class OsmosisChatModel(ChatOpenAI):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
-        return _run_blocking(self._agenerate(messages, stop, None, **kwargs))
+        return run_blocking(self._agenerate(messages, stop, None, **kwargs))
 
     def _stream(  # type: ignore[override]
         self,
@@ -213,8 +188,7 @@ class OsmosisChatModel(ChatOpenAI):
         async def collect() -> list[ChatGenerationChunk]:
             return [c async for c in self._astream(messages, stop, None, **kwargs)]
 
-        chunks = _run_blocking(collect())
-        for chunk in chunks:
+        for chunk in run_blocking(collect(), thread_name="osmosis-langgraph-call"):
             if run_manager is not None:
                 run_manager.on_llm_new_token(chunk.text, chunk=chunk)
             yield chunk
@@ -222,37 +196,6 @@ class OsmosisChatModel(ChatOpenAI):
 
 def _get(obj: Any, name: str) -> Any:
     return obj.get(name) if isinstance(obj, dict) else getattr(obj, name, None)
-
-
-def _same_json(a: Any, b: Any) -> bool:
-    try:
-        return json.loads(a) == json.loads(b)
-    except (TypeError, ValueError):
-        return False
-
-
-def _run_blocking[T](coro: Coroutine[Any, Any, T]) -> T:
-    """Run ``coro`` to completion on a new event loop, in a thread when this one has a loop;
-    the rollout context (a ``ContextVar``) goes along."""
-    context = contextvars.copy_context()
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return context.run(asyncio.run, coro)
-    box: dict[str, Any] = {}
-
-    def target() -> None:
-        try:
-            box["value"] = context.run(asyncio.run, coro)
-        except BaseException as exc:
-            box["error"] = exc
-
-    thread = threading.Thread(target=target, name="osmosis-langgraph-call")
-    thread.start()
-    thread.join()
-    if "error" in box:
-        raise box["error"]
-    return box["value"]
 
 
 # A compiled graph and this model hold no per-rollout state (and a deep copy of a compiled graph

@@ -18,9 +18,9 @@ from agents.models.interface import Model
 from agents.models.openai_chatcompletions import OpenAIChatCompletionsModel
 
 from osmosis_ai.rollout.integrations.spi import (
-    ConfigurationError,
     PolicyCall,
     policy_client,
+    policy_model_name,
     require_active_rollout,
     translating_policy_errors,
     usage_dict,
@@ -81,15 +81,7 @@ class OsmosisRolloutModel(Model):
         max_retries: int = 0,
         require_session: bool = True,
     ) -> None:
-        if not isinstance(model, str) or not model.strip():
-            raise ConfigurationError(
-                f"OsmosisRolloutModel(model=...) must be a non-empty model name; got {model!r}"
-            )
-        if max_retries < 0:
-            raise ConfigurationError(f"max_retries must be >= 0; got {max_retries}")
-        if timeout is not None and not timeout > 0:
-            raise ConfigurationError(f"timeout must be a positive number of seconds; got {timeout}")
-        self.model = model.removeprefix("openai/")
+        self.model = policy_model_name(model, timeout=timeout, max_retries=max_retries)
         self.timeout = timeout
         self.max_retries = max_retries
         self.require_session = require_session

@@ -95,8 +95,5 @@ def chat_messages(
         if index is None:
             continue
         used.add(index)
-        call = calls[index]
-        message["model"] = call.model
-        if call.usage is not None:
-            message["usage"] = dict(call.usage)
+        calls[index].annotate(message)
     return out

@@ -10,17 +10,17 @@ parsing.
 from __future__ import annotations
 
 import weakref
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 from osmosis_ai.rollout.integrations.spi import (
-    ConfigurationError,
-    policy_client,
-    require_active_rollout,
+    bind_policy,
+    policy_model_name,
     share_in_config_copies,
-    translate_policy_error,
+    translating_policy_errors,
 )
+from pydantic_ai import Agent
 from pydantic_ai.models.openai import OpenAIChatModel
 from pydantic_ai.models.wrapper import WrapperModel
 from pydantic_ai.profiles.openai import OpenAIJsonSchemaTransformer, OpenAIModelProfile
@@ -65,17 +65,11 @@ class OsmosisRolloutModel(WrapperModel):
         timeout: float | None = None,
         max_retries: int = 0,
     ) -> None:
-        if not isinstance(model_name, str) or not model_name.strip():
-            raise ConfigurationError(
-                f"OsmosisRolloutModel(model_name=...) must be a non-empty name; got {model_name!r}"
-            )
-        if max_retries < 0:
-            raise ConfigurationError(f"max_retries must be >= 0; got {max_retries}")
-        if timeout is not None and not timeout > 0:
-            raise ConfigurationError(f"timeout must be a positive number of seconds; got {timeout}")
+        name = policy_model_name(
+            model_name, timeout=timeout, max_retries=max_retries, argument="model_name"
+        )
         from openai import AsyncOpenAI
 
-        name = model_name.removeprefix("openai/")
         placeholder = AsyncOpenAI(api_key="EMPTY", base_url=_UNUSED_URL, max_retries=0)
         self._policy_profile = profile or OpenAIModelProfile(
             json_schema_transformer=OpenAIJsonSchemaTransformer,
@@ -99,23 +93,16 @@ class OsmosisRolloutModel(WrapperModel):
         return f"OsmosisRolloutModel(model_name={self.model_name!r})"
 
     def _bind(self) -> tuple[OpenAIChatModel, str, PydanticAISampleSource | None]:
-        ctx = require_active_rollout("OsmosisRolloutModel")
-        client = policy_client(
-            ctx.chat_completions_url,
-            ctx.api_key,
-            timeout=self.timeout,
-            max_retries=self.max_retries,
-        )
-        bound = self._bound.get(client)
+        policy = bind_policy(timeout=self.timeout, max_retries=self.max_retries)
+        bound = self._bound.get(policy.client)
         if bound is None:
-            bound = self._bound[client] = OpenAIChatModel(
+            bound = self._bound[policy.client] = OpenAIChatModel(
                 self.model_name,
-                provider=OpenAIProvider(openai_client=client),
+                provider=OpenAIProvider(openai_client=policy.client),
                 profile=self._policy_profile,
                 settings=self.wrapped.settings,
             )
-        url = ctx.chat_completions_url.rstrip("/") + "/chat/completions"
-        return bound, url, PydanticAISampleSource.for_rollout(ctx)
+        return bound, policy.endpoint, PydanticAISampleSource.for_rollout(policy.context)
 
     async def request(
         self,
@@ -124,7 +111,7 @@ class OsmosisRolloutModel(WrapperModel):
         model_request_parameters: ModelRequestParameters,
     ) -> ModelResponse:
         bound, url, source = self._bind()
-        with _translated(url):
+        with translating_policy_errors(url, causes=True):  # Pydantic AI wraps openai's errors
             response = await bound.request(messages, model_settings, model_request_parameters)
         if source is not None:
             source.record(messages, response)
@@ -140,7 +127,7 @@ class OsmosisRolloutModel(WrapperModel):
         **kwargs: Any,
     ) -> AsyncIterator[StreamedResponse]:
         bound, url, source = self._bind()
-        with _translated(url):
+        with translating_policy_errors(url, causes=True):
             async with bound.request_stream(
                 messages, model_settings, model_request_parameters, *args, **kwargs
             ) as streamed:
@@ -149,37 +136,11 @@ class OsmosisRolloutModel(WrapperModel):
             source.record(messages, streamed.get())
 
 
-@contextmanager
-def _translated(url: str) -> Iterator[None]:
-    """Policy failures as osmosis errors.
-
-    Pydantic AI wraps ``openai`` failures in its own ``ModelHTTPError``/``ModelAPIError``
-    (raised ``from`` the ``openai`` error), so the cause chain is what is translated.
-    """
-    try:
-        yield
-    except Exception as exc:
-        cause: BaseException | None = exc
-        while cause is not None:
-            translated = translate_policy_error(cause, url)
-            if translated is not None:
-                raise translated from exc
-            cause = cause.__cause__
-        raise
-
-
 # The public class reports the package path, as the other integrations do.
 OsmosisRolloutModel.__module__ = "osmosis_ai.rollout.integrations.agents.pydantic_ai"
 
 
-def _share_agents_in_config_copies() -> None:
-    """LocalBackend deep-copies ``workflow_config`` per rollout. Pydantic AI agents are built to
-    be module-level and run concurrently (all run state lives in the run), and this model keeps
-    no per-rollout state either, so both are shared instead of copied (a copy would also clone
-    the template's ``openai`` client)."""
-    from pydantic_ai import Agent
-
-    share_in_config_copies(Agent, OsmosisRolloutModel)
-
-
-_share_agents_in_config_copies()
+# LocalBackend deep-copies ``workflow_config`` per rollout. Pydantic AI agents are built to be
+# module-level and run concurrently (all run state lives in the run) and this model keeps no
+# per-rollout state: both are shared, not copied (a copy would clone the template's client).
+share_in_config_copies(Agent, OsmosisRolloutModel)

@@ -9,76 +9,25 @@ of the sample; they still reach the rollout's policy.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from osmosis_ai.rollout.integrations.spi import RolloutSample, SampleSource
+from osmosis_ai.rollout.integrations.spi import ConversationSampleSource, PolicyCall, usage_dict
 
 if TYPE_CHECKING:
-    from osmosis_ai.rollout.integrations.spi import RolloutContext
-    from pydantic_ai.messages import ModelMessage, ModelResponse
+    from pydantic_ai.messages import ModelMessage
 
 
-class PydanticAISampleSource(SampleSource):
+class PydanticAISampleSource(ConversationSampleSource["ModelMessage"]):
     """The sample of one rollout: the top-level agent's conversation as its model saw it."""
 
-    def __init__(self) -> None:
-        self._first: ModelMessage | None = None
-        self._history: list[ModelMessage] = []
-        #: (assistant response, its usage dict or None, the model that answered), per call.
-        self._calls: list[ModelResponse] = []
-
-    @classmethod
-    def for_rollout(cls, ctx: RolloutContext) -> PydanticAISampleSource | None:
-        """The rollout's source: registered now when the rollout has none; ``None`` when the
-        rollout takes its sample from elsewhere (``run`` returns messages, another source)."""
-        current = ctx.sample_source
-        if isinstance(current, cls):
-            return current
-        if current is not None:
-            return None
-        source = cls()
-        ctx.set_sample_source(source)
-        return source
-
-    def record(self, messages: list[ModelMessage], response: ModelResponse) -> None:
-        """One completed policy call: ``messages`` went in, ``response`` came back."""
-        if not messages:
-            return
-        if self._first is None:
-            self._first = messages[0]
-        elif messages[0] is not self._first and messages[0] != self._first:
-            return  # another agent's conversation (a sub-agent)
-        self._history = [*messages, response]
-        self._calls.append(response)
-
-    async def get_sample(self) -> RolloutSample:
+    def native(self, messages: Sequence[ModelMessage]) -> list[dict[str, Any]]:
         from pydantic_ai.messages import ModelMessagesTypeAdapter
 
-        native = ModelMessagesTypeAdapter.dump_python(self._history, mode="json")
-        return RolloutSample(
-            messages=native, trajectory_messages=chat_messages(self._history, self._calls)
-        )
+        return ModelMessagesTypeAdapter.dump_python(list(messages), mode="json")
 
-    async def get_preview(self, max_messages: int) -> RolloutSample | None:
-        from pydantic_ai.messages import ModelMessagesTypeAdapter
-
-        tail = self._history[-max_messages:] if max_messages > 0 else []
-        native = ModelMessagesTypeAdapter.dump_python(tail, mode="json")
-        return RolloutSample(messages=native, trajectory_messages=None)
-
-
-def _usage(response: ModelResponse) -> dict[str, int] | None:
-    usage = response.usage
-    prompt = getattr(usage, "input_tokens", None)
-    completion = getattr(usage, "output_tokens", None)
-    if not prompt and not completion:
-        return None
-    prompt, completion = int(prompt or 0), int(completion or 0)
-    return {
-        "prompt_tokens": prompt,
-        "completion_tokens": completion,
-        "total_tokens": prompt + completion,
-    }
+    def wire(self) -> list[dict[str, Any]] | None:
+        return chat_messages(self.history, self.answers)
 
 
 def _text(content: Any) -> str:
@@ -87,7 +36,9 @@ def _text(content: Any) -> str:
     return json.dumps(content, default=str)
 
 
-def chat_messages(history: list[ModelMessage], calls: list[ModelResponse]) -> list[dict[str, Any]]:
+def chat_messages(
+    history: Sequence[ModelMessage], calls: Sequence[ModelMessage]
+) -> list[dict[str, Any]]:
     """``history`` in chat-completions form (as ``OpenAIChatModel`` sends it: instructions
     first, tool results as ``tool`` messages), with ``model`` and ``usage`` of the call that
     produced each assistant message."""
@@ -155,10 +106,8 @@ def chat_messages(history: list[ModelMessage], calls: list[ModelResponse]) -> li
         if tool_calls:
             assistant["tool_calls"] = tool_calls
         if id(message) in produced:
-            assistant["model"] = message.model_name or "osmosis-rollout"
-            usage = _usage(message)
-            if usage is not None:
-                assistant["usage"] = usage
+            call = PolicyCall(message.model_name or "osmosis-rollout", usage_dict(message.usage))
+            call.annotate(assistant)
         out.append(assistant)
     return out
 

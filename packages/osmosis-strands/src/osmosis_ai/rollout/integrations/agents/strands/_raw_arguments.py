@@ -14,11 +14,10 @@ workflow that deliberately changed a tool call's input still sends its change.
 
 from __future__ import annotations
 
-import json
 import weakref
 from typing import Any
 
-from osmosis_ai.rollout.integrations.spi import RolloutContext
+from osmosis_ai.rollout.integrations.spi import RolloutContext, restore_tool_arguments
 
 #: id(RolloutContext) -> its store; an entry is removed when its context is garbage collected.
 _STORES: dict[int, RawToolArguments] = {}
@@ -98,34 +97,7 @@ class RawToolArguments:
         if not isinstance(messages, list):
             return
         self._flush()
-        if not self._by_id:
-            return
-        for message in messages:
-            if not isinstance(message, dict) or message.get("role") != "assistant":
-                continue
-            for call in message.get("tool_calls") or ():
-                if isinstance(call, dict):
-                    self._restore_call(call)
-
-    def _restore_call(self, call: dict[str, Any]) -> None:
-        raw = self._by_id.get(call.get("id") or "")
-        function = call.get("function")
-        if raw is None or not isinstance(function, dict):
-            return
-        rendered = function.get("arguments")
-        if rendered == raw or not isinstance(rendered, str):
-            return
-        if _same_value(raw, rendered):
-            call["function"] = {**function, "arguments": raw}
-
-
-def _same_value(raw: str, rendered: str) -> bool:
-    """``raw`` parses to the value Strands rendered (an empty ``raw`` is Strands' ``{}``)."""
-    try:
-        value = json.loads(raw) if raw.strip() else {}
-        return value == json.loads(rendered)
-    except (json.JSONDecodeError, RecursionError):
-        return False
+        restore_tool_arguments(messages, self._by_id)
 
 
 def restore_in(messages: list[Any], store: RawToolArguments | None) -> list[Any]:

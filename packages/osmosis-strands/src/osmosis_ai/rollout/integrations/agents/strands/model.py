@@ -22,8 +22,7 @@ from osmosis_ai.rollout.integrations.spi import (
     NoActiveRolloutError,
     PolicyCall,
     aclose_policy_clients,
-    policy_client,
-    require_active_rollout,
+    bind_policy,
     share_in_config_copies,
     translating_policy_errors,
 )
@@ -118,23 +117,20 @@ class OsmosisRolloutModel(Model):
     # -- calls ---------------------------------------------------------------------------------
 
     def _delegate(self, observer: CallObserver) -> tuple[OpenAIModel, str]:
-        ctx = require_active_rollout("OsmosisRolloutModel")
-        from strands.models.openai import OpenAIModel  # deferred: pulls in openai (~1 s)
-
         config = dict(self.config)
         timeout = config.pop("timeout", None)
         max_retries = config.pop("max_retries", 0)
+        policy = bind_policy(timeout=timeout, max_retries=max_retries or 0)
+        from strands.models.openai import OpenAIModel  # deferred: pulls in openai (~1 s)
+
         stream = config.pop("stream", None)
         params = dict(config.get("params") or {})
         if stream is not None:
             params["stream"] = bool(stream)
         config["params"] = params
-        client = policy_client(
-            ctx.chat_completions_url, ctx.api_key, timeout=timeout, max_retries=max_retries or 0
-        )
-        raw_arguments = raw_arguments_for(ctx)
-        model = OpenAIModel(client=ObservedClient(client, observer, raw_arguments), **config)
-        return model, ctx.chat_completions_url
+        raw_arguments = raw_arguments_for(policy.context)
+        client = ObservedClient(policy.client, observer, raw_arguments)
+        return OpenAIModel(client=client, **config), policy.url
 
     async def stream(  # pyright: ignore[reportIncompatibleMethodOverride]
         self,

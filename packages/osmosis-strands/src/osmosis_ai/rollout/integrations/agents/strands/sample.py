@@ -210,9 +210,7 @@ def chat_completions_messages(
             if target is None:  # an empty answer is dropped by the formatter; keep its usage
                 target = {"role": "assistant", "content": ""}
                 formatted.insert(0, target)
-            target["model"] = record.model
-            if record.usage is not None:
-                target["usage"] = dict(record.usage)
+            record.annotate(target)
         out.extend(formatted)
     return out
 
