@@ -72,8 +72,8 @@ def validate_dataset(path: Path, output: Output, *, then: str = "nothing was sen
     if count < MIN_ROWS:
         raise CLIError(
             CLIErrorCode.VALIDATION,
-            f"{path} has {count} row(s); the platform needs at least {MIN_ROWS}. Add rows and "
-            f"try again; {then}.",
+            f"{path} has {'no rows' if count == 0 else f'{count} row(s)'}; the platform needs "
+            f"at least {MIN_ROWS}. Add rows and try again; {then}.",
             details={"path": str(path), "rows": count, "min_rows": MIN_ROWS, "size": size},
         )
     return count
