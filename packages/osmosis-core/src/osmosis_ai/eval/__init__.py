@@ -45,6 +45,14 @@ _EXPORTS = {
     "ManifestError": "osmosis_ai.eval._impl.run_dir.manifest",
     "ManifestMismatchError": "osmosis_ai.eval._impl.run_dir.manifest",
     "RunLayoutError": "osmosis_ai.eval._impl.run_dir.layout",
+    # benchmarks run locally (osmosis benchmark run) and their leaderboard
+    "run_benchmark": "osmosis_ai.eval._impl.benchmark",
+    "BenchmarkRun": "osmosis_ai.eval._impl.benchmark",
+    "BenchmarkRunError": "osmosis_ai.eval._impl.benchmark",
+    "build_leaderboard": "osmosis_ai.eval._impl.results.leaderboard",
+    "pass_at_k": "osmosis_ai.eval._impl.results.leaderboard",
+    "AgentScore": "osmosis_ai.eval._impl.results.leaderboard",
+    "TaskOutcome": "osmosis_ai.eval._impl.results.leaderboard",
     # dataset files and row selections, as run_eval reads them
     "DatasetRow": "osmosis_ai.eval._impl.plan.dataset",
     "DatasetError": "osmosis_ai.eval._impl.plan.dataset",
@@ -71,6 +79,7 @@ __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 if TYPE_CHECKING:
     from osmosis_ai.eval._impl.api import run_eval, run_eval_async
+    from osmosis_ai.eval._impl.benchmark import BenchmarkRun, BenchmarkRunError, run_benchmark
     from osmosis_ai.eval._impl.cost.budget import CostEstimate
     from osmosis_ai.eval._impl.errors import (
         EvalDiskFullError,
@@ -91,6 +100,12 @@ if TYPE_CHECKING:
     from osmosis_ai.eval._impl.progress import EvalProgress, EvalUpdate
     from osmosis_ai.eval._impl.proxy.calls import expand_calls
     from osmosis_ai.eval._impl.results.frame import runs_frame
+    from osmosis_ai.eval._impl.results.leaderboard import (
+        AgentScore,
+        TaskOutcome,
+        build_leaderboard,
+        pass_at_k,
+    )
     from osmosis_ai.eval._impl.results.metrics import RunFigures
     from osmosis_ai.eval._impl.results.run import EvalRun
     from osmosis_ai.eval._impl.results.safety_summary import describe_training_safety
@@ -109,7 +124,10 @@ if TYPE_CHECKING:
     from osmosis_ai.judge_usage import JudgeUsage
 
 __all__ = [
+    "AgentScore",
     "AppendOnlyVerdict",
+    "BenchmarkRun",
+    "BenchmarkRunError",
     "CostEstimate",
     "DatasetError",
     "DatasetRow",
@@ -132,8 +150,10 @@ __all__ = [
     "RunFigures",
     "RunLayoutError",
     "SelectionError",
+    "TaskOutcome",
     "TokenMismatch",
     "UpstreamRejected",
+    "build_leaderboard",
     "check_append_only",
     "describe_training_safety",
     "evaluate_rubric",
@@ -143,7 +163,9 @@ __all__ = [
     "load_dataset",
     "missing_label_warning",
     "parse_rows_spec",
+    "pass_at_k",
     "read_index",
+    "run_benchmark",
     "run_eval",
     "run_eval_async",
     "runs_frame",
