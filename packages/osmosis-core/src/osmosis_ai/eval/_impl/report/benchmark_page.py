@@ -17,6 +17,12 @@ def _pct(value: Any) -> str:
     return f"{float(value) * 100:.1f}%" if isinstance(value, int | float) else "-"
 
 
+def _errors(count: Any) -> str:
+    if not isinstance(count, int) or count <= 0:
+        return ""
+    return f" ({count} error{'s' if count != 1 else ''})"
+
+
 def _interval_bar(p1: Mapping[str, Any]) -> str:
     """An inline SVG: the interval as a line, the estimate as a dot, on a 0-100 % axis."""
     raw = (p1.get("value"), p1.get("ci_low"), p1.get("ci_high"))
@@ -71,7 +77,7 @@ def render_leaderboard_page(run: Mapping[str, Any]) -> str:
         by_task = {t["task"]: t for t in s.get("tasks") or []}
         cells = "".join(
             f"<td>{by_task.get(t, {}).get('passed', 0)} / {by_task.get(t, {}).get('attempts', 0)}"
-            f"{' (' + str(by_task[t]['errors']) + ' errors)' if by_task.get(t, {}).get('errors') else ''}</td>"
+            f"{_errors(by_task.get(t, {}).get('errors'))}</td>"
             for t in tasks
         )
         task_rows.append(f"<tr><td>{e(str(s.get('agent')))}</td>{cells}</tr>")
