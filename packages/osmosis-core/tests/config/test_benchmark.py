@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from osmosis_ai.config import ConfigError, load_benchmark_config
+from osmosis_ai.config import BenchmarkConfig, ConfigError, load_benchmark_config
 
 FULL = """
 [experiment]
@@ -57,7 +57,7 @@ api_key_secret = "VLLM_KEY"
 """
 
 
-def _load(tmp_path: Path, text: str) -> object:
+def _load(tmp_path: Path, text: str) -> BenchmarkConfig:
     path = tmp_path / "bench.toml"
     path.write_text(text, encoding="utf-8")
     return load_benchmark_config(path)

@@ -198,6 +198,43 @@ def _eval_options(
     )
 
 
+def _check_agents(config: BenchmarkConfig, workspace: Path) -> None:
+    """Every agent names a rollout whose entrypoint exists (locally an agent is a rollout)."""
+    for index, agent in enumerate(config.agents):
+        if agent.rollout is None:
+            raise BenchmarkRunError(
+                f"agents[{index}] ({agent.label(index)}): locally an agent is one of your "
+                'rollouts: add rollout = "<folder under rollouts/>" (and entrypoint if not '
+                "main.py). The harness runs only on the platform (osmosis benchmark submit)."
+            )
+        entry = workspace / "rollouts" / agent.rollout / agent.entrypoint
+        if not entry.is_file():
+            raise BenchmarkRunError(
+                f"agents[{index}]: {entry} does not exist; rollout names a folder under "
+                f"{workspace / 'rollouts'} and entrypoint a file in it."
+            )
+
+
+def _outcomes(rows: list[Any], tasks: list[BenchmarkTask], threshold: float) -> list[TaskOutcome]:
+    """Per task: attempts (skipped ones excluded), passes (reward >= threshold), errors."""
+    per_task: dict[int, list[Any]] = {}
+    for row in rows:
+        per_task.setdefault(row.source_row_index, []).append(row)
+    return [
+        TaskOutcome(
+            task.name,
+            attempts=sum(1 for r in per_task.get(i, []) if r.status != "skipped"),
+            passed=sum(
+                1
+                for r in per_task.get(i, [])
+                if r.status == "success" and r.reward is not None and r.reward >= threshold
+            ),
+            errors=sum(1 for r in per_task.get(i, []) if r.status == "failed"),
+        )
+        for i, task in enumerate(tasks)
+    ]
+
+
 def run_benchmark(
     config: BenchmarkConfig,
     *,
@@ -218,19 +255,7 @@ def run_benchmark(
         raise BenchmarkRunError("run_benchmark needs a config loaded from a file")
     base = config.source_path.resolve().parent
     workspace = _find_workspace(base)
-    for index, agent in enumerate(config.agents):
-        if agent.rollout is None:
-            raise BenchmarkRunError(
-                f"agents[{index}] ({agent.label(index)}): locally an agent is one of your "
-                'rollouts: add rollout = "<folder under rollouts/>" (and entrypoint if not '
-                "main.py). The harness runs only on the platform (osmosis benchmark submit)."
-            )
-        entry = workspace / "rollouts" / agent.rollout / agent.entrypoint
-        if not entry.is_file():
-            raise BenchmarkRunError(
-                f"agents[{index}]: {entry} does not exist; rollout names a folder under "
-                f"{workspace / 'rollouts'} and entrypoint a file in it."
-            )
+    _check_agents(config, workspace)
     tasks = select_tasks(config, base)
     run_name = name or f"{config.source_path.stem}-{_slug(config.experiment.benchmark)}"
     root = (output_dir or workspace / ".osmosis" / "benchmarks") / run_name
@@ -263,22 +288,7 @@ def run_benchmark(
             options.retry_failed = True
             run = run_eval(entry, options)
         eval_runs[label] = run.run_dir
-        per_task: dict[int, list[Any]] = {}
-        for row in run.rows:
-            per_task.setdefault(row.source_row_index, []).append(row)
-        outcomes[label] = [
-            TaskOutcome(
-                task.name,
-                attempts=sum(1 for r in per_task.get(i, []) if r.status != "skipped"),
-                passed=sum(
-                    1
-                    for r in per_task.get(i, [])
-                    if r.status == "success" and r.reward is not None and r.reward >= threshold
-                ),
-                errors=sum(1 for r in per_task.get(i, []) if r.status == "failed"),
-            )
-            for i, task in enumerate(tasks)
-        ]
+        outcomes[label] = _outcomes(run.rows, tasks, threshold)
         extra[label] = {
             "rollout": agent.rollout,
             "model": agent.model.model,
