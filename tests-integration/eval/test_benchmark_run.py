@@ -128,7 +128,7 @@ def word_policy() -> Iterator[ScriptedPolicyServer]:
         right = model == "strong" or (word == "bravo" and calls[(model, word)] == 1)
         return Reply(content=word if right else "wrong")
 
-    with ScriptedPolicyServer(respond, max_recorded=0) as server:
+    with ScriptedPolicyServer(respond) as server:
         yield server
 
 
@@ -174,6 +174,20 @@ def test_two_agents_three_harbor_tasks_leaderboard_and_tie_rule(
     saved = json.loads((Path(resource["run_dir"]) / "benchmark.json").read_text())
     assert saved["leaderboard"] == resource["leaderboard"]
     assert list(sandbox_tmp.glob("osmosis-localns-*")) == []  # every sandbox torn down
+    calls = len(word_policy_calls(word_policy))
+    assert calls == 12  # 2 agents x 3 tasks x 2 attempts, one policy call each
+    # the same name again: each agent's eval run is finished, so nothing runs; --plain prints
+    # the leaderboard lines
+    again = cli.run("--plain", "benchmark", "run", str(config), "--name", "words", cwd=ws,
+                    env=env, timeout=300)  # fmt: skip
+    assert again.code == 0, again.stderr
+    assert "#2    weak  pass@1 16.7% (3.0%-56.4%)  pass@2 33.3%" in again.stdout
+    assert len(word_policy_calls(word_policy)) == calls
+
+
+def word_policy_calls(policy: ScriptedPolicyServer) -> list[Any]:
+    """The word requests the policy answered (not the controller's probes)."""
+    return [r for r in policy.requests if "one word:" in json.dumps(r.body)]
 
 
 def _plain(resource: dict[str, Any]) -> str:
