@@ -171,12 +171,6 @@ def _eval_options(
     from osmosis_ai.eval._impl.plan.options import EvalOptions
 
     model = agent.model
-    if model.type == "hosted":
-        raise BenchmarkRunError(
-            f"Agent {agent.label(0)!r}: a hosted model ({model.lora_model_name}) runs only on "
-            'the platform (osmosis benchmark submit); locally use type = "provider" or '
-            '"endpoint".'
-        )
     api_key = secrets.get(model.api_key_secret) if model.api_key_secret else None
     env = {**config.env, **agent.env}
     for name_ in [*config.verifier.required, *config.secrets.required]:
@@ -206,6 +200,12 @@ def _check_agents(config: BenchmarkConfig, workspace: Path) -> None:
                 f"agents[{index}] ({agent.label(index)}): locally an agent is one of your "
                 'rollouts: add rollout = "<folder under rollouts/>" (and entrypoint if not '
                 "main.py). The harness runs only on the platform (osmosis benchmark submit)."
+            )
+        if agent.model.type == "hosted":
+            raise BenchmarkRunError(
+                f"agents[{index}] ({agent.label(index)}): a hosted model runs only on the "
+                'platform (osmosis benchmark submit); locally use type = "provider" or '
+                '"endpoint".'
             )
         entry = workspace / "rollouts" / agent.rollout / agent.entrypoint
         if not entry.is_file():
