@@ -266,3 +266,25 @@ def test_runs_download_selects_types_and_resumes_after_a_kill(
     error = bad.error()["error"]
     assert error["code"] == "VALIDATION"
     assert error["details"]["allowed"] == ["summary", "results", "artifacts", "logs", "all"]
+
+
+def test_submit_errors_unknown_benchmark_and_a_5xx_not_retried(
+    cli: Cli, catalog: Platform, tmp_path: Path
+) -> None:
+    config = tmp_path / "bench.toml"
+    config.write_text(CONFIG.replace('"terminal-bench-2-1"', '"no-such-bench"'), encoding="utf-8")
+    secrets = "OPENAI_API_KEY=sk-1\nWEATHER_API_KEY=wk-2\n"
+    args = ("--json", "benchmark", "submit", str(config), "-y", "--secrets-file", "-")
+    unknown = cli(*args, cwd=tmp_path, stdin=secrets)
+    assert unknown.code == 1
+    assert unknown.error()["error"]["code"] == "NOT_FOUND"
+    config.write_text(CONFIG, encoding="utf-8")
+    catalog.state.faults.append(Fault("POST", "/api/cli/benchmark-runs", 500, times=-1))
+    failed = cli(*args, cwd=tmp_path, stdin=secrets)
+    error = failed.error()["error"]
+    assert (error["code"], error["details"]["status_code"]) == ("PLATFORM_ERROR", 500)
+    posts = [r for r in catalog.state.requests
+             if r.method == "POST" and r.path == "/api/cli/benchmark-runs"]  # fmt: skip
+    assert len(posts) == 2  # one each: a POST is never retried on a 5xx
+    assert "sk-1" not in failed.stderr
+    assert catalog.state.runs["benchmark"] == []
