@@ -14,6 +14,7 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
+from stand_in_benchmarks import add_benchmark_routes
 from stand_in_files import add_file_routes, error
 from stand_in_imports import add_import_routes
 from stand_in_models import add_model_routes
@@ -84,6 +85,7 @@ def create_app(state: PlatformState) -> FastAPI:
     add_workspace_routes(app, state)
     add_import_routes(app, state)  # before the run routes: /api/cli/{collection}/... is generic
     add_model_routes(app, state)  # before the run routes: /api/cli/{collection}/{run} is generic
+    add_benchmark_routes(app, state)  # before the run routes: its submit and list are its own
     _add_run_routes(app, state)
     return app
 

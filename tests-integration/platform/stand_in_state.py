@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 TERMINAL = {"succeeded", "failed", "cancelled"}
-RUN_KINDS = {"eval-runs": "eval", "training-runs": "training"}
+RUN_KINDS = {"eval-runs": "eval", "training-runs": "training", "benchmark-runs": "benchmark"}
 
 
 def now() -> str:
@@ -87,8 +87,10 @@ class PlatformState:
         }
     )
     runs: dict[str, list[dict[str, Any]]] = field(
-        default_factory=lambda: {"eval": [], "training": []}
+        default_factory=lambda: {"eval": [], "training": [], "benchmark": []}
     )
+    benchmarks: list[dict[str, Any]] = field(default_factory=list)  # the catalog
+    submitted_benchmarks: list[dict[str, Any]] = field(default_factory=list)  # request bodies
     logs: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     artifacts: dict[str, list[Artifact]] = field(default_factory=dict)
     datasets: dict[str, dict[str, Any]] = field(default_factory=dict)

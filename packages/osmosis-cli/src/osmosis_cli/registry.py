@@ -34,6 +34,11 @@ COMMANDS: tuple[CommandSpec, ...] = (
         "Evaluate rollouts locally or on the platform.",
     ),
     CommandSpec("train", "osmosis_cli.commands.train", "Submit and follow training runs."),
+    CommandSpec(
+        "benchmark",
+        "osmosis_cli.commands.benchmark",
+        "Run benchmarks locally or on the platform.",
+    ),
     CommandSpec("dataset", "osmosis_cli.commands.dataset", "Upload and manage platform datasets."),
     CommandSpec("model", "osmosis_cli.commands.model", "List models; deploy LoRA models."),
     CommandSpec("secret", "osmosis_cli.commands.secret", "Store secrets on the platform."),

@@ -22,6 +22,9 @@ from osmosis_cli.platform.run_ops import Kind, fetch_run, label, run_path
 
 TYPES = ("metrics", "trajectories", "artifacts", "logs")
 DEFAULT_TYPES = "metrics,trajectories"
+#: A benchmark run's files (``benchmark runs download --type``), default ``summary,results``.
+BENCHMARK_TYPES = ("summary", "results", "artifacts", "logs")
+BENCHMARK_DEFAULT_TYPES = "summary,results"
 CONFIRM_ABOVE_BYTES = 100 * 1024 * 1024
 
 
@@ -35,17 +38,17 @@ class DownloadOptions:
     yes: bool = False
 
 
-def parse_types(spec: str) -> list[str]:
+def parse_types(spec: str, allowed: tuple[str, ...] = TYPES) -> list[str]:
     names = [t.strip() for t in spec.split(",") if t.strip()]
     if "all" in names:
-        return list(TYPES)
-    unknown = [t for t in names if t not in TYPES]
+        return list(allowed)
+    unknown = [t for t in names if t not in allowed]
     if unknown or not names:
         raise CLIError(
             CLIErrorCode.VALIDATION,
             f"--type {spec!r}: unknown type(s) {', '.join(unknown) or '(none)'}; use a "
-            f"comma-separated list of {', '.join(TYPES)}, or 'all'.",
-            details={"flags": ["--type"], "allowed": [*TYPES, "all"]},
+            f"comma-separated list of {', '.join(allowed)}, or 'all'.",
+            details={"flags": ["--type"], "allowed": [*allowed, "all"]},
         )
     return names
 
@@ -94,7 +97,7 @@ def _remote(kind: Kind, run_id: str, item: dict[str, Any], root: Path) -> Remote
 def download_run(kind: Kind, options: DownloadOptions, output: Output) -> None:
     from osmosis_cli.platform.progress import TransferProgress
 
-    types = parse_types(options.types)
+    types = parse_types(options.types, BENCHMARK_TYPES if kind == "benchmark" else TYPES)
     client = PlatformClient.from_login()
     run = fetch_run(kind, options.run, client)
     run_id = str(run.get("id") or options.run)
@@ -123,7 +126,7 @@ def download_run(kind: Kind, options: DownloadOptions, output: Output) -> None:
             results.append({"path": str(remote.dest), "status": status, "size": remote.size})
     fetched = sum(1 for r in results if r["status"] != "up_to_date")
     output.emit_operation(
-        "eval.download" if kind == "eval" else "train.download",
+        {"eval": "eval", "training": "train", "benchmark": "benchmark.runs"}[kind] + ".download",
         message=f"Downloaded {fetched} file(s) of {label(kind)} run {name} into {root} "
         f"({len(kept)} already up to date).",
         resource={"id": run_id, "name": name, "output_dir": str(root), "files": results},

@@ -15,9 +15,13 @@ from osmosis_cli.errors import CLIError, CLIErrorCode
 from osmosis_cli.output import Column, Output
 from osmosis_cli.platform.client import PlatformClient
 
-Kind = Literal["eval", "training"]
-ENDPOINTS: dict[Kind, str] = {"eval": "/api/cli/eval-runs", "training": "/api/cli/training-runs"}
-COMMANDS: dict[Kind, str] = {"eval": "eval", "training": "train"}
+Kind = Literal["eval", "training", "benchmark"]
+ENDPOINTS: dict[Kind, str] = {
+    "eval": "/api/cli/eval-runs",
+    "training": "/api/cli/training-runs",
+    "benchmark": "/api/cli/benchmark-runs",
+}
+COMMANDS: dict[Kind, str] = {"eval": "eval", "training": "train", "benchmark": "benchmark runs"}
 TERMINAL_STATUSES = frozenset({"succeeded", "failed", "cancelled"})
 RUN_COLUMNS = [
     Column("id", "ID"),
@@ -35,7 +39,7 @@ def run_path(kind: Kind, run: str, *rest: str) -> str:
 
 
 def label(kind: Kind) -> str:
-    return "eval" if kind == "eval" else "training"
+    return {"eval": "eval", "training": "training", "benchmark": "benchmark"}[kind]
 
 
 def list_runs(kind: Kind, output: Output, *, limit: int, offset: int, all_pages: bool) -> None:
@@ -76,7 +80,7 @@ def show_run(
     out.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(out, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
     output.emit_operation(
-        f"{COMMANDS[kind]}.info",
+        f"{COMMANDS[kind].replace(' ', '.')}.info",
         message=f"Wrote {label(kind)} run {data.get('name') or run} to {out}.",
         resource={"id": data.get("id"), "name": data.get("name"), "path": str(out)},
     )
@@ -99,7 +103,7 @@ def stop_run(kind: Kind, run: str, output: Output, *, yes: bool) -> None:
     stopped = client.request("POST", run_path(kind, str(current.get("id") or run), "stop"))
     stopped = stopped if isinstance(stopped, dict) else current
     output.emit_operation(
-        f"{COMMANDS[kind]}.stop",
+        f"{COMMANDS[kind].replace(' ', '.')}.stop",
         message=f"Stopping {label(kind)} run {name} ({stopped.get('status')}).",
         resource={k: stopped.get(k) for k in ("id", "name", "status", "updated_at")},
         next_steps=[f"osmosis {COMMANDS[kind]} logs {name} --follow"],

@@ -64,6 +64,14 @@ _EXPORTS = {
     "export_records": "osmosis_ai.eval._impl.report.export",
     "read_export": "osmosis_ai.eval._impl.report.export",
     "write_export": "osmosis_ai.eval._impl.report.export",
+    # benchmarks run locally (osmosis benchmark run) and their leaderboard
+    "run_benchmark": "osmosis_ai.eval._impl.benchmark",
+    "BenchmarkRun": "osmosis_ai.eval._impl.benchmark",
+    "BenchmarkRunError": "osmosis_ai.eval._impl.benchmark",
+    "build_leaderboard": "osmosis_ai.eval._impl.results.leaderboard",
+    "pass_at_k": "osmosis_ai.eval._impl.results.leaderboard",
+    "AgentScore": "osmosis_ai.eval._impl.results.leaderboard",
+    "TaskOutcome": "osmosis_ai.eval._impl.results.leaderboard",
     # dataset files and row selections, as run_eval reads them
     "DatasetRow": "osmosis_ai.eval._impl.plan.dataset",
     "DatasetError": "osmosis_ai.eval._impl.plan.dataset",
@@ -90,6 +98,7 @@ __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 if TYPE_CHECKING:
     from osmosis_ai.eval._impl.api import run_eval, run_eval_async
+    from osmosis_ai.eval._impl.benchmark import BenchmarkRun, BenchmarkRunError, run_benchmark
     from osmosis_ai.eval._impl.cost.budget import CostEstimate
     from osmosis_ai.eval._impl.errors import (
         EvalDiskFullError,
@@ -133,6 +142,12 @@ if TYPE_CHECKING:
         parse_band,
     )
     from osmosis_ai.eval._impl.results.frame import runs_frame
+    from osmosis_ai.eval._impl.results.leaderboard import (
+        AgentScore,
+        TaskOutcome,
+        build_leaderboard,
+        pass_at_k,
+    )
     from osmosis_ai.eval._impl.results.metrics import RunFigures
     from osmosis_ai.eval._impl.results.run import EvalRun
     from osmosis_ai.eval._impl.results.safety_summary import describe_training_safety
@@ -153,7 +168,10 @@ if TYPE_CHECKING:
 
 __all__ = [
     "TRIPWIRES",
+    "AgentScore",
     "AppendOnlyVerdict",
+    "BenchmarkRun",
+    "BenchmarkRunError",
     "CostEstimate",
     "CurateOptions",
     "CurationError",
@@ -185,8 +203,10 @@ __all__ = [
     "RunFigures",
     "RunLayoutError",
     "SelectionError",
+    "TaskOutcome",
     "TokenMismatch",
     "UpstreamRejected",
+    "build_leaderboard",
     "check_append_only",
     "curate_run",
     "describe_training_safety",
@@ -200,10 +220,12 @@ __all__ = [
     "missing_label_warning",
     "parse_band",
     "parse_rows_spec",
+    "pass_at_k",
     "read_export",
     "read_index",
     "regrade_run",
     "regrade_run_async",
+    "run_benchmark",
     "run_eval",
     "run_eval_async",
     "runs_frame",
