@@ -99,12 +99,25 @@ def test_declining_the_confirmation_sends_nothing(
     assert [r for r in platform.state.requests if r.method == "POST"] == []
 
 
-def test_login_prompts_for_the_token(cli: Cli, platform: Platform, tmp_path: Path) -> None:
-    code, screen = run_in_terminal(
-        ["auth", "login"], cwd=tmp_path, env=cli.env, answers=[("Platform token: ", platform.token)]
-    )
+def test_login_on_a_terminal_signs_in_in_the_browser(
+    cli: Cli, platform: Platform, tmp_path: Path
+) -> None:
+    import threading
+
+    def approve() -> None:  # the person confirms the code in the browser
+        if platform.state.device_polled.wait(30):
+            grant = next(iter(platform.state.device_grants.values()))
+            platform.state.decide_sign_in(grant["user_code"], "approved", platform.token)
+
+    browser = threading.Thread(target=approve, daemon=True)
+    browser.start()
+    env = {**cli.env, "OSMOSIS_NO_BROWSER": "1"}
+    code, screen = run_in_terminal(["auth", "login"], cwd=tmp_path, env=env, answers=[])
+    browser.join(5)
     assert code == 0, screen
-    assert "ada@example.com" in screen
+    flat = " ".join(screen.split())
+    assert "confirm the code WDJB-" in flat
+    assert "ada@example.com" in flat
     assert platform.token not in screen
     assert (cli.home / "credentials.json").is_file()
 

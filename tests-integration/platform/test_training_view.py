@@ -48,7 +48,7 @@ def test_json_carries_progress_series_and_checkpoints(
     cli: Cli, trained: dict, tmp_path: Path
 ) -> None:
     data = cli("--json", "train", "info", "calc-train", cwd=tmp_path).envelope()["data"]
-    assert data["run"]["id"] == trained["id"]
+    assert (data["id"], data["name"]) == (trained["id"], "calc-train")  # the run's own fields
     assert data["progress"] == {"latest_step": 30, "total_steps": 120, "percent": 25.0}
     reward = next(t for t in data["trends"] if t["key"] == "reward")
     assert reward["points"][0] == [0, 0.2]

@@ -110,11 +110,14 @@ def show_training_run(run: str, output: Output, *, html_out: Path | None, overwr
             resource={"id": view["run"].get("id"), "name": name, "path": str(html_out)},
         )
         return
-    if output.is_json:
+    if output.is_json:  # the run's own fields first, as `train info --json` always gave them
         output.emit_detail(
             {
-                **view,
+                **view["run"],
+                "progress": view["progress"],
+                "metric_summaries": view["summaries"],
                 "trends": [{**t, "points": [list(p) for p in t["points"]]} for t in view["trends"]],
+                "checkpoints": view["checkpoints"],
             }
         )
         return
