@@ -91,6 +91,9 @@ class EvalOptions:
     #: Fail the run (status ``failed``, ``stop_code`` ``append_only``) when a rollout is not
     #: append-only (``--require-append-only``).
     require_append_only: bool = False
+    #: ``--env SOURCE:NAME[?k=v]``: evaluate an environment from another ecosystem (its rows
+    #: are the dataset unless ``dataset`` is given; docs/environments.md).
+    environment: str | None = None
 
 
 class EvalOptionsDict(TypedDict, total=False):
@@ -126,6 +129,7 @@ class EvalOptionsDict(TypedDict, total=False):
     mock_script: PathLike | None
     max_cost: float | None
     require_append_only: bool
+    environment: str | None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -195,4 +199,5 @@ def request_record(options: EvalOptions, dataset_path: Path, upstream: Upstream)
         "n": options.n,
         "sampling": dict(options.sampling) if options.sampling else None,
         "mock_script": upstream.mock_script,
+        **({"environment": options.environment} if options.environment else {}),
     }

@@ -1,0 +1,91 @@
+"""Reasoning Gym generators through ``osmosis eval run --env`` against the real package: the
+rewards equal what the generator's own ``score_answer`` gives the same replies."""
+
+from __future__ import annotations
+
+import pytest
+import reasoning_gym
+from environments_harness import EvalEnv
+from reasoning_gym.utils import extract_answer
+
+from osmosis_ai.rollout.integrations.environments import (
+    EnvironmentSpecError,
+    environment_source,
+    load_environment,
+)
+
+# (generator, its config options, a wrong answer)
+GENERATORS = [
+    ("leg_counting", {"min_animals": 2, "max_animals": 3}, "-1"),
+    ("basic_arithmetic", {"min_terms": 2, "max_terms": 3}, "not a number"),
+    ("spell_backward", {}, "zzz"),
+]
+
+
+@pytest.mark.parametrize(("name", "config", "wrong"), GENERATORS)
+def test_a_generator_runs_through_eval_run_and_scores_like_reasoning_gym(
+    eval_env: EvalEnv, name: str, config: dict[str, int], wrong: str
+) -> None:
+    dataset = reasoning_gym.create_dataset(name, size=3, seed=7, **config)
+    entries = [dataset[i] for i in range(3)]
+    replies = [
+        f"Thinking... <answer>{entries[0]['answer']}</answer>",  # right
+        f"<answer>{wrong}</answer>",  # wrong
+        f"The answer is {entries[2]['answer']}",  # right text, but no <answer> tag
+    ]
+    query = "&".join(f"{k}={v}" for k, v in {"size": 3, "seed": 7, **config}.items())
+    result = eval_env(f"reasoning-gym:{name}?{query}", [[r] for r in replies])
+    assert result.envelope["status"] in ("success", "partial")
+    assert [row["status"] for row in result.rows] == ["success"] * 3
+    expected = [
+        float(dataset.score_answer(extract_answer(r), e))
+        for r, e in zip(replies, entries, strict=True)
+    ]
+    assert [row["reward"] for row in result.rows] == expected
+    assert expected[0] == 1.0
+    assert expected[2] == 0.0
+    assert [row["label"] for row in result.rows] == [str(e["answer"]) for e in entries]
+    for row, reply in zip(result.rows, replies, strict=True):
+        assert row["metrics"] == {
+            "score": row["reward"],
+            "answered": float(extract_answer(reply) is not None),
+        }
+    metrics = result.summary["grader_metrics"]
+    assert set(metrics) == {"score", "answered"}
+    assert metrics["score"]["n"] == 3
+    assert metrics["score"]["mean"] == pytest.approx(sum(expected) / 3)
+    assert metrics["answered"]["mean"] == pytest.approx(2 / 3)
+    assert (result.run_dir / "report.html").is_file()
+
+
+def test_options_are_typed_by_the_generator_config() -> None:
+    env = load_environment("reasoning-gym:leg_counting?size=4&seed=3&max_animals=3")
+    assert len(env.rows) == 4
+    assert env.metrics == ("score", "answered")
+    expected = reasoning_gym.create_dataset("leg_counting", size=4, seed=3, max_animals=3)
+    assert [row["ground_truth"] for row in env.rows] == [expected[i]["answer"] for i in range(4)]
+    assert env.rows[0]["user_prompt"] == expected[0]["question"]
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("reasoning-gym:no_such_generator", "has no generator 'no_such_generator'"),
+        ("reasoning-gym:leg_counting?sise=3", "has no option 'sise'; its options are"),
+        ("reasoning-gym:leg_counting?size=three", "size='three' is not a valid int"),
+        ("reasoning-gym:leg_counting?system_prompt=nope", "is not one of Reasoning Gym's"),
+        ("reasoning-gym:leg_counting?min_animals=9&max_animals=2", "LegCountingConfig rejects it"),
+    ],
+)
+def test_bad_specs_say_what_is_wrong(spec: str, message: str) -> None:
+    with pytest.raises(EnvironmentSpecError, match=message.replace("(", r"\(")):
+        load_environment(spec)
+
+
+def test_list_enumerates_every_registered_generator() -> None:
+    from reasoning_gym.factory import DATASETS
+
+    listed = {info.spec: info for info in environment_source("reasoning-gym").list()}
+    assert set(listed) == {f"reasoning-gym:{name}" for name in DATASETS}
+    assert listed["reasoning-gym:leg_counting"].rows == 500
+    assert listed["reasoning-gym:leg_counting"].metrics == ("score", "answered")
