@@ -61,8 +61,11 @@ def eval_env(
                 *extra,
             ]
         )
-        out = capsys.readouterr().out
-        envelope = json.loads(out.strip().splitlines()[-1])
+        captured = capsys.readouterr()
+        lines = captured.out.strip().splitlines()
+        assert lines, f"osmosis eval run printed nothing (exit {code}): {captured.err}"
+        envelope = json.loads(lines[-1])
+        assert "resource" in envelope, f"exit {code}: {envelope} {captured.err}"
         run_dir = Path(envelope["resource"]["output_path"])
         rows = [json.loads(line) for line in (run_dir / "index.jsonl").read_text().splitlines()]
         rows.sort(key=lambda r: r["row_index"])
