@@ -37,6 +37,14 @@ FRAMEWORKS: dict[str, tuple[str, list[str]]] = {
     "osmosis-langgraph": ("langgraph", ["1.2.0", "1.2.24"]),
 }
 
+#: osmosis-environments' adapters: each foreign package at its floor and latest (one session
+#: pair installs all three; the inspect adapter's module ships from the same distribution).
+ENVIRONMENT_FRAMEWORKS: dict[str, list[str]] = {
+    "verifiers": ["0.1.14", "0.3.1"],  # 0.4 dropped the classic API (see the pyproject)
+    "reasoning-gym": ["0.1.19", "0.1.25"],
+    "inspect-ai": ["0.3.120", "0.3.285"],
+}
+
 
 def _sync_workspace(
     session: nox.Session, *, local_model: bool = False, groups: tuple[str, ...] = ()
@@ -141,6 +149,7 @@ COVERAGE_FLOORS = {  # measured 2026-12-05 (workspace venv): 84.9, 73.3, 92.4, 9
     "osmosis-harbor": 86,
     "osmosis-pydantic-ai": 98,  # measured 99.4 (2026-12-05, pydantic-ai-slim 2.78.0)
     "osmosis-langgraph": 85,
+    "osmosis-environments": 85,
 }
 COVERAGE_DEPS = ["pytest-cov>=6"]
 
@@ -250,6 +259,31 @@ def harbor(session: nox.Session, level: str) -> None:
 def pydantic_ai(session: nox.Session, level: str) -> None:
     """osmosis-pydantic-ai at the pydantic-ai-slim floor and latest."""
     _integration(session, "osmosis-pydantic-ai", level)
+
+
+@nox.session(tags=["environments"])
+@nox.parametrize(("python", "level"), _LEVELS, ids=[FLOOR, LATEST])
+def environments(session: nox.Session, level: str) -> None:
+    """osmosis-environments (verifiers, Reasoning Gym and Inspect adapters) with each foreign
+    package at its floor and latest; its tests drive `osmosis eval run --env`, so the CLI too."""
+    package = PACKAGES / "osmosis-environments"
+    pins = [
+        f"{name}=={versions[0] if level == FLOOR else versions[1]}"
+        for name, versions in ENVIRONMENT_FRAMEWORKS.items()
+    ]
+    session.install(
+        *_resolution(level),
+        *TEST_DEPS,
+        *_coverage_deps(level),
+        "-e",
+        f"{PACKAGES / 'osmosis-core'}[server,rubric,eval]",
+        "-e",
+        f"{PACKAGES / 'osmosis-cli'}[eval]",
+        "-e",
+        f"{package}[verifiers,inspect,reasoning-gym]",
+        *pins,
+    )
+    _pytest(session, package / "tests", coverage=_measured("osmosis-environments", level))
 
 
 @nox.session(tags=["cli"])
@@ -408,6 +442,8 @@ LEAVES = {
     "osmosis_harbor": "osmosis_ai/rollout/backend/harbor/",
     "osmosis_pydantic_ai": "osmosis_ai/rollout/integrations/agents/pydantic_ai/",
     "osmosis_langgraph": "osmosis_ai/rollout/integrations/agents/langgraph/",
+    # No environments/__init__.py: that module is core's (the shared interface).
+    "osmosis_environments": "osmosis_ai/rollout/integrations/environments/",
 }
 
 

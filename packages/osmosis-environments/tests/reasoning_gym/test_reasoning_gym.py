@@ -89,3 +89,35 @@ def test_list_enumerates_every_registered_generator() -> None:
     assert set(listed) == {f"reasoning-gym:{name}" for name in DATASETS}
     assert listed["reasoning-gym:leg_counting"].rows == 500
     assert listed["reasoning-gym:leg_counting"].metrics == ("score", "answered")
+
+
+async def test_one_rollout_in_process_is_scored_by_the_generator() -> None:
+    from osmosis_ai.rollout.integrations.spi import aclose_policy_clients
+    from osmosis_ai.testing import ScriptedPolicyServer, run_rollout, text_reply
+
+    env = load_environment("reasoning-gym:basic_arithmetic?size=2&seed=5")
+    row = env.rows[1]
+    prompt = [
+        {"role": "system", "content": row["system_prompt"]},
+        {"role": "user", "content": row["user_prompt"]},
+    ]
+    reply = f"<answer>{row['ground_truth']}</answer>"
+    async with ScriptedPolicyServer([text_reply(reply)]) as policy:
+        result = await run_rollout(
+            env.workflow,
+            env.grader,
+            prompt=prompt,
+            label=row["ground_truth"],
+            metadata=row["metadata"],
+            policy=policy,
+            workflow_config=env.workflow_config,
+            grader_config=env.grader_config,
+        )
+        sent = policy.requests_for(result.rollout_id)[0].messages
+    await aclose_policy_clients()
+    assert result.status == "success", result.err_message
+    dataset = reasoning_gym.create_dataset("basic_arithmetic", size=2, seed=5)
+    assert result.reward == dataset.score_answer(extract_answer(reply), dataset[1]) == 1.0
+    assert result.sample is not None
+    assert result.sample.metrics == {"score": 1.0, "answered": 1.0}
+    assert [m["content"] for m in sent] == [p["content"] for p in prompt]

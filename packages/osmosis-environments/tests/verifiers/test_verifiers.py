@@ -103,13 +103,13 @@ def verifiers_scores(
 async def _run_rollouts(
     env: Any, rows: list[dict[str, Any]], responder: Any
 ) -> list[tuple[float, dict[str, float]]]:
+    import verifiers as vf
     from openai import AsyncOpenAI
-    from verifiers.legacy.clients import OpenAIChatCompletionsClient
 
     results = []
     async with ScriptedPolicyServer(responder) as server:
         openai = AsyncOpenAI(base_url=server.chat_completions_url("direct"), api_key="k")
-        client = OpenAIChatCompletionsClient(openai)
+        client = vf.OpenAIChatCompletionsClient(openai)
         for row in rows:
             output = await env.run_rollout(row, client, "scripted", {})
             results.append((float(output["reward"]), dict(output["metrics"])))
@@ -171,3 +171,60 @@ def test_an_unknown_argument_names_load_environment_options(
     assert {"correct", "brief"} <= set(env.metrics)
     assert len(env.rows) == 2
     assert env.rows[1]["ground_truth"] == "2"
+
+
+def rollout_of(env: Any, index: int, policy: ScriptedPolicyServer) -> Any:
+    from osmosis_ai.testing import run_rollout
+
+    row = env.rows[index]
+    return run_rollout(
+        env.workflow,
+        env.grader,
+        prompt=row["messages"],
+        label=row["ground_truth"],
+        metadata=row["metadata"],
+        policy=policy,
+        workflow_config=env.workflow_config,
+        grader_config=env.grader_config,
+    )
+
+
+async def test_in_process_the_rubric_grades_the_rollout_state(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from osmosis_ai.rollout.integrations.spi import aclose_policy_clients
+    from osmosis_ai.testing import text_reply, tool_call_reply
+
+    write_module(tmp_path, "tool_env_inproc", TOOLS)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    env = load_environment("verifiers:tool_env_inproc")
+    script = [tool_call_reply("multiply", {"a": 6, "b": 7}), text_reply("So: 42")]
+    async with ScriptedPolicyServer(script) as policy:
+        result = await rollout_of(env, 0, policy)
+        requests = policy.requests_for(result.rollout_id)
+    await aclose_policy_clients()
+    assert result.status == "success", result.err_message
+    assert result.reward == 1.25
+    assert result.sample is not None
+    assert result.sample.metrics["correct"] == 1.0
+    assert result.sample.metrics["used_tool"] == 1.0
+    assert requests[1].messages[-1]["role"] == "tool"
+    assert requests[1].messages[-1]["content"] == "42"
+    assert [m["role"] for m in result.sample.messages][-3:] == ["assistant", "tool", "assistant"]
+
+
+async def test_a_failing_policy_is_an_infrastructure_failure_not_reward_zero(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from osmosis_ai.rollout.integrations.spi import aclose_policy_clients
+    from osmosis_ai.testing import error_reply
+
+    write_module(tmp_path, "arith_env_fail", SINGLE_TURN)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    env = load_environment("verifiers:arith_env_fail?size=1")
+    async with ScriptedPolicyServer([error_reply(503, "the GPU fell over")]) as policy:
+        result = await rollout_of(env, 0, policy)
+    await aclose_policy_clients()
+    assert (result.status, result.err_category) == ("failure", "http_error")
+    assert result.err_message is not None
+    assert "the GPU fell over" in result.err_message

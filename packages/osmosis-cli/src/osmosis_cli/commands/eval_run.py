@@ -84,13 +84,6 @@ def run(
     from osmosis_cli.output import get_output
 
     out = get_output()
-    if config is None and environment is None:
-        from osmosis_cli.errors import validation
-
-        raise validation(
-            "Name what to evaluate: an eval config (osmosis eval run configs/eval/<name>.toml) "
-            "or an environment (osmosis eval run --env SOURCE:NAME, see docs/environments.md)."
-        )
     target = _target_words(config, environment)
     if isolated and config is not None:
         _refuse_legacy_sdk_pin(config)
@@ -187,6 +180,13 @@ def _refuse_legacy_sdk_pin(config: Path) -> None:
 
 def _target_words(config: Path | None, environment: str | None) -> str:
     """What names the evaluated rollout on a command line (config and/or ``--env SPEC``)."""
+    if config is None and environment is None:
+        from osmosis_cli.errors import validation
+
+        raise validation(
+            "Name what to evaluate: an eval config (osmosis eval run configs/eval/<name>.toml) "
+            "or an environment (osmosis eval run --env SOURCE:NAME, see docs/environments.md)."
+        )
     words = [shlex.quote(str(config))] if config is not None else []
     if environment is not None:
         words.append(f"--env {shlex.quote(environment)}")

@@ -233,6 +233,42 @@ def load_environment(spec: str | EnvironmentSpec) -> Environment:
     return environment_source(parsed.source).load(parsed)
 
 
+@dataclass(frozen=True, slots=True)
+class SourceListing:
+    """One source in ``osmosis env list``: what it lists, or why it cannot (``missing``: the
+    ``pip install`` that fixes it)."""
+
+    source: str
+    environments: tuple[EnvironmentInfo, ...] = ()
+    missing: str | None = None
+
+
+def list_environments(sources: Iterable[str] | None = None) -> list[SourceListing]:
+    """What each source's adapter sees installed (``osmosis env list``); a source whose adapter
+    or framework is missing is listed with the install command instead of failing."""
+    listings: list[SourceListing] = []
+    for source in sources if sources is not None else SOURCES:
+        try:
+            adapter = environment_source(source)
+        except ModuleNotFoundError as exc:
+            listings.append(SourceListing(source, missing=str(exc)))
+            continue
+        listings.append(SourceListing(source, tuple(adapter.list())))
+    return listings
+
+
+def environment_info(spec: str | EnvironmentSpec) -> EnvironmentInfo:
+    """Load ``spec`` and describe it (``osmosis env info``): its rows, metrics and needs."""
+    environment = load_environment(spec)
+    return EnvironmentInfo(
+        spec=str(environment.spec),
+        description=environment.description,
+        rows=len(environment.rows),
+        metrics=environment.metrics,
+        needs=environment.needs,
+    )
+
+
 __all__ = [
     "SOURCES",
     "Environment",
@@ -240,7 +276,10 @@ __all__ = [
     "EnvironmentSource",
     "EnvironmentSpec",
     "EnvironmentSpecError",
+    "SourceListing",
+    "environment_info",
     "environment_source",
+    "list_environments",
     "load_environment",
     "typed_options",
 ]

@@ -70,13 +70,13 @@ class VerifiersWorkflow(AgentWorkflow[VerifiersWorkflowConfig]):
     """verifiers' rollout loop against the rollout's policy."""
 
     async def run(self, ctx: AgentWorkflowContext[VerifiersWorkflowConfig]) -> list[dict[str, Any]]:
-        from verifiers.legacy.clients import OpenAIChatCompletionsClient
+        import verifiers as vf
 
         assert ctx.config is not None
         env = ctx.config.loaded.env
         policy = ctx.policy
         row = env.get_eval_dataset()[int((ctx.metadata or {})["verifiers_index"])]
-        client = OpenAIChatCompletionsClient(policy.client())
+        client = vf.OpenAIChatCompletionsClient(policy.client())
         state = await env.rollout(dict(row), client, policy.model, None)
         error = state.get("error")
         for cause in _causes(error):
