@@ -3,6 +3,9 @@ rewards equal what the generator's own ``score_answer`` gives the same replies."
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 import reasoning_gym
 from environments_harness import EvalEnv
@@ -121,3 +124,35 @@ async def test_one_rollout_in_process_is_scored_by_the_generator() -> None:
     assert result.sample is not None
     assert result.sample.metrics == {"score": 1.0, "answered": 1.0}
     assert [m["content"] for m in sent] == [p["content"] for p in prompt]
+
+
+def test_an_eval_config_names_the_environment_under_experiment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from osmosis_ai.eval import run_eval
+
+    workspace = tmp_path / "ws"
+    (workspace / "configs" / "eval").mkdir(parents=True)
+    config = workspace / "configs" / "eval" / "legs.toml"
+    config.write_text(
+        '[experiment]\nenv = "reasoning-gym:leg_counting?size=2&seed=4"\nmodel_path = "mock"\n\n'
+        "[evaluation]\nn = 2\n\n[secrets]\nrequired = []\n"
+    )
+    dataset = reasoning_gym.create_dataset("leg_counting", size=2, seed=4)
+    script = workspace / "replies.jsonl"
+    script.write_text(
+        "".join(
+            json.dumps({"row": i, "replies": [f"<answer>{dataset[i]['answer']}</answer>"]}) + "\n"
+            for i in range(2)
+        )
+    )
+    monkeypatch.chdir(workspace)
+    run = run_eval(config, mock_script=script, workers=1)
+    assert run.status == "success"
+    assert run.total_work_items == 4  # 2 rows x n=2 from the config
+    assert run.metrics["grader_metrics"]["score"]["mean"] == 1.0
+    manifest = json.loads((run.run_dir / "manifest.json").read_text())
+    assert (
+        manifest["inputs"]["rollout"]["environment"] == "reasoning-gym:leg_counting?seed=4&size=2"
+    )
+    assert run.run_name.startswith("legs-")

@@ -77,13 +77,7 @@ def _check_experiment(experiment: Mapping[str, Any]) -> list[ConfigIssue]:
         if problem:
             issues.append(ConfigIssue("experiment.entrypoint", problem))
     env = experiment.get("env")
-    if "env" in experiment and not isinstance(env, str):
-        issues.append(
-            ConfigIssue(
-                "experiment.env", 'must be an environment spec such as "reasoning-gym:leg_counting"'
-            )
-        )
-    elif isinstance(env, str):
+    if isinstance(env, str):
         from osmosis_ai.errors import ConfigurationError
         from osmosis_ai.rollout.integrations.environments import EnvironmentSpec
 

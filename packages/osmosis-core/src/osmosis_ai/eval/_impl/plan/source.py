@@ -72,10 +72,11 @@ def resolve_source(
         return _from_environment(target, workspace, environment)
     target = target.expanduser()
     if target.suffix == ".toml":
-        source = _from_config(target, workspace)
-        if source.config is not None and source.config.experiment.env:
+        from osmosis_ai.config import load_eval_config
+
+        if load_eval_config(target).experiment.env:
             return _from_environment(target, workspace, None)
-        return source
+        return _from_config(target, workspace)
     if target.is_dir():
         rollout_dir, entry = target.resolve(), DEFAULT_ENTRYPOINT
     elif target.is_file() and target.suffix == ".py":
