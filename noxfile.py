@@ -577,6 +577,9 @@ def packaging(session: nox.Session) -> None:
     _must_fail_with_hint(core, "osmosis_ai.rollout.integrations.agents.strands", "strands")
     _must_fail_with_hint(core, "osmosis_ai.rollout.backend.harbor", "harbor")
     _must_fail_with_hint(core, "osmosis_ai.rollout.integrations.agents.pydantic_ai", "pydantic-ai")
+    _must_fail_with_hint(
+        core, "osmosis_ai.rollout.integrations.environments.reasoning_gym", "reasoning-gym"
+    )
 
     # 3. Each extra of the umbrella imports every documented path of its integration.
     for extra in ("strands", "openai-agents", "harbor", "pydantic-ai", "langgraph"):
