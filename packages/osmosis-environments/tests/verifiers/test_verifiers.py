@@ -228,3 +228,15 @@ async def test_a_failing_policy_is_an_infrastructure_failure_not_reward_zero(
     assert (result.status, result.err_category) == ("failure", "http_error")
     assert result.err_message is not None
     assert "the GPU fell over" in result.err_message
+
+
+def test_something_other_than_a_vf_environment_is_refused_by_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    source = (
+        "class Env:\n    env_id = env_args = None\n\n\ndef load_environment():\n    return Env()\n"
+    )
+    write_module(tmp_path, "not_an_env", source)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(EnvironmentSpecError, match=r"not_an_env\.Env, not a vf\.Environment"):
+        load_environment("verifiers:not_an_env")

@@ -180,9 +180,17 @@ def _load(spec: EnvironmentSpec) -> Any:
     }
     arguments = typed_options(spec, fields, what=f"{module.__name__}.load_environment")
     try:
-        return vf.load_environment(spec.name, **arguments)
+        env = vf.load_environment(spec.name, **arguments)
     except (RuntimeError, ValueError) as exc:  # verifiers wraps what load_environment raised
         raise EnvironmentSpecError(f"{spec}: {exc}") from exc
+    if not isinstance(env, vf.Environment):
+        raise EnvironmentSpecError(
+            f"{spec}: load_environment returned a {type(env).__module__}.{type(env).__name__}, "
+            "not a vf.Environment; verifiers' v1 Env/Taskset/Harness API is not supported yet "
+            "(docs/guides/verifiers.md): return a classic vf.Environment (SingleTurnEnv, "
+            "MultiTurnEnv, ToolEnv, ...)"
+        )
+    return env
 
 
 def _label(answer: Any) -> str | None:
