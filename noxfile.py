@@ -149,7 +149,7 @@ COVERAGE_FLOORS = {  # measured 2026-12-05 (workspace venv): 84.9, 73.3, 92.4, 9
     "osmosis-harbor": 86,
     "osmosis-pydantic-ai": 98,  # measured 99.4 (2026-12-05, pydantic-ai-slim 2.78.0)
     "osmosis-langgraph": 85,
-    "osmosis-environments": 88,  # measured 91 (2026-12-05, workspace venv, verifiers 0.3.1)
+    "osmosis-environments": 93,  # measured 95.8 (2026-12-05, environments(latest))
 }
 COVERAGE_DEPS = ["pytest-cov>=6"]
 
