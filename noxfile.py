@@ -40,6 +40,14 @@ FRAMEWORKS: dict[str, tuple[str, list[str]]] = {
     "osmosis-adk": ("google-adk", ["1.18.0", "2.13.0"]),
 }
 
+#: osmosis-environments' adapters: each foreign package at its floor and latest (one session
+#: pair installs all three; the inspect adapter's module ships from the same distribution).
+ENVIRONMENT_FRAMEWORKS: dict[str, list[str]] = {
+    "verifiers": ["0.1.14", "0.3.1"],  # 0.4 dropped the classic API (see the pyproject)
+    "reasoning-gym": ["0.1.19", "0.1.25"],
+    "inspect-ai": ["0.3.262", "0.3.285"],
+}
+
 
 def _sync_workspace(
     session: nox.Session, *, local_model: bool = False, groups: tuple[str, ...] = ()
@@ -145,6 +153,7 @@ COVERAGE_FLOORS = {  # measured 2026-12-05 (workspace venv): 84.9, 73.3, 92.4, 9
     "osmosis-pydantic-ai": 98,  # measured 99.4 (2026-12-05, pydantic-ai-slim 2.78.0)
     "osmosis-langgraph": 85,
     "osmosis-adk": 98,  # measured 99.5 (2026-12-05, google-adk 2.13.0)
+    "osmosis-environments": 93,  # measured 95.8 (2026-12-05, environments(latest))
 }
 COVERAGE_DEPS = ["pytest-cov>=6"]
 
@@ -262,6 +271,31 @@ def pydantic_ai(session: nox.Session, level: str) -> None:
 def adk(session: nox.Session, level: str) -> None:
     """osmosis-adk at the google-adk floor and latest."""
     _integration(session, "osmosis-adk", level)
+
+
+@nox.session(tags=["environments"])
+@nox.parametrize(("python", "level"), _LEVELS, ids=[FLOOR, LATEST])
+def environments(session: nox.Session, level: str) -> None:
+    """osmosis-environments (verifiers, Reasoning Gym and Inspect adapters) with each foreign
+    package at its floor and latest; its tests drive `osmosis eval run --env`, so the CLI too."""
+    package = PACKAGES / "osmosis-environments"
+    pins = [
+        f"{name}=={versions[0] if level == FLOOR else versions[1]}"
+        for name, versions in ENVIRONMENT_FRAMEWORKS.items()
+    ]
+    session.install(
+        *_resolution(level),
+        *TEST_DEPS,
+        *_coverage_deps(level),
+        "-e",
+        f"{PACKAGES / 'osmosis-core'}[server,rubric,eval]",
+        "-e",
+        f"{PACKAGES / 'osmosis-cli'}[eval]",
+        "-e",
+        f"{package}[verifiers,inspect,reasoning-gym]",
+        *pins,
+    )
+    _pytest(session, package / "tests", coverage=_measured("osmosis-environments", level))
 
 
 @nox.session(tags=["cli"])
@@ -425,6 +459,8 @@ LEAVES = {
     "osmosis_pydantic_ai": "osmosis_ai/rollout/integrations/agents/pydantic_ai/",
     "osmosis_langgraph": "osmosis_ai/rollout/integrations/agents/langgraph/",
     "osmosis_adk": "osmosis_ai/rollout/integrations/agents/adk/",
+    # No environments/__init__.py: that module is core's (the shared interface).
+    "osmosis_environments": "osmosis_ai/rollout/integrations/environments/",
 }
 
 
@@ -559,6 +595,9 @@ def packaging(session: nox.Session) -> None:
     _must_fail_with_hint(core, "osmosis_ai.rollout.backend.harbor", "harbor")
     _must_fail_with_hint(core, "osmosis_ai.rollout.integrations.agents.pydantic_ai", "pydantic-ai")
     _must_fail_with_hint(core, "osmosis_ai.rollout.integrations.agents.adk", "adk")
+    _must_fail_with_hint(
+        core, "osmosis_ai.rollout.integrations.environments.reasoning_gym", "reasoning-gym"
+    )
 
     # 3. Each extra of the umbrella imports every documented path of its integration.
     for extra in ("strands", "openai-agents", "harbor", "pydantic-ai", "langgraph", "adk"):

@@ -33,6 +33,11 @@ COMMANDS: tuple[CommandSpec, ...] = (
         "osmosis_cli.commands.eval",
         "Evaluate rollouts locally or on the platform.",
     ),
+    CommandSpec(
+        "env",
+        "osmosis_cli.commands.env",
+        "List and inspect environments from other ecosystems.",
+    ),
     CommandSpec("train", "osmosis_cli.commands.train", "Submit and follow training runs."),
     CommandSpec(
         "benchmark",

@@ -83,3 +83,17 @@ def test_confirmation_needs_yes_without_a_tty(
     # With --yes it gets as far as the network, which is down in this test.
     sent = run_cli("--json", "eval", "submit", "configs/eval/calc.toml", "-y", cwd=workspace)
     assert sent.error()["error"]["code"] == "NETWORK"
+
+
+def test_an_environment_config_needs_no_rollout_folder(run_cli: RunCli, workspace: Path) -> None:
+    """``[experiment] env``: no rollout folder to preflight; the submit goes on to the POST
+    (here nothing listens, so it ends as a NETWORK error after the confirmation)."""
+    (workspace / "configs" / "eval" / "legs.toml").write_text(
+        '[experiment]\nenv = "reasoning-gym:leg_counting?size=5"\nmodel_path = "openai/gpt-4.1"\n'
+        "\n[secrets]\nrequired = []\n",
+        encoding="utf-8",
+    )
+    result = run_cli("--json", "eval", "submit", "configs/eval/legs.toml", "-y", cwd=workspace)
+    error = result.error()["error"]
+    assert error["code"] == "NETWORK", error
+    assert "preflight" not in error["message"].lower()

@@ -157,3 +157,40 @@ checkpoint_save_freq = 20
     with pytest.raises(ConfigError) as info:
         load_training_config(_write(tmp_path, text + "\n[evaluation]\nn = 1\n", "t2.toml"))
     assert _keys(info.value)["evaluation"].startswith("Unrecognized section")
+
+
+ENV_EVAL = """
+[experiment]
+env = "reasoning-gym:leg_counting?size=5&seed=2"
+model_path = "mock"
+
+[secrets]
+required = []
+"""
+
+
+def test_an_environment_spec_stands_for_rollout_entrypoint_and_dataset(tmp_path: Path) -> None:
+    config = load_eval_config(_write(tmp_path, ENV_EVAL))
+    assert config.experiment.env == "reasoning-gym:leg_counting?size=5&seed=2"
+    assert config.rollout == "reasoning-gym-leg_counting"
+    assert config.entrypoint == "main.py"
+    assert config.experiment.dataset == "reasoning-gym:leg_counting?seed=2&size=5"
+    # eval submit carries it in the experiment section
+    assert config.sections_for_platform()["experiment_config"]["env"] == config.experiment.env
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ('"leg_counting"', "has no source"),
+        ('"nowhere:thing"', "Unknown environment source 'nowhere'"),
+        ("3", "must be a string"),
+    ],
+)
+def test_a_bad_environment_spec_is_reported_at_its_key(
+    tmp_path: Path, value: str, message: str
+) -> None:
+    text = ENV_EVAL.replace('"reasoning-gym:leg_counting?size=5&seed=2"', value)
+    with pytest.raises(ConfigError) as caught:
+        load_eval_config(_write(tmp_path, text))
+    assert message in _keys(caught.value)["experiment.env"]

@@ -32,7 +32,8 @@ EXIT_INTERRUPTED = 130
 
 def run(
     ctx: typer.Context,
-    config: opt.ConfigArg,
+    config: opt.OptionalConfigArg = None,
+    environment: opt.Environment = None,
     dataset: opt.Dataset = None,
     model: opt.Model = None,
     base_url: opt.BaseUrl = None,
@@ -85,12 +86,13 @@ def run(
     from osmosis_cli.output import get_output
 
     out = get_output()
-    if isolated:
+    target = _target_words(config, environment)
+    if isolated and config is not None:
         _refuse_legacy_sdk_pin(config)
     sampling = _sampling(temperature, top_p, max_tokens, seed, model_arg or [])
     params = _with_runs_dir(out, dict(ctx.params), output_dir, output_dir_short)
     options = eval_options(params, sampling=sampling or None)
-    result = _execute(out, config, options, yes=yes)
+    result = _execute(out, config, target, options, yes=yes)
     from osmosis_cli.commands.eval_report import finish_run
 
     # A rerun that changed nothing leaves an existing report as it is too.
@@ -99,7 +101,7 @@ def run(
     if keep and not no_report:
         report = result.run_dir / "report.html"
     runs_dir = Path(options.output_dir) if options.output_dir is not None else None
-    _emit(result, out, config, report, failures, runs_dir)
+    _emit(result, out, target, report, failures, runs_dir)
     if result.status == "interrupted":
         raise typer.Exit(code=EXIT_INTERRUPTED)
     if result.stop_code == "budget":
@@ -178,7 +180,24 @@ def _refuse_legacy_sdk_pin(config: Path) -> None:
         )
 
 
-def _execute(out: Output, config: Path, options: EvalOptions, *, yes: bool) -> EvalRun:
+def _target_words(config: Path | None, environment: str | None) -> str:
+    """What names the evaluated rollout on a command line (config and/or ``--env SPEC``)."""
+    if config is None and environment is None:
+        from osmosis_cli.errors import validation
+
+        raise validation(
+            "Name what to evaluate: an eval config (osmosis eval run configs/eval/<name>.toml) "
+            "or an environment (osmosis eval run --env SOURCE:NAME, see docs/environments.md)."
+        )
+    words = [shlex.quote(str(config))] if config is not None else []
+    if environment is not None:
+        words.append(f"--env {shlex.quote(environment)}")
+    return " ".join(words)
+
+
+def _execute(
+    out: Output, config: Path | None, target: str, options: EvalOptions, *, yes: bool
+) -> EvalRun:
     """Run :func:`osmosis_ai.eval.run_eval`, mapping its errors to CLI errors."""
     from osmosis_ai.config import ConfigError
     from osmosis_ai.eval import (
@@ -231,7 +250,7 @@ def _execute(out: Output, config: Path, options: EvalOptions, *, yes: bool) -> E
         ) from None
     except EvalDiskFullError as exc:  # the message names the file; the run resumes
         output_dir = Path(options.output_dir) if options.output_dir is not None else None
-        resume = _resume_command(config, exc.run_name, output_dir)
+        resume = _resume_command(target, exc.run_name, output_dir)
         message = f"{exc}. Resume: {resume}"
         raise CLIError(CLIErrorCode.DISK_FULL, message, details=exc.details()) from None
     except EvalRunFailed as exc:
@@ -249,17 +268,18 @@ def _execute(out: Output, config: Path, options: EvalOptions, *, yes: bool) -> E
         reporter.close()
 
 
-def _resume_command(config: Path, run_name: str, output: Path | None) -> str:
+def _resume_command(target: str, run_name: str, output: Path | None) -> str:
     """The run's manifest stores the model, dataset and selection: ``--name`` alone resumes it
-    (with ``--runs-dir`` when the run lives elsewhere than the default)."""
-    command = f"osmosis eval run {shlex.quote(str(config))} --name {shlex.quote(run_name)}"
+    (with ``--runs-dir`` when the run lives elsewhere than the default). ``target``: the
+    config and/or ``--env SPEC`` words (:func:`_target_words`)."""
+    command = f"osmosis eval run {target} --name {shlex.quote(run_name)}"
     return f"{command} --runs-dir {shlex.quote(str(output))}" if output is not None else command
 
 
 def _emit(
     result: EvalRun,
     out: Output,
-    config: Path,
+    target: str,
     report: Path | None,
     failures: list[str],
     output: Path | None,
@@ -303,7 +323,7 @@ def _emit(
     tail = [*failures, *([f"report: {report}"] if report else [])]
     lines = [*_summary_lines(result), *tail]
     next_steps: list[str] = []
-    resume = _resume_command(config, result.run_name, output)
+    resume = _resume_command(target, result.run_name, output)
     if result.failed:
         next_steps.append(f"{resume} --retry-failed")
     if result.stop_code == "budget":

@@ -11,6 +11,23 @@ from typing import Annotated
 import typer
 
 ConfigArg = Annotated[Path, typer.Argument(help="Eval config, e.g. configs/eval/<rollout>.toml.")]
+OptionalConfigArg = Annotated[
+    Path | None,
+    typer.Argument(
+        help="Eval config, e.g. configs/eval/<rollout>.toml (optional with --env).",
+        show_default=False,
+    ),
+]
+Environment = Annotated[
+    str | None,
+    typer.Option(
+        "--env",
+        metavar="SPEC",
+        help="Evaluate an environment from another ecosystem, SOURCE:NAME[?KEY=VALUE&...] "
+        "(e.g. 'reasoning-gym:leg_counting?size=20'); its rows are the dataset. No eval "
+        "config needed. See docs/environments.md.",
+    ),
+]
 Dataset = Annotated[
     Path | None,
     typer.Option(

@@ -46,18 +46,23 @@ def submit(options: SubmitOptions, output: Output) -> None:
             f"files under configs/{expected}/.",
             details={"path": str(options.config_path)},
         )
-    target = resolve_target(options.config_path)
-    config = target.config
-    workspace = target.workspace
+    environment = _environment_of(options.config_path)
+    if environment is not None:  # [experiment] env: no rollout folder to check locally
+        config, workspace, target = environment[0], environment[1], None
+    else:
+        target = resolve_target(options.config_path)
+        config = target.config
+        workspace = target.workspace
     if config is None or workspace is None:  # resolve_target always sets both for a .toml
         raise CLIError(CLIErrorCode.INTERNAL, "config target without a config")
     require_layout(workspace)
     url = platform_url()
     client = PlatformClient(url, require_token(url).value)
 
-    output.progress("Running the rollout preflight...")
-    report = run_preflight(target, timeout_sec=options.import_timeout_sec)
-    report.enforce(output, kind=expected)
+    if target is not None:
+        output.progress("Running the rollout preflight...")
+        report = run_preflight(target, timeout_sec=options.import_timeout_sec)
+        report.enforce(output, kind=expected)
 
     secrets = resolve_secrets(
         config.required_secrets, secrets_file=options.secrets_file, output=output
@@ -66,7 +71,7 @@ def submit(options: SubmitOptions, output: Output) -> None:
 
     summary = {
         "Platform": url,
-        "Rollout": config.rollout,
+        "Rollout": config.experiment.env or config.rollout,
         "Entrypoint": config.entrypoint,
         "Model": config.experiment.model_path,
         "Dataset": config.experiment.dataset,
@@ -89,6 +94,17 @@ def submit(options: SubmitOptions, output: Output) -> None:
     if not isinstance(run, dict):
         raise CLIError(CLIErrorCode.PLATFORM_ERROR, "The platform returned no run.")
     _emit_submitted(options, output, run, config, workspace, git)
+
+
+def _environment_of(path: Path) -> tuple[Any, Path] | None:
+    """``(config, workspace)`` when the config names an environment (``[experiment] env``):
+    the platform runs the environment, there is no rollout folder to preflight."""
+    from osmosis_cli.preflight.target import _workspace_of_config, load_config
+
+    config = load_config(path)
+    if not getattr(config.experiment, "env", None):
+        return None
+    return config, _workspace_of_config(path)
 
 
 def _describe_git(workspace: Path, output: Output) -> dict[str, Any]:

@@ -10,10 +10,11 @@ them directly. Cross-field and naming rules live in :mod:`osmosis_ai.config.rule
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from osmosis_ai.errors import ConfigurationError
 
@@ -34,14 +35,42 @@ def _finite(value: float | None) -> float | None:
 
 
 class ExperimentSection(_Section):
-    """What to run: the rollout folder, its entrypoint, the model and the dataset."""
+    """What to run: the rollout folder, its entrypoint, the model and the dataset.
+
+    With ``env = "SOURCE:NAME"`` (an environment from another ecosystem, docs/environments.md)
+    the environment is the rollout and its rows the dataset: ``rollout``, ``entrypoint`` and
+    ``dataset`` may then be left out (they default to the environment's name, ``main.py`` and
+    the spec itself, which is what ``eval submit`` sends with ``env``).
+    """
 
     rollout: str = Field(description="Folder name under rollouts/ (one path segment).")
     entrypoint: str = Field(description="Python file inside rollouts/<rollout>/, e.g. main.py.")
     model_path: str = Field(description="Model to evaluate or train (LiteLLM id for eval).")
     dataset: str = Field(description="Dataset name on the platform, or a file under data/.")
+    env: str | None = Field(
+        default=None, description="An environment spec SOURCE:NAME[?k=v] to run as the rollout."
+    )
     branch: str | None = None
     commit_sha: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _environment_defaults(cls, data: Any) -> Any:
+        if not isinstance(data, dict) or not isinstance(data.get("env"), str):
+            return data
+        from osmosis_ai.rollout.integrations.environments import EnvironmentSpec
+
+        try:
+            spec = EnvironmentSpec.parse(data["env"])
+        except ConfigurationError as exc:
+            raise ValueError(str(exc)) from None
+        slug = re.sub(r"[^A-Za-z0-9._-]+", "-", f"{spec.source}-{spec.name}").strip("-._")
+        return {
+            "rollout": slug or "environment",
+            "entrypoint": "main.py",
+            "dataset": str(spec),
+            **data,
+        }
 
 
 class EvaluationSection(_Section):

@@ -76,6 +76,15 @@ def _check_experiment(experiment: Mapping[str, Any]) -> list[ConfigIssue]:
         problem = _relative_python_file_problem(entrypoint)
         if problem:
             issues.append(ConfigIssue("experiment.entrypoint", problem))
+    env = experiment.get("env")
+    if isinstance(env, str):
+        from osmosis_ai.errors import ConfigurationError
+        from osmosis_ai.rollout.integrations.environments import EnvironmentSpec
+
+        try:
+            EnvironmentSpec.parse(env)
+        except ConfigurationError as exc:
+            issues.append(ConfigIssue("experiment.env", str(exc)))
     branch = experiment.get("branch")
     if isinstance(branch, str) and (not branch or any(c.isspace() for c in branch)):
         issues.append(ConfigIssue("experiment.branch", "must be a non-empty name without spaces"))

@@ -51,6 +51,21 @@ OPTIONAL_MODULES: dict[str, tuple[str, str, str]] = {
         "harbor",
         "osmosis-harbor",
     ),
+    "osmosis_ai.rollout.integrations.environments.verifiers": (
+        "The verifiers environment source",
+        "verifiers",
+        "osmosis-environments",
+    ),
+    "osmosis_ai.rollout.integrations.environments.inspect": (
+        "The Inspect AI environment source",
+        "inspect",
+        "osmosis-environments",
+    ),
+    "osmosis_ai.rollout.integrations.environments.reasoning_gym": (
+        "The Reasoning Gym environment source",
+        "reasoning-gym",
+        "osmosis-environments",
+    ),
 }
 
 

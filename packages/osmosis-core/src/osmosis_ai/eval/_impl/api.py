@@ -21,7 +21,7 @@ EVAL_OPTION_NAMES = frozenset(f.name for f in fields(EvalOptions))
 
 
 async def run_eval_async(
-    rollout: PathLike,
+    rollout: PathLike | None,
     options: EvalOptions | None = None,
     *,
     confirm_cost: Callable[[CostEstimate], bool] | None = None,
@@ -34,6 +34,9 @@ async def run_eval_async(
     names as keyword arguments (``run_eval(config, model="mock", limit=5)``); keywords given
     with ``options`` override its fields.
 
+    ``environment="SOURCE:NAME?k=v"`` evaluates an environment from another ecosystem
+    (docs/environments.md): its rows are the dataset, ``rollout`` is then ``None`` or an eval
+    config whose settings apply.
     ``rollout`` is an eval config (``configs/eval/x.toml``: it supplies the dataset, model, ``n``,
     timeouts, ``[env]`` and secrets, which the arguments override), a rollout folder (entrypoint
     ``main.py``) or an entrypoint file. ``model`` is ``'<provider>/<model>'`` (e.g.
@@ -103,7 +106,7 @@ def with_keywords(options: EvalOptions | None, keywords: EvalOptionsDict) -> Eva
 
 
 def run_eval(
-    rollout: PathLike,
+    rollout: PathLike | None,
     options: EvalOptions | None = None,
     *,
     confirm_cost: Callable[[CostEstimate], bool] | None = None,

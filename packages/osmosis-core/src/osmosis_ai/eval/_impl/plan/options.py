@@ -94,6 +94,9 @@ class EvalOptions:
     #: Fail the run (status ``failed``, ``stop_code`` ``tripwire``) when a reward-hacking
     #: tripwire fired and was not silenced (``--fail-on-tripwire``; docs/tripwires.md).
     fail_on_tripwire: bool = False
+    #: ``--env SOURCE:NAME[?k=v]``: evaluate an environment from another ecosystem (its rows
+    #: are the dataset unless ``dataset`` is given; docs/environments.md).
+    environment: str | None = None
 
 
 class EvalOptionsDict(TypedDict, total=False):
@@ -130,6 +133,7 @@ class EvalOptionsDict(TypedDict, total=False):
     max_cost: float | None
     require_append_only: bool
     fail_on_tripwire: bool
+    environment: str | None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -199,4 +203,5 @@ def request_record(options: EvalOptions, dataset_path: Path, upstream: Upstream)
         "n": options.n,
         "sampling": dict(options.sampling) if options.sampling else None,
         "mock_script": upstream.mock_script,
+        **({"environment": options.environment} if options.environment else {}),
     }

@@ -165,6 +165,8 @@ def _resolve_dataset(options: EvalOptions, source: EvalSource) -> Path:
         if not path.is_file():
             raise EvalPlanError(f"dataset {options.dataset} is not a file")
         return path.resolve()
+    if source.environment_rows is not None:
+        return source.environment_rows
     name = source.dataset_name
     if name is None:
         raise EvalPlanError(
@@ -289,6 +291,7 @@ def _locked_inputs(
         },
         "n": knobs.n,
         "rollout": {
+            **({"environment": source.environment} if source.environment else {}),
             "name": source.rollout_name,
             "entrypoint": source.entrypoint_label,
             "source_digest": source_digest(source.rollout_dir, exclude=(output_root,)),
@@ -321,14 +324,15 @@ def _workers(requested: int | str, max_in_flight: int | None, work_items: int) -
 
 
 def build_plan(
-    target: PathLike,
+    target: PathLike | None,
     options: EvalOptions | None = None,
     *,
     tuning: RunTuning | None = None,
     environ: Mapping[str, str] | None = None,
 ) -> EvalPlan:
-    """Validate the request (``target``: an eval config, a rollout folder or an entrypoint file);
-    raises :class:`EvalPlanError` or ``ConfigError``."""
+    """Validate the request (``target``: an eval config, a rollout folder or an entrypoint file;
+    with ``options.environment`` an optional eval config); raises :class:`EvalPlanError` or
+    ``ConfigError``."""
     options = options if options is not None else EvalOptions()
     tuning = tuning if tuning is not None else RunTuning()
     env_map: Mapping[str, str] = os.environ if environ is None else environ
@@ -342,7 +346,15 @@ def build_plan(
             "--allow-changed needs --retry-failed: only failed work items may run on changed "
             "rollout code (the others keep their results)"
         )
-    source = resolve_source(Path(target), tuning.workspace)
+    if options.environment is not None and options.isolated:
+        raise EvalPlanError(
+            "--isolated installs a rollout's own dependencies; an --env environment runs in "
+            "this environment (install its extra, e.g. pip install 'osmosis-ai[verifiers]'): "
+            "drop --isolated"
+        )
+    source = resolve_source(
+        Path(target) if target is not None else None, tuning.workspace, options.environment
+    )
     output_root = Path(options.output_dir or source.workspace / DEFAULT_OUTPUT_ROOT).resolve()
     options = stored_request(options, output_root)
     knobs = _knobs(options, source)

@@ -37,6 +37,10 @@ class EvalSource:
     model: str | None = None  # the config's experiment.model_path
     env: dict[str, str] = field(default_factory=dict)
     secret_names: list[str] = field(default_factory=list)
+    #: ``--env SPEC`` / ``[experiment] env``: the environment served (its canonical spec), and
+    #: its rows file, the dataset when none is given (see :mod:`.environment`).
+    environment: str | None = None
+    environment_rows: Path | None = None
 
     @property
     def entrypoint_label(self) -> str:
@@ -59,10 +63,19 @@ def find_workspace(start: Path) -> Path:
     return Path.cwd().resolve()
 
 
-def resolve_source(target: Path, workspace: Path | None = None) -> EvalSource:
-    """``target`` is a ``.toml`` eval config, a rollout folder or an entrypoint ``.py`` file."""
+def resolve_source(
+    target: Path | None, workspace: Path | None = None, environment: str | None = None
+) -> EvalSource:
+    """``target`` is a ``.toml`` eval config, a rollout folder or an entrypoint ``.py`` file;
+    with ``environment`` (``--env SPEC``) it is an optional eval config, or ``None``."""
+    if environment is not None or target is None:
+        return _from_environment(target, workspace, environment)
     target = target.expanduser()
     if target.suffix == ".toml":
+        from osmosis_ai.config import load_eval_config
+
+        if load_eval_config(target).experiment.env:
+            return _from_environment(target, workspace, None)
         return _from_config(target, workspace)
     if target.is_dir():
         rollout_dir, entry = target.resolve(), DEFAULT_ENTRYPOINT
@@ -81,6 +94,47 @@ def resolve_source(target: Path, workspace: Path | None = None) -> EvalSource:
         entrypoint=_contained(rollout_dir, entry, "the entrypoint"),
         workspace=(workspace or find_workspace(rollout_dir)).resolve(),
         evaluation=EvaluationSection(),
+    )
+
+
+def _from_environment(
+    target: Path | None, workspace: Path | None, environment: str | None
+) -> EvalSource:
+    """The environment named by ``--env`` (or the config's ``[experiment] env``) as the rollout;
+    an eval config given too still brings its knobs, model, ``[env]`` and secrets."""
+    from osmosis_ai.config import EvaluationSection, load_eval_config
+    from osmosis_ai.eval._impl.plan.environment import materialize_environment
+
+    config = None
+    if target is not None:
+        target = target.expanduser()
+        if target.suffix != ".toml":
+            raise EvalPlanError(
+                f"--env names the rollout: {target} is not an eval config (.toml); drop it, or "
+                "pass an eval config whose [experiment] settings should apply"
+            )
+        config = load_eval_config(target)
+    spec = environment or (config.experiment.env if config is not None else None)
+    if spec is None:
+        raise EvalPlanError(
+            "nothing to evaluate: pass an eval config, a rollout folder or entrypoint, or "
+            "--env SOURCE:NAME (docs/environments.md)"
+        )
+    root = (workspace or (find_workspace(target) if target else Path.cwd())).resolve()
+    made = materialize_environment(spec, root)
+    return EvalSource(
+        rollout_name=made.name,
+        rollout_dir=made.rollout_dir,
+        entrypoint=made.entrypoint,
+        workspace=root,
+        evaluation=config.evaluation if config is not None else EvaluationSection(),
+        config=config,
+        config_path=target.resolve() if config is not None and target is not None else None,
+        model=config.experiment.model_path if config is not None else None,
+        env=dict(config.env) if config is not None else {},
+        secret_names=config.required_secrets if config is not None else [],
+        environment=made.spec,
+        environment_rows=made.rows_path,
     )
 
 

@@ -147,6 +147,58 @@ class EnvironmentInfo:
     needs: tuple[str, ...] = ()
 
 
+def typed_options(spec: EnvironmentSpec, fields: Mapping[str, Any], *, what: str) -> dict[str, Any]:
+    """``spec.options`` converted to the types in ``fields`` (option name -> type annotation).
+
+    ``int``/``float``/``bool``/``str`` (and ``X | None``: ``none`` or an empty value is ``None``)
+    are parsed from the text; any other type (lists, tuples, dicts) is read as JSON. An option
+    not in ``fields``, or a value that does not parse, raises :class:`EnvironmentSpecError`
+    naming the option, the expected type and ``what`` accepts it.
+    """
+    import json
+    import types
+    import typing
+
+    def convert(key: str, raw: str, kind: Any) -> Any:
+        args = typing.get_args(kind)
+        if typing.get_origin(kind) in (typing.Union, types.UnionType) and type(None) in args:
+            if raw.strip().lower() in ("", "none", "null"):
+                return None
+            (kind,) = [a for a in args if a is not type(None)][:1] or [str]
+        if kind is bool:
+            lowered = raw.strip().lower()
+            if lowered in ("1", "true", "yes", "on"):
+                return True
+            if lowered in ("0", "false", "no", "off"):
+                return False
+            raise ValueError("expected true or false")
+        if kind in (int, float, str):
+            return kind(raw)
+        value = json.loads(raw)
+        origin = typing.get_origin(kind) or kind
+        return tuple(value) if origin is tuple and isinstance(value, list) else value
+
+    unknown = sorted(set(spec.options) - set(fields))
+    if unknown:
+        raise EnvironmentSpecError(
+            f"{spec}: {what} has no option {', '.join(map(repr, unknown))}; its options are "
+            + (", ".join(sorted(fields)) or "none")
+            + "."
+        )
+    converted: dict[str, Any] = {}
+    for key, raw in spec.options.items():
+        kind = fields[key]
+        try:
+            converted[key] = convert(key, raw, kind)
+        except (ValueError, TypeError) as exc:
+            name = getattr(kind, "__name__", None) or str(kind).replace("typing.", "")
+            raise EnvironmentSpecError(
+                f"{spec}: option {key}={raw!r} is not a valid {name} ({exc}); give {key}=VALUE "
+                "as a number, true/false, text or JSON as the type needs."
+            ) from None
+    return converted
+
+
 @runtime_checkable
 class EnvironmentSource(Protocol):
     """What an adapter module's ``SOURCE`` object provides."""
@@ -181,6 +233,42 @@ def load_environment(spec: str | EnvironmentSpec) -> Environment:
     return environment_source(parsed.source).load(parsed)
 
 
+@dataclass(frozen=True, slots=True)
+class SourceListing:
+    """One source in ``osmosis env list``: what it lists, or why it cannot (``missing``: the
+    ``pip install`` that fixes it)."""
+
+    source: str
+    environments: tuple[EnvironmentInfo, ...] = ()
+    missing: str | None = None
+
+
+def list_environments(sources: Iterable[str] | None = None) -> list[SourceListing]:
+    """What each source's adapter sees installed (``osmosis env list``); a source whose adapter
+    or framework is missing is listed with the install command instead of failing."""
+    listings: list[SourceListing] = []
+    for source in sources if sources is not None else SOURCES:
+        try:
+            adapter = environment_source(source)
+        except ModuleNotFoundError as exc:
+            listings.append(SourceListing(source, missing=str(exc)))
+            continue
+        listings.append(SourceListing(source, tuple(adapter.list())))
+    return listings
+
+
+def environment_info(spec: str | EnvironmentSpec) -> EnvironmentInfo:
+    """Load ``spec`` and describe it (``osmosis env info``): its rows, metrics and needs."""
+    environment = load_environment(spec)
+    return EnvironmentInfo(
+        spec=str(environment.spec),
+        description=environment.description,
+        rows=len(environment.rows),
+        metrics=environment.metrics,
+        needs=environment.needs,
+    )
+
+
 __all__ = [
     "SOURCES",
     "Environment",
@@ -188,6 +276,10 @@ __all__ = [
     "EnvironmentSource",
     "EnvironmentSpec",
     "EnvironmentSpecError",
+    "SourceListing",
+    "environment_info",
     "environment_source",
+    "list_environments",
     "load_environment",
+    "typed_options",
 ]
