@@ -165,7 +165,7 @@ class HarborRegistrySource:
             raise EnvironmentSpecError(
                 f"Harbor's registry has no dataset {spec.name!r} ({exc}). Name it as "
                 "'org/name@ref' (or 'name@version' in a local registry); list them with "
-                "`harbor datasets list`."
+                "`harbor dataset list`."
             ) from exc
         tasks_dir, rows = _rows(metadata.task_ids, base)
         if not rows:
