@@ -24,8 +24,8 @@ from osmosis_ai.rollout.integrations.environments import (
 )
 from osmosis_ai.rollout.integrations.spi import aclose_policy_clients
 from osmosis_ai.rollout.types import RolloutStatus
-from osmosis_ai.testing import ScriptedPolicyServer, serve_app
-from osmosis_ai.testing.replies import Reply, text_reply, tool_call_reply
+from osmosis_ai.testing import ScriptedPolicyServer, run_rollout, serve_app
+from osmosis_ai.testing.replies import Reply, error_reply, text_reply, tool_call_reply
 
 FIXTURES = Path(__file__).parent / "fixtures"
 TASK_FILE = FIXTURES / "arith.py"
@@ -188,3 +188,26 @@ def test_rows_are_the_osmosis_dataset_format() -> None:
         "metadata": {"inspect_sample": {"input": "What is 10 + 32?", "target": "42", "id": "a2"}},
     }
     json.dumps(list(env.rows))  # JSON lines as a dataset file
+
+
+async def test_a_failed_policy_call_is_an_http_error_sent_once() -> None:
+    """Neither Inspect nor the openai client retries: the trainer's endpoint sees one request,
+    and the failure is osmosis's ``http_error`` (infrastructure), never a graded answer."""
+    env = load_environment(f"inspect:{TASK_FILE}@addition")
+    row = env.rows[0]
+    async with ScriptedPolicyServer([error_reply(500, {"error": {"message": "boom"}})]) as policy:
+        result = await run_rollout(
+            env.workflow,
+            env.grader,
+            prompt=row["messages"],
+            label=row["ground_truth"],
+            metadata=row["metadata"],
+            policy=policy,
+            workflow_config=env.workflow_config,
+            grader_config=env.grader_config,
+        )
+        assert len(policy.requests) == 1
+    await aclose_policy_clients()
+    assert (result.status, result.err_category) == ("failure", "http_error")
+    assert "HTTP 500" in (result.err_message or "")
+    assert result.reward is None

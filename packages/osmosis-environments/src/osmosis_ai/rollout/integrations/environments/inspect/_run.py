@@ -24,6 +24,7 @@ from osmosis_ai.rollout.integrations.spi import (
     RolloutSample,
     SampleSource,
     require_active_rollout,
+    translate_policy_error,
 )
 from osmosis_ai.rollout.types.config import AgentWorkflowConfig, GraderConfig
 
@@ -175,6 +176,20 @@ async def _sample_scope(
         yield state
 
 
+def _raise_policy_error(exc: BaseException, url: str) -> None:
+    """A failed policy call (under Inspect's retry wrapper) as osmosis's policy error."""
+    cause: BaseException | None = exc
+    while cause is not None:
+        last_attempt = getattr(cause, "last_attempt", None)  # tenacity.RetryError
+        if last_attempt is not None and last_attempt.failed:
+            cause = last_attempt.exception()
+            continue
+        translated = translate_policy_error(cause, url)
+        if translated is not None:
+            raise translated from exc
+        cause = cause.__cause__
+
+
 class _Prepared(SampleSource):
     def __init__(self, sample: RolloutSample) -> None:
         self._sample = sample
@@ -205,6 +220,7 @@ class InspectWorkflow(AgentWorkflow[InspectTaskConfig]):
             api_key=rollout.api_key or "EMPTY",
             config=generate_config,
             memoize=False,
+            max_retries=0,  # the openai client's: the trainer's endpoint logs every request
         )
         async with (
             model,
@@ -231,6 +247,9 @@ class InspectWorkflow(AgentWorkflow[InspectTaskConfig]):
                     state = await resolve_plan(task, None)(state, generate)
             except LimitExceededError as exc:  # Inspect scores a sample that hit its limit
                 limit = exc.type
+            except Exception as exc:
+                _raise_policy_error(exc, rollout.chat_completions_url)
+                raise
         native = [m.model_dump(mode="json", exclude_none=True) for m in state.messages]
         sample_out = RolloutSample(
             messages=native,

@@ -15,11 +15,12 @@ from osmosis_ai.rollout.integrations.environments import (
 )
 from osmosis_ai.rollout.optional_imports import install_hint
 
-if importlib.util.find_spec("inspect_ai") is None:
-    raise ModuleNotFoundError(
-        f"The 'inspect' environment source needs Inspect AI: {install_hint('inspect')}",
-        name="inspect_ai",
-    )
+for _module in ("inspect_ai", "openai"):  # openai: Inspect's provider for the policy endpoint
+    if importlib.util.find_spec(_module) is None:
+        raise ModuleNotFoundError(
+            f"The 'inspect' environment source needs {_module}: {install_hint('inspect')}",
+            name=_module,
+        )
 
 if TYPE_CHECKING:
     from inspect_ai import Task
