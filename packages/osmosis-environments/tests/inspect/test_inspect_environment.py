@@ -148,6 +148,12 @@ async def test_tool_solver_and_two_scorers_through_a_rollout_server(
     assert first[1].body["messages"][-1]["content"] == "5"  # Inspect ran the tool
     trajectory = results["a1"].sample.messages
     assert [m["role"] for m in trajectory] == ["system", "user", "assistant", "tool", "assistant"]
+    # The task's per-sample cleanup ran once per rollout (the task as the workflow loaded it).
+    from osmosis_ai.rollout.integrations.environments.inspect._run import load_task
+
+    config: Any = env.workflow_config
+    cleanup: Any = load_task(config.task, config.task_arg_values).cleanup
+    assert sorted(cleanup.__globals__["CLEANED"]) == ["a1", "a2", "a3"]
 
 
 async def test_react_agent_solver() -> None:

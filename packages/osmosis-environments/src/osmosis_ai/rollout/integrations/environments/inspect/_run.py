@@ -250,6 +250,9 @@ class InspectWorkflow(AgentWorkflow[InspectTaskConfig]):
             except Exception as exc:
                 _raise_policy_error(exc, rollout.chat_completions_url)
                 raise
+            finally:
+                if task.cleanup is not None:  # the task's per-sample cleanup, as Inspect runs it
+                    await task.cleanup(state)
         native = [m.model_dump(mode="json", exclude_none=True) for m in state.messages]
         sample_out = RolloutSample(
             messages=native,
