@@ -6,6 +6,8 @@ run as a plain Harbor trial."""
 from __future__ import annotations
 
 import json
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -64,6 +66,9 @@ async def test_local_registry_dataset_through_a_rollout_server(
     registry: Path, tmp_path: Path
 ) -> None:
     env = load_environment(f"harbor:demo@1.0?registry={registry}&agent=oracle&sandbox=local")
+    assert env.rows[0]["messages"] == [
+        {"role": "user", "content": "Create /app/hello.txt containing hello"}
+    ]
     assert [row["metadata"] for row in env.rows] == [
         {"harbor_task_id": "hello"},
         {"harbor_task_id": "quarter"},
@@ -92,6 +97,41 @@ async def test_local_registry_dataset_through_a_rollout_server(
         expected = await _harbor_reward(registry / "tasks" / name, tmp_path / "harbor-trials")
         assert results[name].sample.reward == expected
     assert [results[n].sample.reward for n in ("hello", "quarter", "typo")] == [1.0, 0.25, 0.0]
+
+
+@pytest.fixture
+def answer_project() -> Iterator[Path]:
+    project = Path(__file__).parent / "fixtures" / "answer_project"
+    sys.path.insert(0, str(project))
+    try:
+        yield project
+    finally:
+        sys.path.remove(str(project))
+        sys.modules.pop("answer_rollout", None)
+
+
+async def test_an_agent_workflow_answers_from_the_policy_in_the_sandbox(
+    registry: Path, tmp_path: Path, answer_project: Path
+) -> None:
+    """agent=module:Class: the workflow runs inside each task's trial, gets the task's
+    instruction as its prompt, calls the policy, and the task's own verifier scores it."""
+    env = load_environment(
+        f"harbor:demo@0.9?registry={registry}&agent=answer_rollout:WriteTheAnswer&sandbox=local"
+    )
+    async with (
+        ScriptedPolicyServer(["hello"]) as policy,
+        serve_app(env.create_app(trials_dir=tmp_path / "trials")) as url,
+        RolloutClient(url=url) as client,
+    ):
+        row = env.rows[0]
+        result = await client.run_rollout(
+            row["messages"], policy.chat_completions_url("w1"), "w1", metadata=row["metadata"]
+        )
+        calls = policy.requests_for("w1")
+    assert result.status == RolloutStatus.SUCCESS, result.err_message
+    assert result.sample is not None
+    assert result.sample.reward == 1.0  # the verifier found "hello", what the policy said
+    assert calls[0].body["messages"] == row["messages"]
 
 
 def test_versions_and_listing_come_from_harbor(registry: Path) -> None:

@@ -9,7 +9,8 @@ trial with the task's own instruction, environment and verifier:
 - a registry package ``org/name@digest`` -> ``metadata["harbor_task"]`` (fetched per rollout);
 - a task in a git repository -> ``harbor_task`` (its path) + ``git_url`` + ``git_commit_id``;
 - a local task -> ``harbor_task_id`` relative to the dataset's folder (a relative path in a local
-  registry is read relative to the registry file).
+  registry is read relative to the registry file), with its instruction as the row's prompt
+  (what an ``AgentWorkflow`` agent receives; the trial itself uses the task's own file).
 
 Options: ``registry``, ``registry_url``, ``agent`` (``terminus-2`` by default, ``mini-swe-agent``,
 ``oracle``, ``nop``, or an ``AgentWorkflow`` as ``module:Class``), ``sandbox`` (``local``,
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import logging
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -36,6 +38,7 @@ from osmosis_ai.rollout.integrations.environments import (
     EnvironmentSpecError,
 )
 
+logger = logging.getLogger(__name__)
 _OPTIONS = ("registry", "registry_url", "agent", "sandbox", "concurrency")
 
 
@@ -131,12 +134,29 @@ def _rows(task_ids: Iterable[Any], base: Path | None) -> tuple[Path, list[dict[s
             metas.append({"harbor_task": f"{task_id.org}/{task_id.name}{ref}"})
     root = Path(_common(local)) if local else Path.cwd()
     paths = iter(local)
-    rows = []
+    rows: list[dict[str, Any]] = []
     for meta in metas:
-        if not meta:
-            meta = {"harbor_task_id": next(paths).relative_to(root).as_posix()}
-        rows.append({"metadata": meta})
+        if meta:
+            rows.append({"metadata": meta})
+            continue
+        path = next(paths)
+        row: dict[str, Any] = {"metadata": {"harbor_task_id": path.relative_to(root).as_posix()}}
+        instruction = _instruction(path)
+        if instruction:  # the prompt an AgentWorkflow agent gets (and reports show)
+            row["messages"] = [{"role": "user", "content": instruction}]
+        rows.append(row)
     return root, rows
+
+
+def _instruction(task_dir: Path) -> str | None:
+    """The task's instruction as Harbor reads it (``None`` for a multi-step task)."""
+    from harbor.models.task.task import Task
+
+    try:
+        return Task(task_dir).instruction.strip() or None
+    except Exception as exc:  # a task Harbor cannot read fails when its trial runs, saying why
+        logger.debug("no instruction for %s: %s", task_dir, exc)
+        return None
 
 
 def _common(paths: list[Path]) -> str:
@@ -192,8 +212,17 @@ class HarborRegistrySource:
         )
 
     def list(self, registry: str | None = None) -> Iterable[EnvironmentInfo]:
-        """The datasets of Harbor's registry (or of the local ``registry`` file or folder)."""
+        """The datasets of Harbor's registry (network), or of the local ``registry`` file or
+        folder (offline)."""
         client, _ = _client({} if registry is None else {"registry": registry})
+        try:
+            datasets = _run(client.list_datasets())
+        except Exception as exc:
+            where = registry or "Harbor's registry"
+            raise EnvironmentSpecError(
+                f"Could not list the datasets of {where} ({exc}). Offline, list a local "
+                "registry instead: registry=PATH (a registry.json or its folder)."
+            ) from exc
         return [
             EnvironmentInfo(
                 spec=f"harbor:{d.name}" + (f"@{d.version}" if d.version else ""),
@@ -201,7 +230,7 @@ class HarborRegistrySource:
                 rows=d.task_count,
                 needs=("sandbox",),
             )
-            for d in _run(client.list_datasets())
+            for d in datasets
         ]
 
 
