@@ -217,3 +217,11 @@ async def test_a_failed_policy_call_is_an_http_error_sent_once() -> None:
     assert (result.status, result.err_category) == ("failure", "http_error")
     assert "HTTP 500" in (result.err_message or "")
     assert result.reward is None
+
+
+def test_the_task_file_is_found_from_any_directory(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A relative FILE.py is resolved at load time: the rollout server may run elsewhere."""
+    monkeypatch.chdir(FIXTURES)
+    env = load_environment("inspect:arith.py@addition")
+    config: Any = env.workflow_config
+    assert config.task == f"{TASK_FILE.resolve()}@addition"

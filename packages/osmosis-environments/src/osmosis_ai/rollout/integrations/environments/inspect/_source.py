@@ -59,6 +59,14 @@ def sample_row(sample: Sample) -> dict[str, Any]:
     }
 
 
+def _absolute(task: str) -> str:
+    """``FILE.py@TASK`` with an absolute file, so a server started elsewhere finds it."""
+    file, at, name = task.rpartition("@")
+    if at and file.endswith(".py") and Path(file).is_file():
+        return f"{Path(file).resolve()}@{name}"
+    return task
+
+
 class InspectSource:
     """``inspect:<file.py>@<task>`` (or a registered task such as ``inspect_evals/gsm8k``)."""
 
@@ -68,7 +76,10 @@ class InspectSource:
         options = dict(spec.options)
         model_name = options.pop(MODEL_OPTION, "osmosis-rollout")
         config = InspectTaskConfig(
-            name=f"inspect:{spec.name}", task=spec.name, task_args=options, model_name=model_name
+            name=f"inspect:{spec.name}",
+            task=_absolute(spec.name),
+            task_args=options,
+            model_name=model_name,
         )
         task = load_task(config.task, config.task_arg_values)
         samples = list(task.dataset)
