@@ -451,11 +451,14 @@ DOCUMENTED_IMPORTS = {
         " OsmosisRolloutModel, run_agent, tool_error_reply, AdkSampleSource",
     ],
 }
-# integration distribution -> the only folder its wheel may contain
-LEAVES = {
+# integration distribution -> the only folder (or folders) its wheel may contain
+LEAVES: dict[str, str | tuple[str, ...]] = {
     "osmosis_strands": "osmosis_ai/rollout/integrations/agents/strands/",
     "osmosis_openai_agents": "osmosis_ai/rollout/integrations/agents/openai_agents/",
-    "osmosis_harbor": "osmosis_ai/rollout/backend/harbor/",
+    "osmosis_harbor": (  # the backend and the harbor: environment source
+        "osmosis_ai/rollout/backend/harbor/",
+        "osmosis_ai/rollout/integrations/environments/harbor.py",
+    ),
     "osmosis_pydantic_ai": "osmosis_ai/rollout/integrations/agents/pydantic_ai/",
     "osmosis_langgraph": "osmosis_ai/rollout/integrations/agents/langgraph/",
     "osmosis_adk": "osmosis_ai/rollout/integrations/agents/adk/",

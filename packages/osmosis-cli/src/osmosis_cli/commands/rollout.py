@@ -1,7 +1,8 @@
-"""``osmosis rollout init | validate | serve | list``."""
+"""``osmosis rollout init | validate | serve | deploy | export-harbor | list``."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -199,6 +200,68 @@ def deploy_command(
             launch=launch,
             down=down,
         )
+    )
+
+
+@app.command("export-harbor")
+def export_harbor_command(
+    target: Annotated[
+        str, typer.Argument(metavar="ROLLOUT", help="rollouts/<name> (or its entrypoint file).")
+    ],
+    dataset: Annotated[
+        Path, typer.Option("--dataset", "-d", help="Dataset file (JSONL, CSV or Parquet).")
+    ],
+    out_dir: Annotated[
+        Path, typer.Option("--output", "-o", help="New or empty directory for the task folders.")
+    ],
+    solution: Annotated[
+        str | None,
+        typer.Option(
+            "--solution",
+            help="Reference answer template for solution/solve.sh, e.g. '#### {label}' "
+            "({label} and the row's metadata keys).",
+        ),
+    ] = None,
+    image: Annotated[
+        str | None, typer.Option("--image", help="Base image (default python:3.12-slim).")
+    ] = None,
+    bake_dependencies: Annotated[
+        bool,
+        typer.Option(
+            "--bake-dependencies/--no-bake-dependencies",
+            help="Install the rollout's dependencies in the image (else at verification).",
+        ),
+    ] = True,
+    name: Annotated[
+        str | None, typer.Option("--name", help="Task name prefix (default: the rollout's name).")
+    ] = None,
+) -> None:
+    """Write a rollout + dataset as Harbor tasks: one folder per row, the grader as verifier.
+
+    Each task has the row's prompt as instruction.md, a Python image, and tests/test.sh running
+    the rollout's Grader on the agent's answer (Harbor's reward.json). Run them with any Harbor
+    agent (`harbor run -p DIR`); --solution adds a reference answer for the oracle agent.
+    """
+    from osmosis_cli.harbor_export import ExportRequest, export_harbor
+    from osmosis_cli.output import get_output
+
+    tasks = export_harbor(
+        ExportRequest(
+            target=target,
+            dataset=dataset,
+            out_dir=out_dir,
+            solution=solution,
+            image=image,
+            bake_dependencies=bake_dependencies,
+            name=name,
+        )
+    )
+    get_output().emit_operation(
+        "rollout.export-harbor",
+        message=f"Wrote {len(tasks)} Harbor task(s) to {out_dir}.",
+        resource={"output": str(out_dir), "tasks": [p.name for p in tasks]},
+        lines=[str(p) for p in tasks[:20]]
+        + ([f"... {len(tasks) - 20} more"] if len(tasks) > 20 else []),
     )
 
 

@@ -14,7 +14,10 @@ Public names (imported lazily, so ``import osmosis_ai.rollout.backend.harbor`` s
 - ``LOCAL_ENVIRONMENT_IMPORT_PATH``: the Docker-free mount-namespace sandbox
   (:mod:`.local_environment`), for tests only;
 - ``sweep_orphans()``: remove sandboxes whose owner process died (a backend does this before
-  its first trial; see :mod:`._sandbox_owner`).
+  its first trial; see :mod:`._sandbox_owner`);
+- ``export_harbor_tasks(rows, out_dir, workflow=, grader=, ...)`` and ``HarborTaskRow``: write
+  a rollout + dataset as Harbor task folders whose verifier runs the rollout's grader
+  (:mod:`.export`; ``osmosis rollout export-harbor`` on the command line).
 
 A typical ``main.py``::
 
@@ -47,6 +50,8 @@ _EXPORTS = {
     "local_environment_config": "osmosis_ai.rollout.backend.harbor.environments",
     "LOCAL_ENVIRONMENT_IMPORT_PATH": "osmosis_ai.rollout.backend.harbor.local_environment",
     "sweep_orphans": "osmosis_ai.rollout.backend.harbor._sandbox_owner",
+    "export_harbor_tasks": "osmosis_ai.rollout.backend.harbor.export",
+    "HarborTaskRow": "osmosis_ai.rollout.backend.harbor.export",
 }
 __all__ = sorted(_EXPORTS)
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
@@ -59,5 +64,7 @@ if TYPE_CHECKING:  # the same names as _EXPORTS (checked by a core test)
     from .environments import environment_config_from_env as environment_config_from_env
     from .environments import local_environment_config as local_environment_config
     from .environments import skypilot_environment_config as skypilot_environment_config
+    from .export import HarborTaskRow as HarborTaskRow
+    from .export import export_harbor_tasks as export_harbor_tasks
     from .local_environment import LOCAL_ENVIRONMENT_IMPORT_PATH as LOCAL_ENVIRONMENT_IMPORT_PATH
     from .tasks import TaskMode as TaskMode

@@ -312,10 +312,25 @@ def resolve_bundle(bundle: Path | str | None) -> Bundle | None:
     return Bundle(wheel=wheel, package=match[1], digest=match[1][-16:])
 
 
+#: The package ``osmosis rollout serve`` / ``eval run`` import a rollout folder's entrypoint
+#: under (``osmosis_ai.rollout.entrypoint``: ``_osmosis_rollout_<hash>.main``). The bundle puts
+#: the rollout folder itself on ``sys.path``, so there the module is plain ``main``.
+_ENTRYPOINT_PACKAGE = re.compile(r"^_osmosis_rollout_[0-9a-f]+\.")
+
+
+def _loaded_entrypoint_module(module_name: str) -> Any:
+    """The module a rollout loader imported as ``_osmosis_rollout_<hash>.<module_name>``."""
+    for name, module in list(sys.modules.items()):
+        if _ENTRYPOINT_PACKAGE.match(name) and _ENTRYPOINT_PACKAGE.sub("", name) == module_name:
+            return module
+    return None
+
+
 def module_import_name(module_name: str) -> str:
-    """``__main__`` is the rollout's ``main.py`` on the host but a plain module in the sandbox."""
+    """``__main__`` is the rollout's ``main.py`` on the host but a plain module in the sandbox,
+    and so is an entrypoint the osmosis loader imported under its synthetic package."""
     if module_name != "__main__":
-        return module_name
+        return _ENTRYPOINT_PACKAGE.sub("", module_name)
     main_file = getattr(sys.modules.get("__main__"), "__file__", None)
     if not main_file:
         raise ValueError(
@@ -388,7 +403,7 @@ def project_dir_of(import_path: str) -> Path:
     if module_name == Path(getattr(sys.modules.get("__main__"), "__file__", "") or "").stem:
         module = sys.modules.get(module_name) or sys.modules.get("__main__")
     else:
-        module = sys.modules.get(module_name)
+        module = sys.modules.get(module_name) or _loaded_entrypoint_module(module_name)
     if module is None:
         import importlib
 

@@ -1,0 +1,89 @@
+"""``osmosis eval run --env inspect:...`` and ``--env harbor:...`` through the real CLI.
+
+PENDING (marked skip below): ``eval run --env SPEC`` is built on another branch (issue 41, the
+environments distribution). These tests are written in the shape expected once it lands; the
+adapters they drive are tested today through a served rollout server in
+``packages/osmosis-environments/tests/inspect/`` and
+``packages/osmosis-harbor/tests/integrations/environments/``. To enable: drop the skip marks,
+check the CLI flags and the row record fields (``metrics``) against what landed.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from eval_support import Cli, read_jsonl
+
+PENDING = pytest.mark.skip(reason="PENDING: `osmosis eval run --env` (issue 41, other branch)")
+INSPECT_FIXTURES = (
+    Path(__file__).parents[2] / "packages/osmosis-environments/tests/inspect/fixtures"
+)
+
+#: The policy for the Inspect task: call `add`, then answer with its result (row 2 wrongly).
+RESPONDER = """
+import re
+
+
+def respond(body):
+    messages = body["messages"]
+    question = next(m["content"] for m in messages if m["role"] == "user")
+    tools = [m for m in messages if m["role"] == "tool"]
+    if not tools:
+        a, b = (int(x) for x in re.findall(r"\\d+", question))
+        return {"tool_calls": [{"name": "add", "arguments": {"a": a, "b": b}}]}
+    return "14" if "7 + 8" in question else str(tools[-1]["content"])
+"""
+
+
+@PENDING
+def test_eval_run_env_inspect_task_rewards_and_scorer_metrics(cli: Cli, tmp_path: Path) -> None:
+    from inspect_ai.scorer import value_to_float
+
+    ws = tmp_path / "ws"
+    assert cli.run("init", str(ws), cwd=tmp_path).code == 0
+    for name in ("arith.py", "arith.jsonl"):
+        shutil.copy(INSPECT_FIXTURES / name, ws / name)
+    (ws / "responder.py").write_text(RESPONDER)
+    result = cli.run(
+        "--json", "eval", "run", "--env", "inspect:arith.py@addition", "--model", "mock",
+        "--mock-script", "responder.py", "--name", "inspect", cwd=ws,
+    )  # fmt: skip
+    assert result.code == 0, result.stderr
+    rows = {r["source_row_index"]: r for r in read_jsonl(ws / ".osmosis/evals/inspect/index.jsonl")}
+    # Inspect's own mapping of its scorers' values: match/includes give C or I.
+    to_float = value_to_float()
+    assert [rows[i]["reward"] for i in range(3)] == [to_float("C"), to_float("C"), to_float("I")]
+    assert all(set(rows[i]["metrics"]) >= {"match", "includes"} for i in range(3))
+    assert rows[2]["metrics"]["includes"] == 0.0
+
+
+@PENDING
+def test_eval_run_env_harbor_local_registry(cli: Cli, tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    assert cli.run("init", str(ws), cwd=tmp_path).code == 0
+    registry = ws / "registry"
+    task = registry / "tasks" / "hello"
+    (task / "environment").mkdir(parents=True)
+    (task / "environment" / "Dockerfile").write_text("FROM python:3.12-slim\nWORKDIR /app\n")
+    (task / "task.toml").write_text('schema_version = "1.3"\n[verifier]\ntimeout_sec = 60\n')
+    (task / "instruction.md").write_text("Create /app/hello.txt containing hello\n")
+    for sub, body in (
+        ("solution/solve.sh", "echo hello > /app/hello.txt"),
+        ("tests/test.sh", "grep -q hello /app/hello.txt && echo 1 > /logs/verifier/reward.txt"),
+    ):
+        (task / sub).parent.mkdir(parents=True, exist_ok=True)
+        (task / sub).write_text(f"#!/bin/bash\n{body}\n")
+        (task / sub).chmod(0o755)
+    datasets = [{"name": "demo", "version": "1.0", "description": "", "tasks": [
+        {"name": "hello", "path": "tasks/hello"}]}]  # fmt: skip
+    (registry / "registry.json").write_text(json.dumps(datasets))
+    spec = f"harbor:demo@1.0?registry={registry}&agent=oracle&sandbox=local"
+    result = cli.run(
+        "--json", "eval", "run", "--env", spec, "--model", "mock", "--name", "hb", cwd=ws
+    )
+    assert result.code == 0, result.stderr
+    (row,) = read_jsonl(ws / ".osmosis/evals/hb/index.jsonl")
+    assert (row["status"], row["reward"]) == ("success", 1.0)
