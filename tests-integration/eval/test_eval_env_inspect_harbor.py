@@ -1,12 +1,7 @@
-"""``osmosis eval run --env inspect:...`` and ``--env harbor:...`` through the real CLI.
-
-PENDING (marked skip below): ``eval run --env SPEC`` is built on another branch (issue 41, the
-environments distribution). These tests are written in the shape expected once it lands; the
-adapters they drive are tested today through a served rollout server in
+"""``osmosis eval run --env inspect:...`` and ``--env harbor:...`` through the real CLI (the
+adapters themselves are also tested through a served rollout server in
 ``packages/osmosis-environments/tests/inspect/`` and
-``packages/osmosis-harbor/tests/integrations/environments/``. To enable: drop the skip marks,
-check the CLI flags and the row record fields (``metrics``) against what landed.
-"""
+``packages/osmosis-harbor/tests/integrations/environments/``)."""
 
 from __future__ import annotations
 
@@ -14,10 +9,8 @@ import json
 import shutil
 from pathlib import Path
 
-import pytest
 from eval_support import Cli, read_jsonl
 
-PENDING = pytest.mark.skip(reason="PENDING: `osmosis eval run --env` (issue 41, other branch)")
 INSPECT_FIXTURES = (
     Path(__file__).parents[2] / "packages/osmosis-environments/tests/inspect/fixtures"
 )
@@ -38,7 +31,6 @@ def respond(body):
 """
 
 
-@PENDING
 def test_eval_run_env_inspect_task_rewards_and_scorer_metrics(cli: Cli, tmp_path: Path) -> None:
     from inspect_ai.scorer import value_to_float
 
@@ -60,7 +52,6 @@ def test_eval_run_env_inspect_task_rewards_and_scorer_metrics(cli: Cli, tmp_path
     assert rows[2]["metrics"]["includes"] == 0.0
 
 
-@PENDING
 def test_eval_run_env_harbor_local_registry(cli: Cli, tmp_path: Path) -> None:
     ws = tmp_path / "ws"
     assert cli.run("init", str(ws), cwd=tmp_path).code == 0

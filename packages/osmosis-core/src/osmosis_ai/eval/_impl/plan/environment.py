@@ -84,8 +84,11 @@ def materialize_environment(spec_text: str, workspace: Path) -> MaterializedEnvi
     if not lines:
         raise EvalPlanError(f"environment {canonical} has no rows to evaluate")
     rows_text = "\n".join(lines) + "\n"
+    # The adapter's own spec (e.g. a task file made absolute) is what the server child loads:
+    # it starts in the generated folder, not where `eval run` was started.
+    loaded = str(environment.spec)
     entry_text = _ENTRYPOINT_TEMPLATE.format(
-        spec=canonical, spec_literal=repr(canonical), workspace_literal=repr(str(workspace))
+        spec=canonical, spec_literal=repr(loaded), workspace_literal=repr(str(workspace))
     )
     digest = hashlib.sha256(f"{canonical}\0{rows_text}".encode()).hexdigest()[:10]
     name = environment_slug(canonical)

@@ -94,7 +94,8 @@ class InspectSource:
             if sample.id is None:
                 sample.id = index  # what Inspect's own eval assigns
         return Environment(
-            spec=spec,
+            # the file made absolute: a rollout server started in another folder loads the same
+            spec=EnvironmentSpec(spec.source, config.task, spec.options),
             workflow=InspectWorkflow,
             grader=InspectGrader,
             rows=[sample_row(sample) for sample in samples],
