@@ -96,3 +96,21 @@ def test_unknown_run_and_no_login(cli: Cli, platform: Platform, local_run: Path)
     logged_out = cli("--json", "eval", "upload", "calc-local", cwd=local_run)
     assert logged_out.error()["error"]["code"] == "AUTH_REQUIRED"
     assert _puts(platform) == []
+
+
+def test_eval_run_upload_sends_the_finished_run(
+    cli: Cli, platform: Platform, local_run: Path
+) -> None:
+    run = cli(
+        "--json", "eval", "run", f"configs/eval/{TEMPLATE}.toml", "--model", "mock",
+        "--rows", "0-1", "--name", "with-upload", "--upload", cwd=local_run,
+    )  # fmt: skip
+    assert run.code == 0, run.stderr
+    assert platform.state.find_run("eval", "with-upload-imported") is not None
+    del cli.env["OSMOSIS_TOKEN"]
+    refused = cli(
+        "--json", "eval", "run", f"configs/eval/{TEMPLATE}.toml", "--model", "mock",
+        "--rows", "0-1", "--name", "never-ran", "--upload", cwd=local_run,
+    )  # fmt: skip
+    assert refused.error()["error"]["code"] == "AUTH_REQUIRED"
+    assert not (local_run / ".osmosis" / "evals" / "never-ran").exists()  # checked before running

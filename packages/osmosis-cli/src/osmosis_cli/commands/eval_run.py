@@ -68,6 +68,10 @@ def run(
     proxy_url: opt.ProxyUrl = None,
     require_append_only: opt.RequireAppendOnly = False,
     fail_on_tripwire: opt.FailOnTripwire = False,
+    secrets_file: opt.SecretsFile = None,
+    rollout_port: opt.RolloutPort = None,
+    verbose: opt.Verbose = False,
+    upload: opt.Upload = False,
 ) -> None:
     """Run an eval locally: every row x n samples through the rollout, graded, resumable.
 
@@ -86,6 +90,13 @@ def run(
     from osmosis_cli.output import get_output
 
     out = get_output()
+    if upload:  # fail before the run, not after it
+        from osmosis_cli.platform.credentials import require_token
+        from osmosis_cli.platform.settings import platform_url
+
+        require_token(platform_url())
+    if secrets_file is not None:
+        _load_secrets_file(secrets_file)
     target = _target_words(config, environment)
     if isolated and config is not None:
         _refuse_legacy_sdk_pin(config)
@@ -102,12 +113,31 @@ def run(
         report = result.run_dir / "report.html"
     runs_dir = Path(options.output_dir) if options.output_dir is not None else None
     _emit(result, out, target, report, failures, runs_dir)
+    if verbose:
+        out.progress(f"Rollout server log: {result.run_dir / 'rollout_server.log'}")
+    if upload and result.status != "interrupted":
+        from osmosis_cli.platform.eval_upload import upload_run
+
+        upload_run(result.run_dir, out, replace=False)
     if result.status == "interrupted":
         raise typer.Exit(code=EXIT_INTERRUPTED)
     if result.stop_code == "budget":
         raise typer.Exit(code=EXIT_BUDGET)
     if result.status != "success":
         raise typer.Exit(code=1)
+
+
+def _load_secrets_file(path: str) -> None:
+    """``--secrets-file``: each NAME=value into this process's environment (the run's rollout
+    server and the proxy inherit it), every value registered with the redactor first."""
+    import os
+
+    from osmosis_ai.rollout.integrations.spi import register_secret
+    from osmosis_cli.platform.secrets import read_secrets_file
+
+    values = read_secrets_file(path)
+    register_secret(*values.values())
+    os.environ.update(values)
 
 
 def eval_options(params: dict[str, Any], **computed: Any) -> EvalOptions:

@@ -31,7 +31,42 @@ Environment = Annotated[
 Dataset = Annotated[
     Path | None,
     typer.Option(
-        "--dataset", help="Local JSONL, CSV or Parquet file (default: experiment.dataset)."
+        "--dataset",
+        "--dataset-file",
+        help="Local JSONL, CSV or Parquet file (default: experiment.dataset).",
+    ),
+]
+SecretsFile = Annotated[
+    str | None,
+    typer.Option(
+        "--secrets-file",
+        metavar="PATH",
+        help="NAME=value lines ('-' reads stdin) set for this run: the rollout's [secrets] and "
+        "keys; the values are masked in every file and message.",
+    ),
+]
+RolloutPort = Annotated[
+    int | None,
+    typer.Option(
+        "--rollout-port",
+        min=1,
+        max=65535,
+        help="Serve the local rollout server on this 127.0.0.1 port (default: a free one).",
+    ),
+]
+Verbose = Annotated[
+    bool,
+    typer.Option(
+        "--verbose",
+        help="The rollout server logs at info level with its access log (in the run's "
+        "rollout_server.log, whose path is printed).",
+    ),
+]
+Upload = Annotated[
+    bool,
+    typer.Option(
+        "--upload",
+        help="When the run finishes, upload its results to the platform (as 'eval upload').",
     ),
 ]
 Model = Annotated[

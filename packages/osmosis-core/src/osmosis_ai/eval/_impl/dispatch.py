@@ -138,6 +138,11 @@ def _child_env(
     env.update(plan.secrets)
     env["_OSMOSIS_ROLLOUT_ARTIFACT_ROOT"] = str(paths.rollout_trials)
     env["OSMOSIS_ROLLOUT_WORKERS"] = str(plan.workers)
+    env.pop("_OSMOSIS_ROLLOUT_PORT", None)  # only --rollout-port chooses the port
+    if plan.options.rollout_port is not None:
+        env["_OSMOSIS_ROLLOUT_PORT"] = str(plan.options.rollout_port)
+    if plan.options.verbose:
+        env["_OSMOSIS_EVAL_SERVER_LOG_LEVEL"] = "info"
     if local is not None:  # a grader's Judge("local/...") reaches the same model
         env[LOCAL_MODEL_BASE_URL_ENV] = local.base_url
     return env

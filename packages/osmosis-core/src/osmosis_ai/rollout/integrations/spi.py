@@ -34,7 +34,8 @@ What an integration needs, in one place:
   (:func:`find_uv`, :class:`UvNotFoundError`);
 * plumbing with one owner in core, for every sibling distribution (the CLI too):
   :func:`write_atomic` (atomic file writes), :class:`Redactor` and :func:`mask_url` (the one
-  redaction rule: given secrets of 4 or more characters, URL credentials, ``Bearer``/``Basic`` values),
+  redaction rule: given secrets of 4 or more characters, URL credentials, ``Bearer``/``Basic``
+  values; :func:`register_secret` adds one this process learned, for it and its children),
   :class:`Backoff` (exponential backoff with jitter from a private generator) and
   :func:`parse_retry_after`;
 * the errors integrations raise or subclass: :class:`OsmosisError`, :class:`PolicyError`,
@@ -86,7 +87,7 @@ _EXPORTS = exports_from(
         "osmosis_ai.rollout.project_files": "iter_project_files files_digest",
         "osmosis_ai.uv_binary": "find_uv UvNotFoundError",
         "osmosis_ai.atomic_file": "write_atomic",
-        "osmosis_ai._util.redaction": "Redactor mask_url",
+        "osmosis_ai._util.redaction": "Redactor mask_url register_secret",
         "osmosis_ai._util.backoff": "Backoff parse_retry_after",
         _CONTEXT: (
             "RolloutContext SampleSource ConversationSampleSource get_rollout_context "
@@ -116,6 +117,7 @@ if TYPE_CHECKING:  # the same names as _EXPORTS (tests/test_lazy_exports.py chec
     from osmosis_ai._util.backoff import parse_retry_after as parse_retry_after
     from osmosis_ai._util.redaction import Redactor as Redactor
     from osmosis_ai._util.redaction import mask_url as mask_url
+    from osmosis_ai._util.redaction import register_secret as register_secret
     from osmosis_ai.atomic_file import write_atomic as write_atomic
     from osmosis_ai.errors import ConfigurationError as ConfigurationError
     from osmosis_ai.errors import NoActiveRolloutError as NoActiveRolloutError

@@ -15,8 +15,9 @@ installed, ahead of the first rollout (see :func:`_preload_policy_client`).
   ``create_rollout_server`` returns) or a zero-argument ``create_app()``, or be a 0.3.x-style
   script whose ``main()`` builds the app and calls ``uvicorn.run`` (script mode: run with
   ``uvicorn.run`` captured, so its ``host="0.0.0.0"`` is never bound; see the loader).
-* The child binds 127.0.0.1 on a free port itself and reports it through ``PORT_FILE``, so
-  there is no race between choosing a port and binding it.
+* The child binds 127.0.0.1 on a free port itself (or on ``_OSMOSIS_ROLLOUT_PORT``, from
+  ``--rollout-port``) and reports it through ``PORT_FILE``, so there is no race between
+  choosing a port and binding it.
 * Parent death: with ``_OSMOSIS_EVAL_WATCH_STDIN=1`` a thread blocks on stdin, a pipe whose
   other end only the eval process holds. When that process dies for any reason (also
   ``kill -9``) the pipe reaches EOF, and the server shuts down gracefully, then hard-exits if
@@ -116,7 +117,14 @@ def main(argv: list[str]) -> None:
 
     from osmosis_ai.listening_socket import bind_tcp_listener
 
-    sock = bind_tcp_listener("127.0.0.1", 0)
+    wanted = int(os.environ.get("_OSMOSIS_ROLLOUT_PORT") or 0)  # `eval run --rollout-port`
+    try:
+        sock = bind_tcp_listener("127.0.0.1", wanted)
+    except OSError as exc:
+        raise SystemExit(
+            f"cannot serve the rollout on 127.0.0.1:{wanted} ({exc.strerror or exc}): choose "
+            "another --rollout-port, or leave it out to use a free port"
+        ) from None
     port = sock.getsockname()[1]
     # Not osmosis_ai.atomic_file: this file may run under an older osmosis-core (see above).
     tmp = port_file.with_name(port_file.name + ".tmp")

@@ -91,6 +91,12 @@ class EvalOptions:
     #: Fail the run (status ``failed``, ``stop_code`` ``append_only``) when a rollout is not
     #: append-only (``--require-append-only``).
     require_append_only: bool = False
+    #: Serve the local rollout server on this 127.0.0.1 port instead of a free one
+    #: (``--rollout-port``; the child gets it as ``_OSMOSIS_ROLLOUT_PORT``, as 0.3.8 did).
+    rollout_port: int | None = None
+    #: The rollout server logs at ``info`` with its access log (``--verbose``), to the run's
+    #: server log; default ``warning``.
+    verbose: bool = False
     #: Fail the run (status ``failed``, ``stop_code`` ``tripwire``) when a reward-hacking
     #: tripwire fired and was not silenced (``--fail-on-tripwire``; docs/tripwires.md).
     fail_on_tripwire: bool = False
@@ -132,6 +138,8 @@ class EvalOptionsDict(TypedDict, total=False):
     mock_script: PathLike | None
     max_cost: float | None
     require_append_only: bool
+    rollout_port: int | None
+    verbose: bool
     fail_on_tripwire: bool
     environment: str | None
 
