@@ -220,6 +220,7 @@ def test_eval_retry_resends_the_runs_own_secrets_and_never_prints_them(
     assert "still queued" in busy.error()["error"]["message"]
 
     found = platform.state.find_run("eval", run["id"])
+    assert found is not None
     platform.state.set_status(found, "failed")
     found["failed_samples"] = 2
     missing = cli("--json", "eval", "retry", run["name"], "-y", cwd=workspace)

@@ -107,7 +107,9 @@ def _check_duplicates(app: typer.Typer, command: _click.Command, path: list[str]
     for info in app.registered_commands:
         names.append(info.name or _command_name(info.callback))
     for group in app.registered_groups:
-        names.append(group.name or (group.typer_instance.info.name if group.typer_instance else ""))
+        names.append(
+            group.name or (group.typer_instance.info.name or "" if group.typer_instance else "")
+        )
         if group.typer_instance is not None:
             sub = group.typer_instance
             _check_duplicates(sub, command, [*path, names[-1]])

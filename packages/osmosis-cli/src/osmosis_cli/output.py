@@ -325,12 +325,13 @@ class Output:
             )
         from rich.prompt import Prompt
 
-        return Prompt.ask(
+        answer = Prompt.ask(
             question,
             choices=list(choices) if choices else None,
             default=default,
             console=self._console(stderr=True),
         )
+        return answer or ""
 
     def prompt_secret(self, name: str) -> str:
         import getpass

@@ -150,7 +150,9 @@ async def _bounded(client: Any, request: dict[str, Any], deadline_sec: float) ->
             return await client.chat.completions.create(**request)
     except TimeoutError:
         url = f"{str(client.base_url).rstrip('/')}/chat/completions"
-        raise openai.APITimeoutError(request=httpx.Request("POST", url)) from None
+        # The request is only carried along (openai 1-2 type it httpx's, openai 3 httpx2's).
+        request_record: Any = httpx.Request("POST", url)
+        raise openai.APITimeoutError(request=request_record) from None
 
 
 async def _create(
