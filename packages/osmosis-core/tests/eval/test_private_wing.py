@@ -28,6 +28,6 @@ def test_the_cli_contract_fences_the_wing_with_one_line() -> None:
     root = Path(__file__).resolve().parents[4]
     config = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))
     contracts = config["tool"]["importlinter"]["contracts"]
-    (cli,) = [c for c in contracts if c["source_modules"] == ["osmosis_cli"]]
+    (cli,) = [c for c in contracts if c["source_modules"] == ["osmosis_cli", "osmosis_ai.cli"]]
     eval_lines = [m for m in cli["forbidden_modules"] if m.startswith("osmosis_ai.eval")]
     assert eval_lines == [f"osmosis_ai.eval.{WING}"]

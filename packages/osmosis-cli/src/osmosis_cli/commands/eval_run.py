@@ -77,26 +77,16 @@ def run(
 
     Starts the rollout's server (its entrypoint's `app`, or the app a 0.3.x-style `main()` passes
     to `uvicorn.run`) on 127.0.0.1, or drives running ones with --servers/--servers-file, and
-    proxies its model calls to the upstream model. Results go to .osmosis/evals/<run>/
-    (report.html, index.jsonl, metrics.json, trajectories/, logs.txt). Rerun with the same
-    --name to resume. Exit code 1
-    when any work item failed or is still pending (status "partial"), or with
-    --require-append-only when a rollout is not append-only, or with --fail-on-tripwire when
-    a reward-hacking tripwire fired (docs/tripwires.md); 3 when stopped by --max-cost;
-    130 when interrupted. On a terminal, a priced run shows its cost estimate (from a first
-    probe row) and asks to continue; --yes skips the question.
-    The same from Python: osmosis_ai.eval.run_eval (docs/eval-library.md).
-    """
+    proxies its model calls to the upstream model. Results go to .osmosis/evals/<run>/; rerun
+    the same --name to resume. Exit code 1 when a work item failed or is pending ("partial"),
+    or a rollout is not append-only (--require-append-only), or a tripwire fired
+    (--fail-on-tripwire); 3 when stopped by --max-cost; 130 when interrupted. On a terminal, a
+    priced run shows its cost estimate and asks to continue (--yes skips it).
+    From Python: osmosis_ai.eval.run_eval (docs/eval-library.md)."""
     from osmosis_cli.output import get_output
 
     out = get_output()
-    if upload:  # fail before the run, not after it
-        from osmosis_cli.platform.credentials import require_token
-        from osmosis_cli.platform.settings import platform_url
-
-        require_token(platform_url())
-    if secrets_file is not None:
-        _load_secrets_file(secrets_file)
+    _before_run(upload=upload, secrets_file=secrets_file)
     target = _target_words(config, environment)
     if isolated and config is not None:
         _refuse_legacy_sdk_pin(config)
@@ -113,18 +103,32 @@ def run(
         report = result.run_dir / "report.html"
     runs_dir = Path(options.output_dir) if options.output_dir is not None else None
     _emit(result, out, target, report, failures, runs_dir)
-    if verbose:
-        out.progress(f"Rollout server log: {result.run_dir / 'rollout_server.log'}")
-    if upload and result.status != "interrupted":
-        from osmosis_cli.platform.eval_upload import upload_run
-
-        upload_run(result.run_dir, out, replace=False)
+    _after_run(result, out, verbose=verbose, upload=upload)
     if result.status == "interrupted":
         raise typer.Exit(code=EXIT_INTERRUPTED)
     if result.stop_code == "budget":
         raise typer.Exit(code=EXIT_BUDGET)
     if result.status != "success":
         raise typer.Exit(code=1)
+
+
+def _before_run(*, upload: bool, secrets_file: str | None) -> None:
+    if upload:  # fail before the run, not after it
+        from osmosis_cli.platform.credentials import require_token
+        from osmosis_cli.platform.settings import platform_url
+
+        require_token(platform_url())
+    if secrets_file is not None:
+        _load_secrets_file(secrets_file)
+
+
+def _after_run(result: Any, out: Any, *, verbose: bool, upload: bool) -> None:
+    if verbose:
+        out.progress(f"Rollout server log: {result.run_dir / 'rollout_server.log'}")
+    if upload and result.status != "interrupted":
+        from osmosis_cli.platform.eval_upload import upload_run
+
+        upload_run(result.run_dir, out, replace=False)
 
 
 def _load_secrets_file(path: str) -> None:
