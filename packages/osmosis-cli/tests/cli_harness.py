@@ -67,3 +67,25 @@ required = []
         encoding="utf-8",
     )
     return folder
+
+
+#: The tiny core-only rollout the evaluation library's own tests use (osmosis-core/tests/eval).
+TINY_ROLLOUT = (
+    Path(__file__).resolve().parents[2] / "osmosis-core" / "tests" / "eval" / "tiny_rollout.py"
+)
+
+
+def load_tiny_rollout() -> Any:
+    """The tiny rollout module (``write_workspace(...)`` writes a workspace around it)."""
+    import importlib.util
+    import sys
+
+    name = "osmosis_cli_tests_tiny_rollout"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, TINY_ROLLOUT)
+        assert spec is not None
+        assert spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]

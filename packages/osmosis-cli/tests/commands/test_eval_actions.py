@@ -11,10 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_harness import load_tiny_rollout as _load_tiny_rollout  # pyright: ignore[reportMissingImports]
 
 from osmosis_cli.main import run
-
-from .test_eval_run import _load_tiny_rollout
 
 MakeWorkspace = Callable[..., Path]
 

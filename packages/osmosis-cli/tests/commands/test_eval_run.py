@@ -12,31 +12,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_harness import TINY_ROLLOUT  # pyright: ignore[reportMissingImports]
+from cli_harness import load_tiny_rollout as _load_tiny_rollout  # pyright: ignore[reportMissingImports]
 
 from osmosis_ai.testing import ErrorReply, ScriptedPolicyServer
 from osmosis_ai.testing.replies import Reply
 from osmosis_cli.main import run
 
 MakeWorkspace = Callable[..., Path]
-#: The tiny core-only rollout the evaluation library's own tests use (osmosis-core/tests/eval).
-TINY_ROLLOUT = (
-    Path(__file__).resolve().parents[3] / "osmosis-core" / "tests" / "eval" / "tiny_rollout.py"
-)
-
-
-def _load_tiny_rollout() -> Any:
-    import importlib.util
-    import sys
-
-    name = "osmosis_cli_tests_tiny_rollout"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, TINY_ROLLOUT)
-        assert spec is not None
-        assert spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
 
 
 @pytest.fixture
