@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from urllib.parse import parse_qsl, urlencode
 
 from osmosis_ai.errors import ConfigurationError
+from osmosis_ai.rollout.optional_imports import install_missing_extra_hints
 
 if TYPE_CHECKING:
     from osmosis_ai.rollout.agent_workflow import AgentWorkflow
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
     from osmosis_ai.rollout.types.config import BaseConfig
 
 __path__ = pkgutil.extend_path(__path__, __name__)
+install_missing_extra_hints()  # a missing adapter fails with its `pip install` (as agents/ does)
 
 #: source name -> (adapter module, extra of the osmosis-ai umbrella, distribution)
 SOURCES: dict[str, tuple[str, str, str]] = {
