@@ -207,20 +207,7 @@ def _summary(
 ) -> dict[str, Any]:
     """The ``summary`` block of ``metrics.json`` for ``rows``."""
     summary = compute_metrics(
-        (
-            ItemResult(
-                r.row_index,
-                r.run_index,
-                r.status,
-                r.reward,
-                r.tokens,
-                r.error_type,
-                r.judge,
-                r.cost,
-                r.metrics,
-            )
-            for r in rows
-        ),
+        (ItemResult.of_row(r) for r in rows),
         samples_per_row=plan.knobs.n,
         pass_threshold=plan.knobs.pass_threshold,
         total_work_items=total_work_items,

@@ -419,20 +419,7 @@ def _summary(header: Any, rows: list[RowRecord]) -> dict[str, Any]:
     from osmosis_ai.eval._impl.results import tripwires
 
     summary = compute_metrics(
-        (
-            ItemResult(
-                r.row_index,
-                r.run_index,
-                r.status,
-                r.reward,
-                r.tokens,
-                r.error_type,
-                r.judge,
-                r.cost,
-                r.metrics,
-            )
-            for r in rows
-        ),
+        (ItemResult.of_row(r) for r in rows),
         samples_per_row=header.n,
         pass_threshold=header.pass_threshold,
         total_work_items=header.summary.get("total_work_items", len(rows)),

@@ -46,6 +46,21 @@ class ItemResult:
     cost: Mapping[str, Any] | None = None  # the row's cost object (_pricing.row_cost)
     metrics: Mapping[str, Any] | None = None  # the grader's metrics (ctx.sample.metrics)
 
+    @classmethod
+    def of_row(cls, r: Any) -> ItemResult:
+        """The result a :class:`~osmosis_ai.eval.RowRecord` records (finalize and regrade)."""
+        return cls(
+            r.row_index,
+            r.run_index,
+            r.status,
+            r.reward,
+            r.tokens,
+            r.error_type,
+            r.judge,
+            r.cost,
+            r.metrics,
+        )
+
 
 def pass_at_k(n: int, c: int, k: int) -> float:
     """Unbiased probability that at least one of ``k`` draws from ``n`` attempts passed."""
