@@ -176,7 +176,9 @@ async def test_a_single_turn_taskset_scores_like_verifiers(
 ) -> None:
     write_module(tmp_path / "workspace", "sum_tasks_v1", SINGLE_TURN, monkeypatch)
     replies = ["It is 0", "The sum is 5", "Two plus two is 4"]
-    result = eval_env("verifiers:sum_tasks_v1?size=3&harness=null", [[r] for r in replies])
+    # two at once: the rollouts share verifiers' serving resources (its interception server)
+    spec = "verifiers:sum_tasks_v1?size=3&harness=null"
+    result = eval_env(spec, [[r] for r in replies], "--workers", "2")
     assert [row["status"] for row in result.rows] == ["success"] * 3, result.rows
     system = {"role": "system", "content": "Answer with the number last."}
     conversations = [

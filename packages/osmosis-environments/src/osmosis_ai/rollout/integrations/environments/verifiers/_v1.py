@@ -40,7 +40,11 @@ from osmosis_ai.rollout.integrations.environments import (
     EnvironmentSpecError,
     typed_options,
 )
-from osmosis_ai.rollout.integrations.spi import PolicyHTTPError, share_in_config_copies
+from osmosis_ai.rollout.integrations.spi import (
+    PolicyHTTPError,
+    mask_url,
+    share_in_config_copies,
+)
 
 from .adapter import keep_state, take_state
 
@@ -109,7 +113,7 @@ class VerifiersV1Workflow(AgentWorkflow[VerifiersV1WorkflowConfig]):
         errors = [*episode.errors, *(e for trace in episode.traces for e in trace.errors)]
         for error in errors:
             if error.type == "ProviderError":
-                raise PolicyHTTPError(error.status_code, error.message, policy.base_url)
+                raise PolicyHTTPError(error.status_code, error.message, mask_url(policy.base_url))
         if not episode.ok or not episode.traces:
             detail = "; ".join(f"{e.type}: {e.message}" for e in errors) or "no trace"
             raise RuntimeError(f"the verifiers episode failed ({detail})")
@@ -173,7 +177,7 @@ def load(spec: EnvironmentSpec) -> Environment:
         )
     except (ValueError, TypeError, ModuleNotFoundError) as exc:  # pydantic's errors included
         raise EnvironmentSpecError(f"{spec}: {exc}") from exc
-    program = env._harnesses["agent"]
+    program = vf.load_harness(env.config.agent.harness or vf.default_agent_harness(spec.name))
     if program.NEEDS_CONTAINER:
         raise EnvironmentSpecError(
             f"{spec}: harness {program.config.id!r} runs in a container runtime, which osmosis "
