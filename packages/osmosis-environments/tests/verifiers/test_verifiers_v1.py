@@ -219,6 +219,22 @@ async def test_a_tool_taskset_runs_its_tool_server_and_scores_like_verifiers(
     assert set(result.summary["grader_metrics"]) == {"correct", "used_tool"}
 
 
+def rollout_of(env: Any, policy: ScriptedPolicyServer) -> Any:
+    from osmosis_ai.testing import run_rollout
+
+    row = env.rows[0]
+    return run_rollout(
+        env.workflow,
+        env.grader,
+        prompt=row["messages"],
+        label=row["ground_truth"],
+        metadata=row["metadata"],
+        policy=policy,
+        workflow_config=env.workflow_config,
+        grader_config=env.grader_config,
+    )
+
+
 def test_options_are_the_taskset_config_fields(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -250,26 +266,36 @@ def test_a_container_harness_is_refused_by_name(
         load_environment("verifiers:sum_tasks_codex?harness=codex")
 
 
+async def test_in_process_the_recorded_rewards_grade_the_rollout(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from osmosis_ai.rollout.integrations.spi import aclose_policy_clients
+    from osmosis_ai.testing import text_reply
+
+    write_module(tmp_path, "sum_tasks_inproc", SINGLE_TURN, monkeypatch)
+    env = load_environment("verifiers:sum_tasks_inproc?size=1&harness=null")
+    async with ScriptedPolicyServer([text_reply("It is 0")]) as policy:
+        result = await rollout_of(env, policy)
+        requests = policy.requests_for(result.rollout_id)
+    await aclose_policy_clients()
+    assert result.status == "success", result.err_message
+    assert result.reward == 1.5
+    assert result.sample is not None
+    assert result.sample.metrics == {"correct": 1.0, "brief": 1.0, "turns": 1.0}
+    assert [m["role"] for m in result.sample.messages] == ["system", "user", "assistant"]
+    assert requests[0].messages[-1] == {"role": "user", "content": "What is 0 plus 0?"}
+
+
 async def test_a_failing_policy_is_an_infrastructure_failure_not_reward_zero(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from osmosis_ai.rollout.integrations.spi import aclose_policy_clients
-    from osmosis_ai.testing import error_reply, run_rollout
+    from osmosis_ai.testing import error_reply
 
     write_module(tmp_path, "sum_tasks_fail", SINGLE_TURN, monkeypatch)
     env = load_environment("verifiers:sum_tasks_fail?size=1&harness=null")
-    row = env.rows[0]
     async with ScriptedPolicyServer([error_reply(400, "the GPU fell over")]) as policy:
-        result = await run_rollout(
-            env.workflow,
-            env.grader,
-            prompt=row["messages"],
-            label=row["ground_truth"],
-            metadata=row["metadata"],
-            policy=policy,
-            workflow_config=env.workflow_config,
-            grader_config=env.grader_config,
-        )
+        result = await rollout_of(env, policy)
     await aclose_policy_clients()
     assert (result.status, result.err_category) == ("failure", "http_error")
     assert result.err_message is not None

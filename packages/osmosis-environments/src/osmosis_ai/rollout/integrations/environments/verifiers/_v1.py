@@ -136,6 +136,8 @@ class VerifiersV1Grader(Grader):
 
 def load(spec: EnvironmentSpec) -> Environment:
     """``spec`` as a v1 taskset on the installed verifiers."""
+    from importlib.metadata import version
+
     import verifiers.v1 as vf
     from verifiers.v1.dialects.chat import message_to_wire
 
@@ -147,7 +149,7 @@ def load(spec: EnvironmentSpec) -> Environment:
     except (ModuleNotFoundError, AttributeError, TypeError, ValueError) as exc:
         raise EnvironmentSpecError(
             f"{spec}: no verifiers taskset {spec.name!r} ({exc}). The installed verifiers "
-            f"{_version()} has only the v1 Taskset/Harness API: name a module exporting its "
+            f"{version('verifiers')} has only the v1 Taskset/Harness API: name a module exporting its "
             "vf.Taskset subclass in __all__ (a classic load_environment() module needs "
             "`pip install 'verifiers<0.4'`)"
         ) from exc
@@ -234,9 +236,3 @@ def _key_variable(api_key: str) -> str:
     name = "OSMOSIS_VERIFIERS_API_KEY_" + hashlib.sha256(api_key.encode()).hexdigest()[:12]
     os.environ.setdefault(name, api_key)
     return name
-
-
-def _version() -> str:
-    from importlib.metadata import version
-
-    return version("verifiers")
