@@ -246,3 +246,12 @@ def test_something_other_than_a_vf_environment_is_refused_by_name(
     monkeypatch.syspath_prepend(str(tmp_path))
     with pytest.raises(EnvironmentSpecError, match=r"not_an_env\.Env, not a vf\.Environment"):
         load_environment("verifiers:not_an_env")
+
+
+def test_a_v1_taskset_module_says_which_verifiers_runs_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_module(tmp_path, "a_v1_taskset", "__all__ = ['SomeTaskset']\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(EnvironmentSpecError, match=r"needs verifiers 0\.4 or later"):
+        load_environment("verifiers:a_v1_taskset")
