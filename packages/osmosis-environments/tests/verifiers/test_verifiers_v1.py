@@ -266,6 +266,18 @@ def test_a_container_harness_is_refused_by_name(
         load_environment("verifiers:sum_tasks_codex?harness=codex")
 
 
+def test_a_taskset_with_its_own_env_is_refused_by_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    own_env = SINGLE_TURN.replace(
+        '__all__ = ["SumTaskset"]',
+        'class JudgedEnv(vf.SingleAgentEnv):\n    pass\n\n\n__all__ = ["SumTaskset", "JudgedEnv"]',
+    )
+    write_module(tmp_path, "sum_tasks_own_env", own_env, monkeypatch)
+    with pytest.raises(EnvironmentSpecError, match=r"brings its own Env \(JudgedEnv\)"):
+        load_environment("verifiers:sum_tasks_own_env?harness=null")
+
+
 async def test_in_process_the_recorded_rewards_grade_the_rollout(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
