@@ -1,6 +1,9 @@
 """verifiers environments (defined here, in-memory datasets) through ``osmosis eval run --env``
 against the real package: each row's reward and per-function metrics equal what verifiers' own
-``run_rollout`` computes for the same scripted replies."""
+``run_rollout`` computes for the same scripted replies.
+
+The classic ``vf.Environment`` API, which verifiers 0.4 removed: these run where the installed
+verifiers is older (the ``environments`` sessions); test_verifiers_v1.py covers 0.4 and later."""
 
 from __future__ import annotations
 
@@ -15,6 +18,9 @@ from environments_harness import EvalEnv
 
 from osmosis_ai.rollout.integrations.environments import EnvironmentSpecError, load_environment
 from osmosis_ai.testing import ScriptedPolicyServer, load_reply_script
+
+if not hasattr(pytest.importorskip("verifiers"), "Environment"):
+    pytest.skip("the classic verifiers API needs verifiers<0.4", allow_module_level=True)
 
 SINGLE_TURN = """
 import verifiers as vf
@@ -240,3 +246,12 @@ def test_something_other_than_a_vf_environment_is_refused_by_name(
     monkeypatch.syspath_prepend(str(tmp_path))
     with pytest.raises(EnvironmentSpecError, match=r"not_an_env\.Env, not a vf\.Environment"):
         load_environment("verifiers:not_an_env")
+
+
+def test_a_v1_taskset_module_says_which_verifiers_runs_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_module(tmp_path, "a_v1_taskset", "__all__ = ['SomeTaskset']\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(EnvironmentSpecError, match=r"needs verifiers 0\.4 or later"):
+        load_environment("verifiers:a_v1_taskset")

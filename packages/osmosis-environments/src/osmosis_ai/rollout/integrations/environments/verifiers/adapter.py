@@ -1,5 +1,8 @@
 """A verifiers ``Environment`` as an osmosis rollout: ``verifiers:<module>?<arguments>``.
 
+This is the classic API (verifiers before 0.4); with verifiers 0.4 or later installed the same
+``verifiers:`` source runs v1 tasksets instead (:mod:`._v1`).
+
 ``<module>`` is imported and its ``load_environment(**arguments)`` called, through verifiers'
 own ``vf.load_environment`` (arguments typed by that function's annotations). Then:
 
@@ -83,9 +86,7 @@ class VerifiersWorkflow(AgentWorkflow[VerifiersWorkflowConfig]):
             translated = translate_policy_error(cause, policy.base_url)
             if translated is not None:
                 raise translated from error
-        _STATES[policy.rollout_id] = state
-        while len(_STATES) > _MAX_PENDING_STATES:
-            _STATES.popitem(last=False)
+        keep_state(policy.rollout_id, state)
         messages, _ = await client.to_native_prompt(
             [*state["prompt"], *(state.get("completion") or [])]
         )
@@ -96,17 +97,9 @@ class VerifiersGrader(Grader):
     """The environment's rubric on the rollout's state."""
 
     async def grade(self, ctx: GraderContext) -> None:
-        from osmosis_ai.rollout.integrations.spi import get_rollout_context
-
         assert isinstance(self.config, VerifiersGraderConfig)
         assert ctx.sample is not None
-        current = get_rollout_context()
-        state = _STATES.pop(current.rollout_id if current else "", None)
-        if state is None:
-            raise RuntimeError(
-                "the verifiers rubric needs the rollout's state, which this process did not "
-                "produce: grade verifiers rollouts in the process that ran them"
-            )
+        state = take_state()
         rubric = self.config.loaded.env.rubric
         try:
             await rubric.score_rollout(state)
@@ -116,10 +109,38 @@ class VerifiersGrader(Grader):
         ctx.set_reward(float(state["reward"]))
 
 
+def keep_state(rollout_id: str, state: Any) -> None:
+    """Keep a rollout's state (or v1 trace) for its grader."""
+    _STATES[rollout_id] = state
+    while len(_STATES) > _MAX_PENDING_STATES:
+        _STATES.popitem(last=False)
+
+
+def take_state() -> Any:
+    """The state :func:`keep_state` kept for the current rollout."""
+    from osmosis_ai.rollout.integrations.spi import get_rollout_context
+
+    current = get_rollout_context()
+    state = _STATES.pop(current.rollout_id if current else "", None)
+    if state is None:
+        raise RuntimeError(
+            "the verifiers rewards need the rollout's state, which this process did not "
+            "produce: grade verifiers rollouts in the process that ran them"
+        )
+    return state
+
+
 class VerifiersSource:
-    """``SOURCE`` of this adapter."""
+    """``SOURCE`` of this adapter: the classic API where the installed verifiers has it
+    (before 0.4), else the v1 Taskset/Harness API (:mod:`._v1`)."""
 
     def load(self, spec: EnvironmentSpec) -> Environment:
+        import verifiers as vf
+
+        if not hasattr(vf, "Environment"):
+            from ._v1 import load
+
+            return load(spec)
         env = _load(spec)
         rubric = env.rubric
         if rubric.has_group_rewards:
@@ -172,7 +193,10 @@ def _load(spec: EnvironmentSpec) -> Any:
         ) from exc
     loader = getattr(module, "load_environment", None)
     if loader is None:
-        raise EnvironmentSpecError(f"{spec}: module {module.__name__} has no load_environment()")
+        raise EnvironmentSpecError(
+            f"{spec}: module {module.__name__} has no load_environment(); a v1 vf.Taskset "
+            "needs verifiers 0.4 or later (`pip install 'verifiers>=0.4'`)"
+        )
     fields = {
         name: (param.annotation if param.annotation is not inspect.Parameter.empty else str)
         for name, param in inspect.signature(loader, eval_str=True).parameters.items()
@@ -186,9 +210,8 @@ def _load(spec: EnvironmentSpec) -> Any:
     if not isinstance(env, vf.Environment):
         raise EnvironmentSpecError(
             f"{spec}: load_environment returned a {type(env).__module__}.{type(env).__name__}, "
-            "not a vf.Environment; verifiers' v1 Env/Taskset/Harness API is not supported yet "
-            "(docs/guides/verifiers.md): return a classic vf.Environment (SingleTurnEnv, "
-            "MultiTurnEnv, ToolEnv, ...)"
+            "not a vf.Environment: return a classic vf.Environment (SingleTurnEnv, MultiTurnEnv, "
+            "ToolEnv, ...); v1 tasksets run with verifiers 0.4 or later (docs/guides/verifiers.md)"
         )
     return env
 
