@@ -57,9 +57,7 @@ def scripted_endpoints() -> Iterator[tuple[str, str]]:
         yield policy.url, judge.url
 
 
-def _environment(
-    tmp_path: Path, platform: Platform, endpoints: tuple[str, str]
-) -> dict[str, str]:
+def _environment(tmp_path: Path, platform: Platform, endpoints: tuple[str, str]) -> dict[str, str]:
     policy_url, judge_url = endpoints
     keep = ("PATH", "LANG", "LC_ALL", "TMPDIR", "UV_CACHE_DIR", "UV_PYTHON", "SYSTEMROOT")
     env = {k: v for k, v in os.environ.items() if k in keep}
@@ -108,9 +106,9 @@ def run_block(block: Block, workspace: Path, env: dict[str, str], state: Path) -
     """Run one block; ``None`` when it behaved as its info string says, else why not."""
     # Assignments are exported and handed to the next block; cwd is always the workspace root.
     script = (
-        f'trap \'export -p > "{state}"\' EXIT\n'
+        f"trap 'export -p > \"{state}\"' EXIT\n"
         f'[ -f "{state}" ] && . "{state}"\n'
-        "cd \"$OSMOSIS_SKILL_WORKSPACE\"\n"
+        'cd "$OSMOSIS_SKILL_WORKSPACE"\n'
         "set -a\n" + block.script() + "\n"
     )
     try:
