@@ -7,6 +7,7 @@ It reads whatever is under ``templates/_workspace/skills/``: a new skill needs n
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -119,6 +120,42 @@ def test_every_skill_has_a_runnable_shell_block() -> None:
             continue
         runnable = [b for b in blocks(skill_md) if b.runs]
         assert runnable, f"{skill_md}: no runnable ```bash block (docs/skills.md)"
+
+
+PLACEHOLDER = re.compile(r"<[A-Za-z][\w-]*>")
+
+
+def placeholders_in(document: Path) -> list[str]:
+    """``<name>``-style placeholders in blocks that run (they need shell variables instead)."""
+    problems = []
+    for block in blocks(document):
+        if not block.runs:
+            continue
+        for offset, line in enumerate(block.text.splitlines()):
+            found = PLACEHOLDER.findall(line)
+            if found:
+                problems.append(
+                    f"{document}:{block.line + 1 + offset}: {', '.join(found)} in a block that "
+                    'runs: use a shell variable (NAME=calc ... "$NAME"), or mark the block '
+                    "`bash no-run` (docs/skills.md)"
+                )
+    return problems
+
+
+def test_runnable_blocks_have_no_placeholders() -> None:
+    problems = [p for document in _documents() for p in placeholders_in(document)]
+    assert problems == [], "\n".join(problems)
+
+
+def test_the_placeholder_check_names_file_and_line(tmp_path: Path) -> None:
+    document = tmp_path / "SKILL.md"
+    document.write_text(
+        "```bash\nosmosis rollout init <name>\n```\n```bash no-run\nosmosis x <y>\n```\n",
+        encoding="utf-8",
+    )
+    problems = placeholders_in(document)
+    assert len(problems) == 1
+    assert problems[0].startswith(f"{document}:2: <name> in a block that runs")
 
 
 BOGUS = """\
