@@ -14,7 +14,13 @@ from typing import Any
 
 import pytest
 
-from osmosis_cli.scaffolding.skill_docs import Block, blocks, osmosis_commands, skill_documents
+from osmosis_cli.scaffolding.skill_docs import (
+    Block,
+    blocks,
+    logical_lines,
+    osmosis_commands,
+    skill_documents,
+)
 from osmosis_cli.scaffolding.skills import skills_source
 
 HELP = frozenset({"-h", "--help"})
@@ -123,21 +129,23 @@ def test_every_skill_has_a_runnable_shell_block() -> None:
 
 
 PLACEHOLDER = re.compile(r"<[A-Za-z][\w-]*>")
+QUOTED = re.compile(r"'[^']*'|\"(?:[^\"\\]|\\.)*\"")
 
 
 def placeholders_in(document: Path) -> list[str]:
-    """``<name>``-style placeholders in blocks that run (they need shell variables instead)."""
+    """Unquoted ``<name>``-style placeholders in blocks that run (bash reads them as
+    redirections): they need shell variables instead. Heredoc bodies and quoted text are fine."""
     problems = []
     for block in blocks(document):
         if not block.runs:
             continue
-        for offset, line in enumerate(block.text.splitlines()):
-            found = PLACEHOLDER.findall(line)
+        for line_no, line in logical_lines(block):
+            found = PLACEHOLDER.findall(QUOTED.sub("", line))
             if found:
                 problems.append(
-                    f"{document}:{block.line + 1 + offset}: {', '.join(found)} in a block that "
-                    'runs: use a shell variable (NAME=calc ... "$NAME"), or mark the block '
-                    "`bash no-run` (docs/skills.md)"
+                    f"{document}:{line_no}: {', '.join(found)} in a block that runs: use a "
+                    'shell variable (NAME=calc ... "$NAME"), or mark the block `bash no-run` '
+                    "(docs/skills.md)"
                 )
     return problems
 
@@ -150,7 +158,8 @@ def test_runnable_blocks_have_no_placeholders() -> None:
 def test_the_placeholder_check_names_file_and_line(tmp_path: Path) -> None:
     document = tmp_path / "SKILL.md"
     document.write_text(
-        "```bash\nosmosis rollout init <name>\n```\n```bash no-run\nosmosis x <y>\n```\n",
+        "```bash\nosmosis rollout init <name>\necho 'as <n>' \"<m>\"\ncat > x <<'E'\n<body>\nE\n"
+        "```\n```bash no-run\nosmosis x <y>\n```\n",
         encoding="utf-8",
     )
     problems = placeholders_in(document)

@@ -107,12 +107,10 @@ def test_update_replaces_unedited_files_keeps_edits_and_adds_new_skills(
 
     listed = run_cli("--json", "skills", "list", cwd=git_repo).envelope()["items"]
     status = {item["name"]: item["status"] for item in listed}
-    assert status == {
-        "create-rollouts": "outdated",
-        "debug-rollouts": "locally-edited",
-        "evaluate-rollouts": "current",
-        "plan-something": "new-available",
-    }
+    assert status.pop("create-rollouts") == "outdated"
+    assert status.pop("debug-rollouts") == "locally-edited"
+    assert status.pop("plan-something") == "new-available"
+    assert set(status.values()) == {"current"}  # every other shipped skill
     assert next(i for i in listed if i["name"] == "plan-something")["description"] == (
         "Plan something."
     )
