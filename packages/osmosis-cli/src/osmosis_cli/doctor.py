@@ -85,8 +85,27 @@ def check_workspace(start: Path, *, fix: bool) -> tuple[Path | None, list[Doctor
                 "osmosis init (adds it without touching existing files)",
             )
         )
+    checks.append(check_skills(root))
     checks.extend(_check_rollouts(root))
     return root, checks
+
+
+def check_skills(root: Path) -> DoctorCheck:
+    """Are the workspace's Agent Skills those this CLI ships (local edits are fine)?"""
+    from osmosis_cli.scaffolding.skills import outdated_names, skill_states
+
+    states = skill_states(root)
+    stale = outdated_names(states)
+    edited = [s.name for s in states if s.status == "locally-edited"]
+    if stale:
+        return DoctorCheck(
+            "agent skills",
+            "warning",
+            f"outdated, missing or new: {', '.join(stale)}",
+            "osmosis doctor --fix (or osmosis skills update; local edits are kept)",
+        )
+    note = f" ({len(edited)} locally edited: {', '.join(edited)})" if edited else ""
+    return DoctorCheck("agent skills", "ok", f"{len(states)} skill(s) up to date{note}")
 
 
 def _check_rollouts(root: Path) -> list[DoctorCheck]:

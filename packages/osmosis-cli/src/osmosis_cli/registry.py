@@ -48,6 +48,9 @@ COMMANDS: tuple[CommandSpec, ...] = (
     CommandSpec("model", "osmosis_cli.commands.model", "List models; deploy LoRA models."),
     CommandSpec("secret", "osmosis_cli.commands.secret", "Store secrets on the platform."),
     CommandSpec("auth", "osmosis_cli.commands.auth", "Log in to the platform."),
+    CommandSpec(
+        "skills", "osmosis_cli.commands.skills", "List and update the workspace's agent skills."
+    ),
     CommandSpec("doctor", "osmosis_cli.commands.doctor", "Check the workspace and environment."),
     CommandSpec("upgrade", "osmosis_cli.commands.upgrade", "Upgrade the CLI (uv tool, pipx, pip)."),
 )

@@ -19,8 +19,9 @@ def doctor_command(
         bool,
         typer.Option(
             "--fix",
-            help="Create missing workspace folders and agent files; move rollouts pinned to "
-            "the 0.3 SDK (osmosis-ai<0.4) to this one.",
+            help="Create missing workspace folders and agent files; update unedited agent "
+            "skills (`osmosis skills update`); move rollouts pinned to the 0.3 SDK "
+            "(osmosis-ai<0.4) to this one.",
         ),
     ] = False,
 ) -> None:
@@ -33,10 +34,13 @@ def doctor_command(
     output = get_output()
     root, checks = check_workspace(path, fix=fix)
     if fix and root is not None:
+        from osmosis_cli.scaffolding.skills import update_skills
         from osmosis_cli.scaffolding.workspace_init import init_workspace
 
         added = init_workspace(root, git=False).created
-        changed = fix_sdk_pins(root)
+        skills = update_skills(root)
+        added += skills.added
+        changed = fix_sdk_pins(root) + [f"updated {p}" for p in skills.updated]
         checks = check_workspace(path, fix=False)[1]
         if added:
             output.progress(f"Added: {', '.join(added)}")

@@ -23,7 +23,10 @@ def init_command(
 ) -> None:
     """Create an osmosis workspace: rollouts/, configs/, data/, README, AGENTS.md and skills.
 
-    Existing files are never overwritten, so it is safe to run in an existing repository.
+    The agent skills are written once, to .agents/skills/ (with a manifest of what was
+    written); .claude/skills links to them (a copy where symlinks fail). Existing files are
+    never overwritten, so it is safe to run in an existing repository; `osmosis skills update`
+    refreshes the skills later without losing local edits (docs/skills.md).
     """
     from osmosis_cli.output import get_output
     from osmosis_cli.scaffolding.workspace_init import init_workspace

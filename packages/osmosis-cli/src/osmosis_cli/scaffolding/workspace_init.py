@@ -1,8 +1,9 @@
 """``osmosis init [DIR]``: the workspace skeleton, never overwriting anything.
 
 Creates ``rollouts/``, ``configs/eval/``, ``configs/training/`` and ``data/`` (each with a
-``.gitkeep`` so the platform's clone has them), a README, ``AGENTS.md`` and the agent skills
-under ``.agents/skills/`` (and ``.claude/skills/``), a ``.gitignore``, and runs ``git init`` when
+``.gitkeep`` so the platform's clone has them), a README, ``AGENTS.md``, ``CLAUDE.md``,
+``.claude/settings.json``, the agent skills under ``.agents/skills/`` (``.claude/skills`` links
+to them; see :mod:`osmosis_cli.scaffolding.skills`), a ``.gitignore``, and runs ``git init`` when
 the folder is not in a repository yet. Files that already exist are kept as they are.
 """
 
@@ -14,9 +15,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from osmosis_cli.scaffolding.catalog import iter_files, templates_root
+from osmosis_cli.scaffolding.skills import install_skills
 from osmosis_cli.workspace import REQUIRED_DIRS
 
-SKILL_ROOTS = (".agents/skills", ".claude/skills")
+#: Template files written under another name in the workspace.
+RENAMED = {"gitignore": ".gitignore", "claude-settings.json": ".claude/settings.json"}
 
 
 @dataclass
@@ -25,6 +28,7 @@ class InitResult:
     created: list[str] = field(default_factory=list)
     kept: list[str] = field(default_factory=list)
     git_initialized: bool = False
+    claude_skills: str | None = None
 
     def resource(self) -> dict[str, object]:
         return {
@@ -32,22 +36,19 @@ class InitResult:
             "created": self.created,
             "kept": self.kept,
             "git_initialized": self.git_initialized,
+            "claude_skills": self.claude_skills,
         }
 
 
 def workspace_files() -> dict[str, bytes]:
-    """Workspace-relative path -> content of every skeleton file."""
+    """Workspace-relative path -> content of every skeleton file but the skills (written by
+    :func:`osmosis_cli.scaffolding.skills.install_skills`)."""
     root = templates_root() / "_workspace"
     files: dict[str, bytes] = {}
     for rel, src in iter_files(root):
-        content = src.read_bytes()
         if rel.startswith("skills/"):
-            for skills in SKILL_ROOTS:
-                files[f"{skills}/{rel.removeprefix('skills/')}"] = content
-        elif rel == "gitignore":
-            files[".gitignore"] = content
-        else:
-            files[rel] = content
+            continue
+        files[RENAMED.get(rel, rel)] = src.read_bytes()
     for folder in REQUIRED_DIRS:
         files[f"{folder}/.gitkeep"] = b""
     return files
@@ -61,7 +62,7 @@ def create_dirs(root: Path, result: InitResult) -> None:
             result.created.append(folder + "/")
 
 
-def init_workspace(root: Path, *, git: bool = True) -> InitResult:
+def init_workspace(root: Path, *, git: bool = True, symlinks: bool = True) -> InitResult:
     root.mkdir(parents=True, exist_ok=True)
     root = root.resolve()
     result = InitResult(workspace=root)
@@ -81,6 +82,9 @@ def init_workspace(root: Path, *, git: bool = True) -> InitResult:
         dest.write_bytes(content)
         if not rel.endswith(".gitkeep"):
             result.created.append(rel)
+    skills = install_skills(root, symlinks=symlinks)
+    result.created += skills.added
+    result.claude_skills = skills.claude_skills
     return result
 
 
