@@ -82,7 +82,8 @@ def checkpoints_to_deploy(workspace: Path, platform: Platform, env: dict[str, st
     state.base_models.append(BASE_MODEL)
     state.max_active_deployments = 2
     state.lora_models["calc-grpo-step-80"] = {
-        **_lora("calc-grpo-step-80", 80, 0.71, "active"), "training_run_name": "calc-grpo"
+        **_lora("calc-grpo-step-80", 80, 0.71, "active"),
+        "training_run_name": "calc-grpo",
     }
     state.lora_models[f"{RUN}-step-20"] = _lora(f"{RUN}-step-20", 20, 0.58, "inactive")
     state.lora_models[f"{RUN}-step-40"] = _lora(f"{RUN}-step-40", 40, 0.66, "inactive")
