@@ -106,6 +106,14 @@ def test_init_and_rollout_init_from_the_wheel(venv: Path, tmp_path: Path) -> Non
     made = _run(osmosis, "--json", "init", str(workspace))
     assert made.returncode == 0, made.stderr
     assert (workspace / ".agents" / "skills" / "debug-rollouts" / "SKILL.md").is_file()
+    # the wheel ships the skills' references and the Claude files; .claude/skills is a link
+    skills = workspace / ".claude" / "skills"
+    assert skills.is_symlink()
+    assert (skills / "evaluate-rollouts" / "references" / "eval-default.toml").is_file()
+    assert (workspace / ".claude" / "settings.json").is_file()
+    listed = _run(osmosis, "--json", "skills", "list", cwd=workspace)
+    assert listed.returncode == 0, listed.stderr
+    assert {i["status"] for i in json.loads(listed.stdout)["items"]} == {"current"}
     scaffold = _run(osmosis, "--json", "rollout", "init", "calc", cwd=workspace)
     assert scaffold.returncode == 0, scaffold.stderr
     assert (workspace / "rollouts" / "calc" / "calc" / "workflow.py").is_file()

@@ -61,6 +61,8 @@ def scripted_endpoints() -> Iterator[tuple[str, str]]:
 def _environment(tmp_path: Path, platform: Platform, endpoints: tuple[str, str]) -> dict[str, str]:
     policy_url, judge_url = endpoints
     keep = ("PATH", "LANG", "LC_ALL", "TMPDIR", "UV_CACHE_DIR", "UV_PYTHON", "SYSTEMROOT")
+    # the skills and templates the workspace gets are the ones this test reads
+    keep += ("OSMOSIS_TEMPLATES_DIR",)
     env = {k: v for k, v in os.environ.items() if k in keep}
     if "UV_CACHE_DIR" not in env:
         # HOME moves below; uv keeps using the developer's cache (no download, no network)

@@ -7,13 +7,20 @@ It reads whatever is under ``templates/_workspace/skills/``: a new skill needs n
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from osmosis_cli.scaffolding.skill_docs import Block, blocks, osmosis_commands, skill_documents
+from osmosis_cli.scaffolding.skill_docs import (
+    Block,
+    blocks,
+    logical_lines,
+    osmosis_commands,
+    skill_documents,
+)
 from osmosis_cli.scaffolding.skills import skills_source
 
 HELP = frozenset({"-h", "--help"})
@@ -119,6 +126,45 @@ def test_every_skill_has_a_runnable_shell_block() -> None:
             continue
         runnable = [b for b in blocks(skill_md) if b.runs]
         assert runnable, f"{skill_md}: no runnable ```bash block (docs/skills.md)"
+
+
+PLACEHOLDER = re.compile(r"<[A-Za-z][\w-]*>")
+QUOTED = re.compile(r"'[^']*'|\"(?:[^\"\\]|\\.)*\"")
+
+
+def placeholders_in(document: Path) -> list[str]:
+    """Unquoted ``<name>``-style placeholders in blocks that run (bash reads them as
+    redirections): they need shell variables instead. Heredoc bodies and quoted text are fine."""
+    problems = []
+    for block in blocks(document):
+        if not block.runs:
+            continue
+        for line_no, line in logical_lines(block):
+            found = PLACEHOLDER.findall(QUOTED.sub("", line))
+            if found:
+                problems.append(
+                    f"{document}:{line_no}: {', '.join(found)} in a block that runs: use a "
+                    'shell variable (NAME=calc ... "$NAME"), or mark the block `bash no-run` '
+                    "(docs/skills.md)"
+                )
+    return problems
+
+
+def test_runnable_blocks_have_no_placeholders() -> None:
+    problems = [p for document in _documents() for p in placeholders_in(document)]
+    assert problems == [], "\n".join(problems)
+
+
+def test_the_placeholder_check_names_file_and_line(tmp_path: Path) -> None:
+    document = tmp_path / "SKILL.md"
+    document.write_text(
+        "```bash\nosmosis rollout init <name>\necho 'as <n>' \"<m>\"\ncat > x <<'E'\n<body>\nE\n"
+        "```\n```bash no-run\nosmosis x <y>\n```\n",
+        encoding="utf-8",
+    )
+    problems = placeholders_in(document)
+    assert len(problems) == 1
+    assert problems[0].startswith(f"{document}:2: <name> in a block that runs")
 
 
 BOGUS = """\

@@ -107,13 +107,10 @@ def test_update_replaces_unedited_files_keeps_edits_and_adds_new_skills(
 
     listed = run_cli("--json", "skills", "list", cwd=git_repo).envelope()["items"]
     status = {item["name"]: item["status"] for item in listed}
-    changed = {
-        "create-rollouts": "outdated",
-        "debug-rollouts": "locally-edited",
-        "plan-something": "new-available",
-    }
-    assert {k: v for k, v in status.items() if k in changed} == changed
-    assert {v for k, v in status.items() if k not in changed} == {"current"}  # every other skill
+    assert status.pop("create-rollouts") == "outdated"
+    assert status.pop("debug-rollouts") == "locally-edited"
+    assert status.pop("plan-something") == "new-available"
+    assert set(status.values()) == {"current"}  # every other shipped skill
     assert next(i for i in listed if i["name"] == "plan-something")["description"] == (
         "Plan something."
     )
@@ -221,3 +218,13 @@ def test_doctor_reports_stale_skills_and_fix_updates_them_keeping_edits(
     assert skills_check["status"] == "ok"
     assert "locally edited: debug-rollouts" in skills_check["message"]
     assert edited.read_text(encoding="utf-8") == "edited\n"
+
+
+def test_update_says_what_to_do_when_claude_is_a_file(run_cli: RunCli, git_repo: Path) -> None:
+    (git_repo / ".claude").write_text("not a folder\n", encoding="utf-8")
+    result = run_cli("--json", "skills", "update", cwd=git_repo)
+    assert result.code == 1
+    error = result.error()["error"]
+    assert error["code"] == "CONFLICT"
+    assert ".claude exists but is not a folder" in error["message"]
+    assert (git_repo / ".claude").read_text(encoding="utf-8") == "not a folder\n"

@@ -99,7 +99,7 @@ def _console_lines(text: str) -> Iterator[tuple[int, str]]:
         i += 1
 
 
-def _logical_lines(block: Block) -> Iterator[tuple[int, str]]:
+def logical_lines(block: Block) -> Iterator[tuple[int, str]]:
     """``(1-based file line, logical line)``: continuations joined, heredoc bodies skipped."""
     if block.language == "console":
         for offset, command in _console_lines(block.text):
@@ -131,7 +131,7 @@ def _words(line: str) -> list[str]:
 
 def osmosis_commands(block: Block) -> Iterator[Command]:
     """Every ``osmosis ...`` command of a shell block (after ``uv run``, ``VAR=x``, ``$(``...)."""
-    for line_no, line in _logical_lines(block):
+    for line_no, line in logical_lines(block):
         if not line.strip() or line.lstrip().startswith("#"):
             continue
         line = line.replace("$(", " ( ")

@@ -401,10 +401,10 @@ def _sync(
     agents_root = workspace / AGENTS_SKILLS
     _check_inside(workspace, agents_root)
     layout = claude_layout(workspace)
-    if layout is None:
-        layout = "copy" if dry_run else _make_claude_link(workspace, symlinks=symlinks)
-        if dry_run and symlinks:
-            layout = "symlink"
+    if layout is None and dry_run:
+        layout = "symlink" if symlinks else "copy"
+    elif layout is None:
+        layout = _make_claude_link(workspace, symlinks=symlinks)
     change.claude_skills = layout
     roots = [agents_root] + ([workspace / CLAUDE_SKILLS] if layout == "copy" else [])
     new_manifest = Manifest(cli_version=_cli_version(), claude_skills=layout)
@@ -484,6 +484,13 @@ def _check_inside(workspace: Path, folder: Path) -> None:
 def _make_claude_link(workspace: Path, *, symlinks: bool) -> ClaudeLayout:
     """Make ``.claude/skills`` a relative link to ``../.agents/skills``; ``copy`` if we cannot."""
     link = workspace / CLAUDE_SKILLS
+    if link.parent.exists() and not link.parent.is_dir():
+        raise CLIError(
+            CLIErrorCode.CONFLICT,
+            f"{link.parent.name} exists but is not a folder, so .claude/skills cannot be made; "
+            "move it away and run the command again.",
+            details={"conflicts": [link.parent.name]},
+        )
     link.parent.mkdir(parents=True, exist_ok=True)
     (workspace / AGENTS_SKILLS).mkdir(parents=True, exist_ok=True)
     if symlinks:

@@ -1,11 +1,11 @@
 """sha256 of every version of a skill file that an osmosis CLI has shipped.
 
 ``osmosis skills update`` treats a workspace file whose hash is listed here as unedited (safe
-to replace), which is how a workspace made by an older CLI, without a manifest, is updated
-without losing local edits. When a skill file changes in ``templates/_workspace/skills/``, add
-the hash of the version being replaced (``sha256sum`` of the file before the change); the test
-``test_skills_history.py`` checks that the current version of every file is either listed or
-new, and that no entry names a file that never existed.
+to replace). A workspace written by a manifest-aware CLI is judged by its manifest
+(``.agents/skills/.osmosis-skills.json``); this history is for workspaces without one: made by
+osmosis-cli 0.1.0 (which wrote copies and no manifest), or whose manifest was deleted. When a
+released skill file changes in ``templates/_workspace/skills/``, add the hash of the released
+version being replaced (``sha256sum`` of the file before the change).
 """
 
 from __future__ import annotations
