@@ -157,6 +157,9 @@ def test_preview_logs_and_download_of_an_uploaded_dataset(
     assert (preview["requested_rows"], preview["returned_rows"]) == (2, 2)
     plain = cli("--plain", "dataset", "preview", "calc", cwd=tmp_path)
     assert [json.loads(line) for line in plain.stdout.splitlines()] == rows[:5]
+    table = cli("dataset", "preview", "calc", "--rows", "2", cwd=tmp_path).stdout
+    for shown in ("ground_truth", "0*2", "1*2"):  # one column per key, a line per row
+        assert shown in table
 
     logs = cli("--json", "dataset", "logs", "calc", "--limit", "1", cwd=tmp_path).envelope()
     assert logs["items"][0]["message"].startswith("received")

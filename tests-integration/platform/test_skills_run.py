@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+import skill_setup_hooks
 from platform_harness import Platform
 
 from osmosis_cli.scaffolding.skill_docs import Block, blocks
@@ -31,7 +32,7 @@ FAKE_KEY = "sk-skills-harness"
 #: Per-skill setup before the first block, for state a skill cannot reasonably create itself
 #: (docs/skills.md, "State a skill needs"). Each hook says what a real user would already have.
 SetupHook = Callable[[Path, Platform, dict[str, str]], None]
-SETUP_HOOKS: dict[str, SetupHook] = {}
+SETUP_HOOKS: dict[str, SetupHook] = dict(skill_setup_hooks.HOOKS)
 
 
 def _skill_names() -> list[str]:

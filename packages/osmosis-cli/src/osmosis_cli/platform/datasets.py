@@ -278,9 +278,10 @@ def preview_dataset(name: str, output: Output, *, rows: int) -> None:
         )
         return
     shown = [row for row in preview[:rows]]
+    keys = dict.fromkeys(k for row in shown if isinstance(row, dict) for k in row)
     output.emit_list(
         shown,
-        columns=[],
+        columns=[Column(str(key), str(key)) for key in keys],  # one per column of the rows
         plain=lambda row: json.dumps(row, ensure_ascii=False),
         extra={
             "dataset": name,
