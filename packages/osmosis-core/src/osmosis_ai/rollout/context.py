@@ -101,6 +101,24 @@ class SampleSource(ABC):
     return ``None``.
     """
 
+    @classmethod
+    def for_rollout(cls, ctx: RolloutContext | None = None) -> Self | None:
+        """``ctx``'s source of this class (default: the active rollout's), registered now when
+        the rollout has none; ``None`` outside a rollout or when the rollout takes its sample
+        from elsewhere (``run`` returns messages, another source). For a source class built
+        without arguments (every integration's own: LangGraph, Pydantic AI, ADK)."""
+        ctx = ctx if ctx is not None else rollout_contextvar.get()
+        if ctx is None:
+            return None
+        current = ctx.sample_source
+        if isinstance(current, cls):
+            return current
+        if current is not None:
+            return None
+        source = cls()
+        ctx.set_sample_source(source)
+        return source
+
     @abstractmethod
     async def get_sample(self) -> RolloutSample: ...
 
@@ -125,20 +143,6 @@ class ConversationSampleSource[M](SampleSource):
     def __init__(self) -> None:
         self.history: list[M] = []
         self.answers: list[M] = []
-
-    @classmethod
-    def for_rollout(cls, ctx: RolloutContext) -> Self | None:
-        """``ctx``'s source of this class, registered now when the rollout has none; ``None``
-        when the rollout takes its sample from elsewhere (``run`` returns messages, another
-        source)."""
-        current = ctx.sample_source
-        if isinstance(current, cls):
-            return current
-        if current is not None:
-            return None
-        source = cls()
-        ctx.set_sample_source(source)
-        return source
 
     def record(self, messages: Sequence[M], answer: M) -> bool:
         """One completed policy call: ``messages`` went in, ``answer`` came back. ``False`` when
@@ -318,22 +322,24 @@ MAX_TOOL_ERRORS = 50
 _TOOL_ERROR_CHARS = 500
 
 
-def record_tool_error(tool: str, error: BaseException | str, *, call_id: str | None = None) -> None:
+def record_tool_error(tool: str, error: BaseException | str, *, call_id: str | None = None) -> str:
     """Record that ``tool`` raised ``error`` in the rollout being executed (a no-op outside
     one). Framework integrations call it for every tool call that raised (the framework then
-    usually shows the model an error message and goes on); a workflow may call it too."""
-    ctx = rollout_contextvar.get()
-    if ctx is None:
-        return
+    usually shows the model an error message and goes on); a workflow may call it too.
+    Returns the error as text, ``"<Type>: <message>"``, for an integration to show the model."""
     if isinstance(error, BaseException):
         text = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
     else:
         text = str(error)
+    ctx = rollout_contextvar.get()
+    if ctx is None:
+        return text
     entry = {"tool": str(tool), "message": text[:_TOOL_ERROR_CHARS]}
     if call_id:
         entry["call_id"] = str(call_id)
     if len(ctx.tool_errors) < MAX_TOOL_ERRORS:
         ctx.tool_errors.append(entry)
+    return text
 
 
 def get_rollout_context() -> RolloutContext | None:
