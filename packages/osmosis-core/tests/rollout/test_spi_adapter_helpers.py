@@ -1,13 +1,15 @@
-"""Shared helpers an adapter that renders its own chat messages needs (ADK today): any sample
-source registers itself on the active rollout (``SampleSource.for_rollout()``), a tool error's
-text for the model comes from the call that records it, and a framework's tool call becomes a
-chat-completions entry with the policy's own arguments string (``WireTranscript.tool_call``)."""
+"""Shared helpers of the adapters: any sample source registers itself on the active rollout
+(``SampleSource.for_rollout()``), a tool error's text for the model comes from the call that
+records it, a framework's tool call becomes a chat-completions entry with the policy's own
+arguments string (``WireTranscript.tool_call``, ADK), and a streamed answer is merged for the
+sample only if it is still the conversation's last (``record_later``, LangGraph)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from osmosis_ai.rollout.context import RolloutContext, SampleSource
+from osmosis_ai.rollout.context import ConversationSampleSource, RolloutContext, SampleSource
 from osmosis_ai.rollout.integrations.spi import WireTranscript, record_tool_error
 from osmosis_ai.rollout.policy import PolicyCall
 from osmosis_ai.rollout.types.sample import RolloutSample
@@ -91,3 +93,39 @@ def test_a_framework_tool_call_goes_back_with_the_policys_own_arguments() -> Non
         "type": "function",
         "function": {"name": "", "arguments": "{}"},
     }
+
+
+class Texts(ConversationSampleSource[str]):
+    def native(self, messages: Sequence[str]) -> list[dict[str, Any]]:
+        return [{"text": m} for m in messages]
+
+    def wire(self) -> list[dict[str, Any]] | None:
+        return None
+
+
+async def test_an_answer_recorded_later_is_built_once_and_only_while_it_is_the_last() -> None:
+    built: list[str] = []
+
+    def later(text: str) -> Callable[[], str]:
+        def build() -> str:
+            built.append(text)
+            return text
+
+        return build
+
+    source = Texts()
+    assert source.record_later([], later("never")) is False
+    assert source.record_later(["q"], later("a1")) is True
+    assert source.record_later(["sub-agent"], later("x")) is False  # another conversation
+    # The next call continues the conversation with the framework's own copy of a1.
+    assert source.record_later(["q", "a1", "tool"], later("a2")) is True
+    assert built == []  # nothing merged while the rollout runs
+    sample = await source.get_sample()
+    assert sample.messages == [{"text": t} for t in ("q", "a1", "tool", "a2")]
+    assert source.answers == ["a2"]
+    assert built == ["a2"]  # a1 was superseded and never built; a2 built once
+    # A concrete answer after a pending one: the pending one is dropped, the history goes on.
+    assert source.record(["q", "a1", "tool", "a2", "more"], "a3") is True
+    assert source.history[-1] == "a3"
+    assert source.answers == ["a3"]
+    assert built == ["a2"]
