@@ -151,7 +151,9 @@ app = create_rollout_server(backend=backend)
 """
 
 
-@pytest.mark.parametrize("template", ["multiply-local-langgraph", "multiply-local-pydantic-ai"])
+@pytest.mark.parametrize(
+    "template", ["multiply-local-langgraph", "multiply-local-pydantic-ai", "multiply-local-adk"]
+)
 def test_a_local_template_earns_1_in_harbor_template_mode(
     cli: Cli, tmp_path: Path, solving_policy: ScriptedPolicyServer, template: str
 ) -> None:

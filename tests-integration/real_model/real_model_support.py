@@ -16,4 +16,5 @@ TEMPLATES = (
     "multiply-local-strands",
     "multiply-local-pydantic-ai",
     "multiply-local-langgraph",
+    "multiply-local-adk",
 )

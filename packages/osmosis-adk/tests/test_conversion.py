@@ -29,7 +29,7 @@ from osmosis_ai.rollout.integrations.spi import (
 @pytest.mark.parametrize(
     ("kwargs", "says"),
     [
-        ({"model": " "}, "non-empty name"),
+        ({"model": " "}, "non-empty model name"),
         ({"timeout": 0}, "positive number of seconds"),
         ({"max_retries": -1}, "max_retries must be >= 0"),
     ],

@@ -17,7 +17,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any, Self, cast
 
 from osmosis_ai.rollout.types.enums import RolloutStatus
 
@@ -101,6 +101,24 @@ class SampleSource(ABC):
     return ``None``.
     """
 
+    @classmethod
+    def for_rollout(cls, ctx: RolloutContext | None = None) -> Self | None:
+        """``ctx``'s source of this class (default: the active rollout's), registered now when
+        the rollout has none; ``None`` outside a rollout or when the rollout takes its sample
+        from elsewhere (``run`` returns messages, another source). For a source class built
+        without arguments (every integration's own: LangGraph, Pydantic AI, ADK)."""
+        ctx = ctx if ctx is not None else rollout_contextvar.get()
+        if ctx is None:
+            return None
+        current = ctx.sample_source
+        if isinstance(current, cls):
+            return current
+        if current is not None:
+            return None
+        source = cls()
+        ctx.set_sample_source(source)
+        return source
+
     @abstractmethod
     async def get_sample(self) -> RolloutSample: ...
 
@@ -123,33 +141,48 @@ class ConversationSampleSource[M](SampleSource):
     """
 
     def __init__(self) -> None:
-        self.history: list[M] = []
-        self.answers: list[M] = []
+        self._history: list[M] = []
+        self._answers: list[M] = []
+        #: The last call's answer when it was given to :meth:`record_later` (not yet built).
+        self._pending: _Later[M] | None = None
 
-    @classmethod
-    def for_rollout(cls, ctx: RolloutContext) -> Self | None:
-        """``ctx``'s source of this class, registered now when the rollout has none; ``None``
-        when the rollout takes its sample from elsewhere (``run`` returns messages, another
-        source)."""
-        current = ctx.sample_source
-        if isinstance(current, cls):
-            return current
-        if current is not None:
-            return None
-        source = cls()
-        ctx.set_sample_source(source)
-        return source
+    @property
+    def history(self) -> list[M]:
+        """The main conversation: its last call's messages, then that call's answer."""
+        pending = [self._pending.get()] if self._pending is not None else []
+        return [*self._history, *pending]
+
+    @property
+    def answers(self) -> list[M]:
+        """The main conversation's answers in call order (of those given to
+        :meth:`record_later`, only the last call's)."""
+        pending = [self._pending.get()] if self._pending is not None else []
+        return [*self._answers, *pending]
 
     def record(self, messages: Sequence[M], answer: M) -> bool:
         """One completed policy call: ``messages`` went in, ``answer`` came back. ``False`` when
         it is not the main conversation's (or had no messages) and was left out."""
+        if not self._continues(messages):
+            return False
+        self._history, self._pending = [*messages, answer], None
+        self._answers.append(answer)
+        return True
+
+    def record_later(self, messages: Sequence[M], build: Callable[[], M]) -> bool:
+        """:meth:`record` for an answer that costs work to build (a streamed answer merged from
+        its chunks, which the framework merges again for itself): ``build()`` runs once, when
+        :attr:`history` or :attr:`answers` is read, so a call that a later call continues (its
+        messages carry the framework's own copy of the answer) never builds it, and is dropped."""
+        if not self._continues(messages):
+            return False
+        self._history, self._pending = list(messages), _Later(build)
+        return True
+
+    def _continues(self, messages: Sequence[M]) -> bool:
         if not messages:
             return False
-        if self.history and messages[0] is not self.history[0] and messages[0] != self.history[0]:
-            return False
-        self.history = [*messages, answer]
-        self.answers.append(answer)
-        return True
+        first = self._history[0] if self._history else None
+        return first is None or messages[0] is first or messages[0] == first
 
     @abstractmethod
     def native(self, messages: Sequence[M]) -> list[dict[str, Any]]:
@@ -169,6 +202,21 @@ class ConversationSampleSource[M](SampleSource):
 
         tail = self.history[-max_messages:] if max_messages > 0 else []
         return RolloutSample(messages=self.native(tail), trajectory_messages=None)
+
+
+class _Later[M]:
+    """An answer built on first use (:meth:`ConversationSampleSource.record_later`)."""
+
+    __slots__ = ("_build", "_value")
+
+    def __init__(self, build: Callable[[], M]) -> None:
+        self._build: Callable[[], M] | None = build
+        self._value: M | None = None
+
+    def get(self) -> M:
+        if self._build is not None:
+            self._value, self._build = self._build(), None
+        return cast("M", self._value)
 
 
 @dataclass
@@ -318,22 +366,24 @@ MAX_TOOL_ERRORS = 50
 _TOOL_ERROR_CHARS = 500
 
 
-def record_tool_error(tool: str, error: BaseException | str, *, call_id: str | None = None) -> None:
+def record_tool_error(tool: str, error: BaseException | str, *, call_id: str | None = None) -> str:
     """Record that ``tool`` raised ``error`` in the rollout being executed (a no-op outside
     one). Framework integrations call it for every tool call that raised (the framework then
-    usually shows the model an error message and goes on); a workflow may call it too."""
-    ctx = rollout_contextvar.get()
-    if ctx is None:
-        return
+    usually shows the model an error message and goes on); a workflow may call it too.
+    Returns the error as text, ``"<Type>: <message>"``, for an integration to show the model."""
     if isinstance(error, BaseException):
         text = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
     else:
         text = str(error)
+    ctx = rollout_contextvar.get()
+    if ctx is None:
+        return text
     entry = {"tool": str(tool), "message": text[:_TOOL_ERROR_CHARS]}
     if call_id:
         entry["call_id"] = str(call_id)
     if len(ctx.tool_errors) < MAX_TOOL_ERRORS:
         ctx.tool_errors.append(entry)
+    return text
 
 
 def get_rollout_context() -> RolloutContext | None:

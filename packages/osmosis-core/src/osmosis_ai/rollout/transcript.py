@@ -44,6 +44,17 @@ class WireTranscript:
         kept = self._raw.get(call_id or "")
         return kept[0] if kept is not None and kept[1] == value else json.dumps(value)
 
+    def tool_call(self, call_id: str | None, name: str | None, value: Any) -> dict[str, Any]:
+        """A framework's tool call (its id, tool name and arguments now ``value``) as a
+        chat-completions ``tool_calls`` entry, its ``arguments`` string from :meth:`arguments`
+        (``None`` arguments are ``{}``)."""
+        arguments = self.arguments(call_id, {} if value is None else value)
+        return {
+            "id": call_id or "",
+            "type": "function",
+            "function": {"name": name or "", "arguments": arguments},
+        }
+
     @staticmethod
     def parse_arguments(raw: Any) -> dict[str, Any]:
         """A tool call's ``arguments`` string as a dict (what frameworks hand a tool); ``{}``

@@ -13,9 +13,11 @@ What an integration needs, in one place:
   :func:`exports_from` builds that table from ``{module: "Name Name ..."}``; derive
   ``__all__ = sorted(_EXPORTS)`` and list the same names under ``if TYPE_CHECKING:``);
 * the rollout contract: :class:`RolloutContext`, :func:`get_rollout_context`,
-  :func:`record_tool_error` (a tool call raised: counted per row, never graded as an answer),
-  :class:`SampleSource` (register one per rollout; :class:`ConversationSampleSource` keeps the
-  main conversation of frameworks that send it whole on every call), :class:`RolloutSample`,
+  :func:`record_tool_error` (a tool call raised: counted per row, never graded as an answer;
+  returns the text to show the model), :class:`SampleSource` (register one per rollout;
+  ``MySource.for_rollout()`` does it for the active rollout; :class:`ConversationSampleSource`
+  keeps the main conversation of frameworks that send it whole on every call, ``record_later``
+  for an answer built only if the sample needs it), :class:`RolloutSample`,
   :func:`share_in_config_copies` (objects that ``LocalBackend`` may share between config copies);
 * the policy layer (:mod:`osmosis_ai.rollout.policy`): :func:`require_active_rollout`,
   :func:`policy_client`, :func:`aclose_policy_clients`, :func:`translate_policy_error`,

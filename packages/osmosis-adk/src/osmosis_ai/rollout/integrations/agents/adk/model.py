@@ -18,11 +18,10 @@ from google.adk.models.llm_response import LlmResponse
 from google.genai import types
 
 from osmosis_ai.rollout.integrations.spi import (
-    ConfigurationError,
     WireTranscript,
+    bind_policy,
     complete_chat,
-    policy_client,
-    require_active_rollout,
+    policy_model_name,
     share_in_config_copies,
 )
 
@@ -56,33 +55,21 @@ class OsmosisRolloutModel(BaseLlm):
     max_retries: int = 0
 
     def model_post_init(self, context: Any, /) -> None:
-        if not self.model.strip():
-            raise ConfigurationError("OsmosisRolloutModel(model=...) must be a non-empty name")
-        if self.timeout is not None and not self.timeout > 0:
-            raise ConfigurationError(
-                f"timeout must be a positive number of seconds; got {self.timeout}"
-            )
-        if self.max_retries < 0:
-            raise ConfigurationError(f"max_retries must be >= 0; got {self.max_retries}")
-        self.model = self.model.removeprefix("openai/")
+        self.model = policy_model_name(
+            self.model, timeout=self.timeout, max_retries=self.max_retries
+        )
 
     async def generate_content_async(
         self, llm_request: LlmRequest, stream: bool = False
     ) -> AsyncGenerator[LlmResponse, None]:
-        ctx = require_active_rollout("OsmosisRolloutModel")
-        client = policy_client(
-            ctx.chat_completions_url,
-            ctx.api_key,
-            timeout=self.timeout,
-            max_retries=self.max_retries,
-        )
-        source = AdkSampleSource.for_rollout(ctx)
+        policy = bind_policy(timeout=self.timeout, max_retries=self.max_retries)
+        source = AdkSampleSource.for_rollout(policy.context)
         transcript = source.transcript if source is not None else WireTranscript()
         messages = chat_messages(llm_request.contents, _system(llm_request.config), transcript)
         request: dict[str, Any] = {"model": self.model, "messages": messages}
         request.update(_parameters(llm_request.config))
-        url = ctx.chat_completions_url.rstrip("/") + "/chat/completions"
-        async for item in complete_chat(client, request, url=url, stream=stream):
+        chat = complete_chat(policy.client, request, url=policy.endpoint, stream=stream)
+        async for item in chat:
             if isinstance(item, str):
                 delta = types.Content(role="model", parts=[types.Part.from_text(text=item)])
                 yield LlmResponse(content=delta, partial=True)

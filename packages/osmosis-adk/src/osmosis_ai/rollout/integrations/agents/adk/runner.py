@@ -12,10 +12,7 @@ from google.adk.agents.run_config import (  # StreamingMode: the path ADK docume
 from google.adk.runners import InMemoryRunner
 from google.genai import types
 
-from osmosis_ai.rollout.integrations.spi import (
-    get_rollout_context,
-    record_tool_error,
-)
+from osmosis_ai.rollout.integrations.spi import record_tool_error
 
 from .sample import AdkSampleSource
 
@@ -61,8 +58,7 @@ async def run_agent(
         app_name=_APP, user_id=_USER, session_id=session.id
     )
     events = list(done.events) if done is not None else []
-    ctx = get_rollout_context()
-    source = AdkSampleSource.for_rollout(ctx) if ctx is not None else None
+    source = AdkSampleSource.for_rollout()  # None outside a rollout
     if source is not None:
         source.record_events(events)
     return events
@@ -90,6 +86,4 @@ def tool_error_reply(
     rollout (counted per row, never graded as an answer) and lets the model read
     ``{"error": "<Type>: <message>"}`` instead of ending the run."""
     call_id = getattr(tool_context, "function_call_id", None)
-    record_tool_error(tool.name, error, call_id=call_id)
-    text = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
-    return {"error": text}
+    return {"error": record_tool_error(tool.name, error, call_id=call_id)}

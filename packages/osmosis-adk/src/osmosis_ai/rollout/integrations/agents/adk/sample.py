@@ -19,8 +19,6 @@ if TYPE_CHECKING:
     from google.adk.events import Event
     from google.genai import types
 
-    from osmosis_ai.rollout.integrations.spi import RolloutContext
-
 
 class AdkSampleSource(SampleSource):
     """The sample of one rollout: session events (native) and the main conversation (wire)."""
@@ -29,19 +27,6 @@ class AdkSampleSource(SampleSource):
         #: The main conversation as it went to the policy (raw tool-call arguments kept).
         self.transcript = WireTranscript()
         self._events: list[dict[str, Any]] = []
-
-    @classmethod
-    def for_rollout(cls, ctx: RolloutContext) -> AdkSampleSource | None:
-        """The rollout's source, registered now when it has none; ``None`` when the rollout
-        takes its sample from elsewhere (``run`` returns messages, another source)."""
-        current = ctx.sample_source
-        if isinstance(current, cls):
-            return current
-        if current is not None:
-            return None
-        source = cls()
-        ctx.set_sample_source(source)
-        return source
 
     def record_events(self, events: Iterable[Event]) -> None:
         """The top-level run's session events (``Event.model_dump`` JSON), for graders."""
@@ -74,10 +59,10 @@ def chat_messages(
             message: dict[str, Any] = {"role": "assistant", "content": ""}
             texts = [p.text for p in parts if p.text and not p.thought]
             thoughts = [p.text for p in parts if p.text and p.thought]
-            calls = [_tool_call(p.function_call, transcript) for p in parts if p.function_call]
+            calls = [p.function_call for p in parts if p.function_call]
             message["content"] = "".join(texts)
             if calls:
-                message["tool_calls"] = calls
+                message["tool_calls"] = [transcript.tool_call(c.id, c.name, c.args) for c in calls]
             if thoughts:
                 message["reasoning_content"] = "".join(thoughts)
             out.append(message)
@@ -96,17 +81,6 @@ def chat_messages(
         if texts:
             out.append({"role": "user", "content": "".join(texts)})
     return out
-
-
-def _tool_call(call: types.FunctionCall, transcript: WireTranscript) -> dict[str, Any]:
-    return {
-        "id": call.id or "",
-        "type": "function",
-        "function": {
-            "name": call.name or "",
-            "arguments": transcript.arguments(call.id, call.args or {}),
-        },
-    }
 
 
 def _tool_text(response: Any) -> str:

@@ -10,10 +10,10 @@ one model never see each other's endpoint.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
+from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.messages import message_chunk_to_message as to_message
 from langchain_core.outputs import ChatGenerationChunk
 from langchain_openai import ChatOpenAI
@@ -89,8 +89,8 @@ class OsmosisChatModel(ChatOpenAI):
         bound._bound = True
         return bound, policy.endpoint, GraphSampleSource.for_rollout(policy.context)
 
-    def _record(self, source: GraphSampleSource | None, messages: list, answer: Any) -> None:
-        if source is not None and isinstance(answer, AIMessage) and source.record(messages, answer):
+    def _record(self, source: GraphSampleSource | None, messages: list, build: Callable) -> None:
+        if source is not None and source.record_later(messages, build):
             source.model = self
 
     def _get_request_payload(
@@ -134,9 +134,8 @@ class OsmosisChatModel(ChatOpenAI):
         bound, endpoint, source = self._bind()
         with translating_policy_errors(endpoint):
             result = await bound._agenerate(messages, stop, run_manager, **kwargs)
-        self._record(
-            source, messages, result.generations[0].message if result.generations else None
-        )
+        if result.generations:
+            self._record(source, messages, lambda: result.generations[0].message)
         return result
 
     async def _astream(  # type: ignore[override]  # an async generator is an AsyncIterator
@@ -152,20 +151,21 @@ class OsmosisChatModel(ChatOpenAI):
             return
         bound, endpoint, source = self._bind()
         chunks: list[ChatGenerationChunk] = []
-        with translating_policy_errors(endpoint):
+        with translating_policy_errors(endpoint):  # each chunk goes on when the next arrives
             async for chunk in bound._astream(messages, stop, run_manager, **kwargs):
+                if chunks:
+                    yield chunks[-1]
                 chunks.append(chunk)
-                yield chunk
-        merged = chunks[0] + chunks[1:] if chunks else None  # one merge, not one per chunk
-        pieces = getattr(merged.message, "tool_call_chunks", None) if merged else None
-        raw = {c["id"]: c["args"] for c in pieces or () if c.get("id") and c.get("args")}
-        if raw:  # one empty chunk more, so the caller's merged message keeps the raw arguments
-            extra = ChatGenerationChunk(
-                message=AIMessageChunk(content="", additional_kwargs={RAW_ARGUMENTS: raw})
-            )
-            merged = merged + extra if merged is not None else extra
-            yield extra
-        self._record(source, messages, to_message(merged.message) if merged else None)
+        if not chunks:
+            return
+        calls = [c.message for c in chunks if getattr(c.message, "tool_call_chunks", None)]
+        pieces = getattr(calls[0] + calls[1:], "tool_call_chunks", ()) if calls else ()
+        raw = {c["id"]: c["args"] for c in pieces if c.get("id") and c.get("args")}
+        if raw:  # on the last chunk: the caller's merged message keeps the policy's arguments
+            chunks[-1].message.additional_kwargs[RAW_ARGUMENTS] = raw
+        yield chunks[-1]
+        # Merged for the sample only when read (the caller merges the chunks for itself).
+        self._record(source, messages, lambda: to_message((chunks[0] + chunks[1:]).message))
 
     # The blocking API runs the same async code on a private loop (the policy client is async).
 
