@@ -108,7 +108,7 @@ def dataset_prompt(messages: list[dict[str, Any]]) -> str | None:
 def _positions(items: list[WorkItem], n: int) -> Callable[[WorkKey], int | None]:
     """A work key's place in ``items``: arithmetic for the plan's grid (rows x ``n`` samples, in
     row then sample order, what a session builds), a look-up table otherwise."""
-    regular = all(
+    regular = n > 0 and all(
         item.row_index == i // n and item.run_index == i % n for i, item in enumerate(items)
     )
     if regular:
