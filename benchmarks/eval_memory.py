@@ -4,8 +4,11 @@
 instant scripted policy in its own process, as ``benchmarks/eval.py`` runs them. The controller
 is this process: its RSS is printed every ``--every`` finished rows, after dispatch (the last
 row), after finalisation (``run_eval`` returned) and its peak (``VmHWM``), so growth with the
-number of rows and the finalisation's own peak both show. "Flat" means the figures after the
-first ``--every`` rows stay within 10 % of each other. Prints figures only; never asserts.
+number of rows and the finalisation's own peak both show: when the last row finishes, the peak
+so far (dispatch) is read and reset (``/proc/self/clear_refs``), so the peak read after
+``run_eval`` returned is finalisation's alone. "Flat" means the figures after the first
+``--every`` rows, and finalisation's peak, stay within 10 % of the dispatch plateau. Prints
+figures only; never asserts.
 
     uv run python benchmarks/eval_memory.py --rows 20000
 """
@@ -33,8 +36,10 @@ def status_mib(field: str) -> float:
 class _Probe:
     """Progress callback: RSS every ``every`` finished rows."""
 
-    def __init__(self, every: int) -> None:
+    def __init__(self, every: int, total: int) -> None:
         self.every = every
+        self.total = total
+        self.dispatch_peak: float | None = None
         self.rows = 0
         self.samples: list[tuple[int, float]] = []
         self.started = time.perf_counter()
@@ -48,6 +53,18 @@ class _Probe:
             self.samples.append((self.rows, rss))
             rate = self.rows / (time.perf_counter() - self.started)
             print(f"{self.rows:>7} rows: RSS {rss:6.0f} MiB  ({rate:.0f} rows/s)", flush=True)
+        if self.rows == self.total:
+            self.dispatch_peak = status_mib("VmHWM")
+            _reset_peak()
+
+
+def _reset_peak() -> None:
+    """Reset ``VmHWM`` to the current RSS (Linux: writing 5 to ``/proc/self/clear_refs``)."""
+    try:
+        with open("/proc/self/clear_refs", "w") as refs:
+            refs.write("5")
+    except OSError:
+        pass
 
 
 def main() -> None:
@@ -76,7 +93,7 @@ def main() -> None:
             )
             del rows
             print(f"before the run: RSS {status_mib('VmRSS'):.0f} MiB", flush=True)
-            probe = _Probe(args.every)
+            probe = _Probe(args.every, args.rows)
             started = time.perf_counter()
             result = run_eval(
                 config,
@@ -95,6 +112,13 @@ def main() -> None:
 
     print(f"status: {result.status}  succeeded: {result.succeeded}  failed: {result.failed}")
     print(f"after finalisation: RSS {after:.0f} MiB, peak (VmHWM) {peak:.0f} MiB, {wall:.1f} s")
+    plateau = [rss for rows, rss in probe.samples if rows > args.every] or [after]
+    if probe.dispatch_peak is not None:
+        top = max(plateau)
+        print(
+            f"dispatch: plateau {top:.0f} MiB, peak {probe.dispatch_peak:.0f} MiB; "
+            f"finalisation peak {peak:.0f} MiB ({(peak - top) / top * 100:+.1f} % of the plateau)"
+        )
     steady = [rss for rows, rss in probe.samples if rows > args.every] or [after]
     low = min(steady)
     print(

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from osmosis_ai.atomic_file import write_atomic
+from osmosis_ai.atomic_file import AtomicWriter, write_atomic
 
 
 def test_replaces_the_file_and_leaves_no_temporary(tmp_path: Path) -> None:
@@ -42,3 +42,28 @@ def test_a_failed_write_keeps_the_old_file(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError):
         write_atomic(tmp_path / "missing" / "x.txt", "data")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["keep.txt"]
+
+
+def test_a_file_written_in_pieces_appears_whole_or_not_at_all(tmp_path: Path) -> None:
+    target = tmp_path / "index.jsonl"
+    target.write_text("old\n")
+    with AtomicWriter(target, durable=True) as writer:
+        assert writer.write("one\n") == 4
+        writer.write(b"two\n")
+        assert target.read_text() == "old\n"  # nothing visible until the block ends
+    assert target.read_text() == "one\ntwo\n"
+    writer = AtomicWriter(target)
+
+    def fail_midway() -> None:
+        with writer:
+            writer.write("three\n")
+            raise RuntimeError("stop")
+
+    with pytest.raises(RuntimeError, match="stop"):
+        fail_midway()
+    writer.abort()  # a second abort is harmless
+    aborted = AtomicWriter(target)
+    aborted.write("four\n")
+    aborted.abort()
+    assert target.read_text() == "one\ntwo\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["index.jsonl"]

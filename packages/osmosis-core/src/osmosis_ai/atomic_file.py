@@ -16,7 +16,7 @@ import threading
 
 from osmosis_ai._util.redaction import file_redactor, redact_file_data
 
-__all__ = ["move_into_place", "sync_folder", "write_atomic"]
+__all__ = ["AtomicWriter", "move_into_place", "sync_folder", "write_atomic"]
 
 
 def write_atomic(
@@ -27,36 +27,93 @@ def write_atomic(
     durable: bool = False,
 ) -> None:
     """Write ``data`` (``str`` is encoded as UTF-8) to ``path`` atomically."""
-    target = os.fspath(path)
-    # Under a run folder or a server home: through its redactor (no credential reaches a file).
-    data = redact_file_data(file_redactor(target), data)
-    folder, name = os.path.split(target)
-    # Unique per process and thread, so concurrent writers of one target never share a temp file.
-    tmp = os.path.join(folder, f".{name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    view = memoryview(data.encode("utf-8") if isinstance(data, str) else data)
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
-    try:
-        fd = os.open(tmp, flags, mode)
-    except FileExistsError:  # left by a crashed writer with the same pid: its mode is not ours
-        os.unlink(tmp)
-        fd = os.open(tmp, flags, mode)
-    try:
+    with AtomicWriter(path, mode=mode, durable=durable) as writer:
+        writer.write(data)
+
+
+class AtomicWriter:
+    """:func:`write_atomic` for content made in pieces (e.g. a file of one line per row, written
+    as the rows are made, so none is held whole). Each :meth:`write` goes to the temporary file
+    through the folder's redactor (give it whole lines: a credential split across two writes is
+    not recognised); leaving the ``with`` block normally renames it over the target (or use
+    :meth:`commit`), an exception or :meth:`abort` removes it and the target is untouched."""
+
+    def __init__(
+        self, path: str | os.PathLike[str], *, mode: int = 0o644, durable: bool = False
+    ) -> None:
+        self.target = os.fspath(path)
+        self.durable = durable
+        self._redactor = file_redactor(self.target)
+        folder, name = os.path.split(self.target)
+        self._folder = folder or "."
+        # Unique per process and thread, so concurrent writers of one target never share a temp file.
+        self._tmp = os.path.join(folder, f".{name}.{os.getpid()}.{threading.get_ident()}.tmp")
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+        try:
+            self._fd: int | None = os.open(self._tmp, flags, mode)
+        except FileExistsError:  # left by a crashed writer with the same pid: its mode is not ours
+            os.unlink(self._tmp)
+            self._fd = os.open(self._tmp, flags, mode)
+        self._done = False
+
+    def write(self, data: bytes | str) -> int:
+        """Append ``data`` (redacted); returns the number of bytes written."""
+        data = redact_file_data(self._redactor, data)
+        raw = data.encode("utf-8") if isinstance(data, str) else data
+        view = memoryview(raw)
         try:
             while view:
-                view = view[os.write(fd, view) :]
-            if durable:
-                os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, target)
-    except BaseException as exc:
+                assert self._fd is not None, "the writer is closed"
+                view = view[os.write(self._fd, view) :]
+        except BaseException as exc:
+            self.abort()
+            if isinstance(exc, OSError) and exc.filename is None:  # name the target
+                raise OSError(exc.errno, exc.strerror, self.target) from exc
+            raise
+        return len(raw)
+
+    def commit(self) -> None:
+        """Make the written content the target's (fsynced first with ``durable``)."""
+        if self._done:
+            return
+        try:
+            assert self._fd is not None
+            try:
+                if self.durable:
+                    os.fsync(self._fd)
+            finally:
+                os.close(self._fd)
+                self._fd = None
+            os.replace(self._tmp, self.target)
+        except BaseException as exc:
+            self.abort()
+            if isinstance(exc, OSError) and exc.filename is None:  # name the target
+                raise OSError(exc.errno, exc.strerror, self.target) from exc
+            raise
+        self._done = True
+        if self.durable:
+            _fsync_folder(self._folder)
+
+    def abort(self) -> None:
+        """Remove the temporary file; the target stays as it was."""
+        if self._done:
+            return
+        self._done = True
+        if self._fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self._fd)
+            self._fd = None
         with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        if isinstance(exc, OSError) and exc.filename is None:  # a write: name the target
-            raise OSError(exc.errno, exc.strerror, target) from exc
-        raise
-    if durable:
-        _fsync_folder(folder or ".")
+            os.unlink(self._tmp)
+
+    def __enter__(self) -> AtomicWriter:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, *rest: object) -> None:
+        if kind is None:
+            self.commit()
+        else:
+            self.abort()
 
 
 def move_into_place(

@@ -142,15 +142,32 @@ def judge_usage_from_metrics(metrics: Mapping[str, Any] | None) -> dict[str, flo
 
 def sum_judge_usage(rows: Iterable[Mapping[str, Any] | None]) -> dict[str, float] | None:
     """Totals of per-row ``judge`` objects (``None`` when no row called a judge)."""
-    totals: dict[str, float] = {}
+    totals = JudgeTotals()
     for row in rows:
+        totals.add(row)
+    return totals.result()
+
+
+class JudgeTotals:
+    """:func:`sum_judge_usage` one row at a time (a run's finalisation streams its rows)."""
+
+    __slots__ = ("_totals",)
+
+    def __init__(self) -> None:
+        self._totals: dict[str, float] = {}
+
+    def add(self, row: Mapping[str, Any] | None) -> None:
+        totals = self._totals
         for key, value in (row or {}).items():
             if isinstance(value, int | float) and not isinstance(value, bool):
                 totals[key] = totals.get(key, 0) + value
-    if not totals:
-        return None
-    totals["total_tokens"] = totals.get("prompt_tokens", 0) + totals.get("completion_tokens", 0)
-    return totals
+
+    def result(self) -> dict[str, float] | None:
+        if not self._totals:
+            return None
+        totals = dict(self._totals)
+        totals["total_tokens"] = totals.get("prompt_tokens", 0) + totals.get("completion_tokens", 0)
+        return totals
 
 
 def record_call(call: JudgeCall) -> None:

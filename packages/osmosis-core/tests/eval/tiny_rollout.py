@@ -8,6 +8,9 @@ Behaviour is chosen by ``TINY_MODE`` in the eval config's ``[env]``:
 * ``noop``: no policy call, reward 1.0;
 * ``preloaded``: like ``noop``, and answers which of ``openai`` and its chat resource the
   server process had imported when the rollout started;
+* ``blocked``: like ``noop``, but on rows whose prompt contains ``block`` the workflow first
+  reads one byte from the FIFO ``TINY_BLOCK_FIFO`` without awaiting: it blocks its event loop
+  (the agent loop) until the test writes it;
 * ``crash-on-start``: the entrypoint exits at import with a message on stderr;
 * ``crash-on-rollout``: the server process dies during the first rollout;
 * ``slow``: like ``multiply`` but sleeps ``TINY_SLEEP`` seconds first;
@@ -78,6 +81,11 @@ class TinyWorkflow(AgentWorkflow):
         messages = list(ctx.prompt)
         if MODE == "noop":
             return messages + [{"role": "assistant", "content": "noop"}]
+        if MODE == "blocked":
+            if "block" in json.dumps(ctx.prompt):
+                with open(os.environ["TINY_BLOCK_FIFO"], "rb") as fifo:  # blocks the loop
+                    fifo.read(1)
+            return messages + [{"role": "assistant", "content": "noop"}]
         if MODE == "preloaded":
             loaded = [m for m in ("openai", "openai.resources.chat") if m in sys.modules]
             return messages + [{"role": "assistant", "content": json.dumps(loaded)}]
@@ -109,7 +117,7 @@ class TinyWorkflow(AgentWorkflow):
 
 class TinyGrader(Grader):
     async def grade(self, ctx):
-        if MODE in ("noop", "one-call", "preloaded"):
+        if MODE in ("noop", "one-call", "preloaded", "blocked"):
             ctx.set_reward(1.0)
             return
         text = ctx.sample.messages[-1].get("content") or ""

@@ -293,3 +293,165 @@ async def test_connection_retries_stop_at_their_budget(monkeypatch: pytest.Monke
     assert waits
     assert waits == [0.4, 0.8][: len(waits)]  # 1.6 more would pass the 1.0 s budget
     assert "connection attempt(s)" in str(raised.value)
+
+
+class _RawPolicy:
+    """A policy server on a raw socket (a thread), one behaviour per connection in turn:
+    ``"answer"`` reads each request and answers it (keep-alive), ``"reset-unread"`` waits until
+    the request is in its receive buffer and resets the connection without reading it (RST: what
+    a kernel does for a connection its process never accepted), ``"read-then-fin"`` reads the
+    request and closes normally (FIN: a process that took the request and died),
+    ``"head-then-reset"`` reads it, sends the first line of a response and resets, and
+    ``"answer-once-then-reset-unread"`` answers one request and resets on the next."""
+
+    def __init__(self, plan: list[str]) -> None:
+        import socket
+        import threading
+
+        self.plan = plan
+        self.connections = 0
+        self.requests_read = 0
+        self.listener = socket.socket()
+        self.listener.bind(("127.0.0.1", 0))
+        self.listener.listen(8)
+        self.port = self.listener.getsockname()[1]
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        for behaviour in self.plan:
+            try:
+                conn, _ = self.listener.accept()
+            except OSError:
+                return  # closed
+            self.connections += 1
+            with conn:
+                self._one(conn, behaviour)
+
+    def _one(self, conn: Any, behaviour: str) -> None:
+        import select
+        import socket
+        import struct
+
+        def reset() -> None:
+            conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+
+        answers = {"answer": 1_000, "answer-once-then-reset-unread": 1}.get(behaviour, 0)
+        for _ in range(answers):
+            if not self._read_request(conn):
+                return
+            conn.sendall(
+                b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: %d\r\n\r\n"
+                % len(_COMPLETION)
+                + _COMPLETION
+            )
+        if behaviour in ("reset-unread", "answer-once-then-reset-unread"):
+            select.select([conn], [], [], 30)  # the request has arrived; never read
+            reset()
+        elif behaviour == "read-then-fin":
+            self._read_request(conn)
+        elif behaviour == "head-then-reset":
+            self._read_request(conn)
+            conn.sendall(b"HTTP/1.1 200 OK\r\n")
+            reset()
+
+    def _read_request(self, conn: Any) -> bool:
+        data = b""
+        while b"\r\n\r\n" not in data:
+            chunk = conn.recv(65536)
+            if not chunk:
+                return False
+            data += chunk
+        head, _, body = data.partition(b"\r\n\r\n")
+        length = next(
+            (
+                int(line.split(b":", 1)[1])
+                for line in head.split(b"\r\n")
+                if line.lower().startswith(b"content-length:")
+            ),
+            0,
+        )
+        while len(body) < length:
+            body += conn.recv(65536)
+        self.requests_read += 1
+        return True
+
+    def close(self) -> None:
+        self.listener.close()
+        self.thread.join(timeout=30)
+
+
+async def _call_raw_policy(server: _RawPolicy, calls: int = 1) -> list[str | None]:
+    await policy.aclose_policy_clients()
+    client = policy.policy_client(f"http://127.0.0.1:{server.port}/r-raw/v1", None)
+    messages: Any = [{"role": "user", "content": "hi"}]
+    try:
+        return [
+            (await client.chat.completions.create(model="m", messages=messages))
+            .choices[0]
+            .message.content
+            for _ in range(calls)
+        ]
+    finally:
+        await policy.aclose_policy_clients()
+
+
+@pytest.fixture
+def no_backoff_wait(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    waits: list[float] = []
+
+    async def record(seconds: float) -> None:
+        waits.append(seconds)
+
+    monkeypatch.setattr(policy, "_sleep", record)
+    return waits
+
+
+async def test_a_connection_reset_before_the_request_was_read_is_retried(
+    no_backoff_wait: list[float],
+) -> None:
+    """The first connection is reset with the request unread in the server's buffer (as the
+    kernel resets a connection whose handshake its full accept queue dropped): the call is
+    retried on a new connection, with the shared backoff, and the policy read one request."""
+    server = _RawPolicy(["reset-unread", "answer"])
+    try:
+        assert await _call_raw_policy(server) == ["ok"]
+    finally:
+        server.close()
+    assert server.connections == 2
+    assert server.requests_read == 1
+    assert len(no_backoff_wait) == 1
+    assert 0 < no_backoff_wait[0] <= policy.POLICY_CONNECT_BACKOFF.cap
+
+
+async def test_a_reused_connection_reset_before_the_request_was_read_is_retried(
+    no_backoff_wait: list[float],
+) -> None:
+    """The classic keep-alive race: the second call goes out on the pooled connection, which the
+    server resets without reading it; the call is retried on a new connection."""
+    server = _RawPolicy(["answer-once-then-reset-unread", "answer"])
+    try:
+        assert await _call_raw_policy(server, calls=2) == ["ok", "ok"]
+    finally:
+        server.close()
+    assert server.connections == 2
+    assert server.requests_read == 2
+    assert len(no_backoff_wait) == 1
+
+
+@pytest.mark.parametrize("behaviour", ["read-then-fin", "head-then-reset"])
+async def test_a_request_the_policy_may_have_read_is_not_retried(
+    no_backoff_wait: list[float], behaviour: str
+) -> None:
+    """A server that read the request and closed (FIN, an empty reply), or reset after the
+    first byte of its answer: the policy may have generated, so the call fails as it is."""
+    server = _RawPolicy([behaviour, "answer"])
+    url = f"http://127.0.0.1:{server.port}/r-raw/v1"
+    try:
+        with pytest.raises(PolicyHTTPError), policy.translating_policy_errors(url):
+            await _call_raw_policy(server)
+    finally:
+        server.close()
+    assert server.connections == 1
+    assert server.requests_read == 1
+    assert no_backoff_wait == []

@@ -137,9 +137,15 @@ def new_loop(config: Any) -> asyncio.AbstractEventLoop:
     return factory() if factory is not None else asyncio.new_event_loop()
 
 
-def run_beside(server: Any, loop: asyncio.AbstractEventLoop) -> None:
-    """Serve ``server`` from a thread of its own while this thread runs ``loop``; return once the
-    server has exited and ``loop``'s remaining tasks are cancelled and the loop closed.
+def run_beside(
+    server: Any,
+    loop: asyncio.AbstractEventLoop,
+    *,
+    sockets: Sequence[socket.socket] | None = None,
+) -> None:
+    """Serve ``server`` (on ``sockets`` when given, bound by the caller) from a thread of its own
+    while this thread runs ``loop``; return once the server has exited and ``loop``'s remaining
+    tasks are cancelled and the loop closed.
 
     From the main thread, SIGINT and SIGTERM go to ``server.handle_exit`` (as uvicorn's own
     capture does; they are raised again once it has exited), so a drain starts even while
@@ -149,7 +155,7 @@ def run_beside(server: Any, loop: asyncio.AbstractEventLoop) -> None:
 
     def serve() -> None:
         try:
-            server.run()
+            run(server, sockets=sockets)
         except BaseException as exc:  # raised in the caller's thread
             failure.append(exc)
         finally:

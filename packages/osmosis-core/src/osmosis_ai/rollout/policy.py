@@ -23,11 +23,14 @@ about that call that does not depend on the framework lives here:
   :class:`~osmosis_ai.errors.PolicyHTTPError` (``http_error``) or
   :class:`~osmosis_ai.errors.PolicyTimeoutError` (``timeout``) with status, body excerpt and URL,
   so a failing policy is an infrastructure failure, never reward 0;
-* connection establishment is retried: a connect that times out or is refused never reached the
-  policy (no request was sent, so no generation can reach the trainer twice), so the pooled
-  transport retries it with :class:`~osmosis_ai._util.backoff.Backoff` delays for up to
-  :data:`POLICY_CONNECT_RETRY_BUDGET_SEC` (the rollout's own deadline cancels it sooner). Any
-  failure after the connection was made is not retried;
+* what never reached the policy server's code is retried, nothing else: a connect that times
+  out or is refused, and a request whose connection was *reset* (ECONNRESET) before any byte of
+  a response arrived (see :func:`_connect_retrying_transport` for why a reset means the server
+  process never read it). The pooled transport retries them with
+  :class:`~osmosis_ai._util.backoff.Backoff` delays for up to
+  :data:`POLICY_CONNECT_RETRY_BUDGET_SEC` (the rollout's own deadline cancels it sooner). A
+  connection closed without an answer (FIN), any response byte, a timeout waiting for the
+  answer and every status code are not retried (the policy may have read the request);
 * :func:`strict_chat_messages` — the request's messages in the shape strict OpenAI-compatible
   servers accept (llama.cpp's server, vLLM's validation): text-only content as a string;
 * :func:`usage_dict` and :class:`PolicyCall` — one usage normaliser and one per-call record (the
@@ -57,6 +60,7 @@ from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import urlsplit, urlunsplit
 
 from osmosis_ai._util.backoff import Backoff
+from osmosis_ai._util.connection_resets import Exchange, current_exchange, observe_resets
 from osmosis_ai.errors import (
     ConfigurationError,
     NoActiveRolloutError,
@@ -274,15 +278,40 @@ async def _sleep(seconds: float) -> None:
 
 
 def _connect_retrying_transport(http: Any, inner: Any) -> Any:
-    """``inner`` (an ``AsyncHTTPTransport`` of ``http``: httpx or httpx2) with connection
-    establishment retried.
+    """``inner`` (an ``AsyncHTTPTransport`` of ``http``: httpx or httpx2) with the requests that
+    never reached the policy server's code retried.
 
-    Only ``ConnectError`` / ``ConnectTimeout`` are retried: the connection pool raises them
-    before any byte of the request was written, so the policy never saw it. Read errors, a
-    connection closed mid-answer and every status code propagate as before (a retried generation
-    could reach the trainer twice). The request body is bytes (openai serialises JSON), so
-    sending it again is safe.
+    Retried (the request body is bytes: openai serialises JSON, so sending it again is safe):
+
+    * ``ConnectError`` / ``ConnectTimeout``: the connection pool raises them before any byte of
+      the request was written, so the policy never saw it;
+    * a ``ReadError`` / ``WriteError`` whose connection was **reset** (ECONNRESET: the peer's
+      kernel answered RST) before any byte of a response arrived, on a connection opened for
+      this request or on a reused keep-alive one.
+
+    Why a reset before any response byte is safe: a server process that read the request and
+    then failed closes its socket, and the kernel sends FIN (the client sees an empty reply:
+    ``RemoteProtocolError``, never retried); a kernel sends RST for a connection whose process
+    never took the request: the handshake completed on the client's side while the listener's
+    accept queue was full (with SYN cookies, the connection exists only on the client until the
+    server's kernel, receiving the request, finds no state for it and resets:
+    ``TcpExtSyncookiesFailed``), a keep-alive connection the server closed as the request
+    arrived, or a process that closed or died with the request unread in its receive buffer.
+    Measured through ``benchmarks/slow_accept.py`` (512 clients, backlog 16, accept loop
+    stalled 6 s in 15): every such failure was on a fresh connection, the request sent, no
+    response byte, and the kernel counted as many ``TcpExtSyncookiesFailed`` and
+    ``TcpEstabResets``. So what a training cluster's policy server sees from a retry is at most
+    a request its kernel discarded unread. The exception: a proxy in front of the policy that
+    resets the client's connection after its upstream read the request (an abort with
+    ``SO_LINGER`` 0) would have that request retried; plain HTTP servers and kernels do not.
+
+    Not retried: a connection closed without an answer (FIN), anything after the first response
+    byte, a read timeout, every status code (a retried generation could reach the trainer
+    twice).
     """
+    observed = observe_resets(inner)
+    unsent = (http.ConnectError, http.ConnectTimeout)
+    reset_kinds = (http.ReadError, http.WriteError)
 
     class ConnectRetryingTransport(http.AsyncBaseTransport):
         def __init__(self) -> None:
@@ -290,18 +319,34 @@ def _connect_retrying_transport(http: Any, inner: Any) -> Any:
 
         async def handle_async_request(self, request: Any) -> Any:
             started = time.monotonic()
-            retry = 0
+            retry = resets = 0
             while True:
+                exchange = Exchange()
+                token = current_exchange.set(exchange)
                 try:
                     return await self.inner.handle_async_request(request)
-                except (http.ConnectError, http.ConnectTimeout) as exc:
+                except (*unsent, *reset_kinds) as exc:
+                    reset = (
+                        observed
+                        and isinstance(exc, reset_kinds)
+                        and exchange.reset
+                        and exchange.received == 0
+                    )
+                    if not (reset or isinstance(exc, unsent)):
+                        raise
                     retry += 1
+                    resets += reset
                     delay = POLICY_CONNECT_BACKOFF.delay(retry)
                     spent = time.monotonic() - started
                     if spent + delay > POLICY_CONNECT_RETRY_BUDGET_SEC:
-                        exc.args = (f"{exc} (after {retry} connection attempt(s), {spent:.1f}s)",)
+                        exc.args = (
+                            f"{exc} (after {retry} connection attempt(s), {resets} reset before "
+                            f"any response byte, {spent:.1f}s)",
+                        )
                         raise
                     await _sleep(delay)
+                finally:
+                    current_exchange.reset(token)
 
         async def aclose(self) -> None:
             await self.inner.aclose()

@@ -49,7 +49,12 @@ async def _wait_all_gone(pids: set[int]) -> set[int]:
 
 @asynccontextmanager
 async def _eval_server(
-    tmp_path: Path, workspace: Callable[..., Path], *, mode: str = "noop", workers: int = 2
+    tmp_path: Path,
+    workspace: Callable[..., Path],
+    *,
+    mode: str = "noop",
+    workers: int = 2,
+    env: dict[str, str] | None = None,
 ) -> AsyncIterator[tuple[RolloutServerProcess, dict[str, Any]]]:
     """The tiny rollout (no policy call) served with ``workers`` workers (1: in the server
     process); yields it and its /health."""
@@ -62,6 +67,7 @@ async def _eval_server(
             "OSMOSIS_ROLLOUT_WORKERS": str(workers),
             "TINY_MODE": mode,
             "OSMOSIS_HOME": str(tmp_path),
+            **(env or {}),
         },
         api_key=KEY,
     )
@@ -140,3 +146,41 @@ async def test_nothing_outlives_an_eval_that_dies(
         assert await _wait_all_gone({pid for pid in pids if pid}) == set()
     # uvicorn re-raises the SIGTERM after its graceful shutdown; the grace timer's hard exit would be 1
     assert code == -signal.SIGTERM
+
+
+async def test_admission_is_answered_while_the_agent_loop_is_blocked(
+    tmp_path: Path, workspace: Callable[..., Path]
+) -> None:
+    """``eval run``'s own server in one process has the protocol thread ``serve()`` has: the
+    first rollout's workflow blocks its event loop (a synchronous read of a FIFO, as CPU-bound
+    agent code would), and a second rollout is still admitted and /health answered; the test
+    releases the workflow only after that, and both rollouts then finish."""
+    import os
+
+    fifo = tmp_path / "release"
+    os.mkfifo(fifo)
+    env = {"TINY_BLOCK_FIFO": str(fifo)}
+    async with (
+        _eval_server(tmp_path, workspace, mode="blocked", workers=1, env=env) as (server, _),
+        RolloutClient(url=server.url, api_key=KEY) as client,
+    ):
+        first = await client.run_rollout_async(
+            [{"role": "user", "content": "block"}], "http://127.0.0.1:9/v1", "blocked-1", label="1"
+        )
+        # Returns once the workflow opened the FIFO: the agent loop is in its blocking read.
+        release = await asyncio.to_thread(open, fifo, "wb")
+        with release:
+            second = await asyncio.wait_for(
+                client.run_rollout_async(
+                    [{"role": "user", "content": "hi"}],
+                    "http://127.0.0.1:9/v1",
+                    "blocked-2",
+                    label="1",
+                ),
+                timeout=120,  # a guard, not a measurement: one event loop would never answer
+            )
+            health = await asyncio.wait_for(client.health(), timeout=120)
+            release.write(b"x")
+        results = [await first.wait_for_completion(), await second.wait_for_completion()]
+    assert health["status"] == "ok"
+    assert [r.status for r in results] == [RolloutStatus.SUCCESS] * 2

@@ -13,6 +13,7 @@ import pytest
 
 from osmosis_ai.eval._impl.run_dir.journal import (
     Journal,
+    LatestRecords,
     count_unreadable,
     iter_records,
     load_latest,
@@ -202,3 +203,35 @@ async def test_nul_and_invalid_utf8_lines_are_skipped_and_counted(tmp_path: Path
     await journal.append(_record(1))
     await journal.aclose()
     assert sorted(load_latest(path)) == [(0, 0), (1, 0)]
+
+
+def test_latest_records_finds_what_load_latest_holds(tmp_path: Path) -> None:
+    """One pass notes where each work item's latest record is (planned items by position, the
+    others by key); reading them back gives load_latest's records, torn and corrupt lines
+    skipped as it skips them."""
+    path = tmp_path / "events.jsonl"
+    lines = [
+        _record(0, 1, status="failed"),
+        _record(1, 0),
+        _record(0, 1, status="success"),
+        {**_record(0, 0), "code_digest": "abc"},
+        _record(7, 0),  # outside the plan (2 rows x n=2)
+    ]
+    path.write_bytes(b"".join(json.dumps(r).encode() + b"\n" for r in lines) + b"\x00\n{torn")
+    expected = load_latest(path)
+
+    def position(key: tuple[int, int]) -> int | None:
+        return key[0] * 2 + key[1] if key[0] < 2 and key[1] < 2 else None
+
+    with LatestRecords(path, position, 4) as latest:
+        assert list(latest.positions()) == [0, 1, 2]
+        found = {
+            (r["row_index"], r["run_index"]): r for r in map(latest.at, latest.positions()) if r
+        }
+        found.update({key: latest.outside_record(key) for key in latest.outside})
+        assert latest.at(3) is None  # (1, 1) never finished
+        assert "code_digest" in latest.keys_seen
+    assert found == expected
+    assert found[(0, 1)]["status"] == "success"
+    with LatestRecords(tmp_path / "missing.jsonl", position, 4) as nothing:
+        assert list(nothing.positions()) == []

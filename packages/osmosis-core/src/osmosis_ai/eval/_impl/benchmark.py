@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import re
 import tomllib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -215,7 +215,9 @@ def _check_agents(config: BenchmarkConfig, workspace: Path) -> None:
             )
 
 
-def _outcomes(rows: list[Any], tasks: list[BenchmarkTask], threshold: float) -> list[TaskOutcome]:
+def _outcomes(
+    rows: Sequence[Any], tasks: list[BenchmarkTask], threshold: float
+) -> list[TaskOutcome]:
     """Per task: attempts (skipped ones excluded), passes (reward >= threshold), errors."""
     per_task: dict[int, list[Any]] = {}
     for row in rows:

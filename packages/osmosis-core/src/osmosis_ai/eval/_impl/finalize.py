@@ -7,20 +7,24 @@ has stopped, so every trajectory file is on disk); rows from earlier sessions ke
 
 from __future__ import annotations
 
+import heapq
 import json
 import shlex
 import sys
 import time
+from array import array
 from collections import Counter
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
+from osmosis_ai.atomic_file import AtomicWriter
 from osmosis_ai.eval._impl.cost.budget import Budget
 from osmosis_ai.eval._impl.plan.plan import EvalPlan
 from osmosis_ai.eval._impl.results import tripwires
-from osmosis_ai.eval._impl.results.metrics import ItemResult, compute_metrics
+from osmosis_ai.eval._impl.results.metrics import ItemResult, MetricTotals
 from osmosis_ai.eval._impl.results.reproducibility import (
     HARBOR_SAMPLE_KEY,
     harbor_tasks,
@@ -31,12 +35,12 @@ from osmosis_ai.eval._impl.results.reproducibility import (
     with_harbor_tasks,
 )
 from osmosis_ai.eval._impl.results.run import EvalRun, RunStatus
-from osmosis_ai.eval._impl.results.safety_summary import summarize_training_safety
-from osmosis_ai.eval._impl.run_dir.journal import WorkKey, load_latest
+from osmosis_ai.eval._impl.results.safety_summary import TrainingSafetyTotals
+from osmosis_ai.eval._impl.run_dir.journal import LatestRecords, WorkKey
 from osmosis_ai.eval._impl.run_dir.layout import RunPaths
 from osmosis_ai.eval._impl.run_dir.log import Redactor
 from osmosis_ai.eval._impl.run_dir.manifest import write_json_atomic
-from osmosis_ai.eval._impl.run_dir.records import RowRecord, write_index
+from osmosis_ai.eval._impl.run_dir.records import IndexRows, RowRecord
 from osmosis_ai.eval._impl.run_dir.trajectories import CallIndex, TrajectoryListing, trajectory_for
 from osmosis_ai.eval._impl.scheduler import WorkItem
 
@@ -101,29 +105,169 @@ def dataset_prompt(messages: list[dict[str, Any]]) -> str | None:
     return None
 
 
-def collect_rows(
+def _positions(items: list[WorkItem], n: int) -> Callable[[WorkKey], int | None]:
+    """A work key's place in ``items``: arithmetic for the plan's grid (rows x ``n`` samples, in
+    row then sample order, what a session builds), a look-up table otherwise."""
+    regular = n > 0 and all(
+        item.row_index == i // n and item.run_index == i % n for i, item in enumerate(items)
+    )
+    if regular:
+        size = len(items)
+
+        def on_grid(key: WorkKey) -> int | None:
+            row_index, run_index = key
+            at = row_index * n + run_index
+            return at if 0 <= run_index < n and 0 <= at < size else None
+
+        return on_grid
+    table = {(item.row_index, item.run_index): i for i, item in enumerate(items)}
+    return table.get
+
+
+def _in_key_order(latest: LatestRecords, items: list[WorkItem]) -> Iterator[dict[str, Any]]:
+    """The latest records in work-key order (what ``sorted(load_latest(...).items())`` gives)."""
+    inside = ((items[i].row_index, items[i].run_index, i) for i in latest.positions())
+    outside = ((key[0], key[1], -1) for key in sorted(latest.outside))
+    for row_index, run_index, at in heapq.merge(inside, outside):
+        record = latest.at(at) if at >= 0 else latest.outside_record((row_index, run_index))
+        if record is not None:
+            yield record
+
+
+def _latest_records(latest: LatestRecords, items: list[WorkItem]) -> Iterator[dict[str, Any]]:
+    for at in latest.positions():
+        record = latest.at(at)
+        if record is not None:
+            yield record
+    for key in latest.outside:
+        record = latest.outside_record(key)
+        if record is not None:
+            yield record
+
+
+@dataclass(slots=True)
+class _Pending:
+    """A row made from its journal record, waiting for the rest of its group (the samples of
+    one dataset row) before its tripwires are known."""
+
+    row: RowRecord
+    found: list[dict[str, Any]]
+    digest: str | None
+    code: list[dict[str, Any]]
+
+
+class _Rows:
+    """Finalisation's rows, made, written and totalled one at a time (issue 39: RSS stays flat
+    over a run of any length). Each row is built from its latest journal record, waits only
+    for the other samples of its dataset row (the group tripwires), then goes to
+    ``index.jsonl`` (through an :class:`~osmosis_ai.atomic_file.AtomicWriter`) and into the
+    running totals (:class:`MetricTotals` and the others). Held per row after that: the byte
+    offset of its line (8 bytes, for :class:`IndexRows`), and what the totals must keep (see
+    :class:`MetricTotals`)."""
+
+    def __init__(self, plan: EvalPlan, writer: AtomicWriter, stored: _StoredIndex | None) -> None:
+        knobs = plan.knobs
+        self.silenced = knobs.silenced_tripwires
+        self.writer = writer
+        self.stored = stored
+        self.metrics = MetricTotals(
+            samples_per_row=knobs.n,
+            pass_threshold=knobs.pass_threshold,
+            metric_thresholds=knobs.metric_thresholds,
+        )
+        self.safety = TrainingSafetyTotals()
+        self.tripwires = tripwires.TripwireTotals(self.silenced)
+        self.tool_rows = self.tool_calls = 0
+        self.by_tool: Counter[str] = Counter()
+        self.counts = dict.fromkeys(("success", "failed", "skipped"), 0)
+        self.resumed = 0
+        self.offsets: array[int] = array("q")
+        self.size = 0
+        self.group: list[_Pending] = []
+
+    def add(self, pending: _Pending) -> None:
+        if self.group and self.group[0].row.row_index != pending.row.row_index:
+            self.flush()
+        self.group.append(pending)
+
+    def flush(self) -> None:
+        """Write the group: each row with its row, group and code findings, in that order."""
+        group, self.group = self.group, []
+        keys = [(p.row.row_index, p.row.run_index) for p in group]
+        grouped = tripwires.group_findings(
+            (p.row for p in group), {key: p.digest for key, p in zip(keys, group, strict=True)}
+        )
+        for key, p in zip(keys, group, strict=True):
+            findings = [*p.found, *grouped.get(key, ()), *p.code]
+            (row,) = tripwires.with_findings([p.row], {key: findings}, self.silenced)
+            self._write(row)
+
+    def _write(self, row: RowRecord) -> None:
+        data = row.to_json()
+        if self.stored is not None:
+            self.stored.compare(data)
+        self.offsets.append(self.size)
+        self.size += self.writer.write(json.dumps(data, allow_nan=False) + "\n")
+        self.metrics.add(ItemResult.of_row(row))
+        self.safety.add(row.training_safety)
+        self.tripwires.add(row)
+        if row.tool_errors:
+            self.tool_rows += 1
+            self.tool_calls += row.tool_error_count
+            self.by_tool.update(e.get("tool", "?") for e in row.tool_errors)
+        if row.status in self.counts:
+            self.counts[row.status] += 1
+        self.resumed += row.resumed
+
+    @property
+    def total(self) -> int:
+        return len(self.offsets)
+
+    def summary(self, plan: EvalPlan, total_work_items: int, end: SessionEnd) -> dict[str, Any]:
+        """The ``summary`` block of ``metrics.json``."""
+        summary = self.metrics.summary(total_work_items)
+        if self.tool_rows:
+            # Rows in which a tool raised, the calls that did, and the calls per tool.
+            summary["tool_errors"] = {
+                "rows": self.tool_rows,
+                "calls": self.tool_calls,
+                "by_tool": dict(sorted(self.by_tool.items())),
+            }
+        summary["training_safety"] = self.safety.summary(token_ids_requested=plan.options.token_ids)
+        summary["tripwires"] = self.tripwires.summary()
+        if end.budget is not None:
+            summary["budget"] = end.budget.to_json()
+        if end.concurrency is not None:
+            summary["concurrency"] = end.concurrency
+        return summary
+
+
+def write_rows(
     plan: EvalPlan,
     paths: RunPaths,
     items: list[WorkItem],
     session_ids: set[str],
     calls_by_rollout: CallIndex,
     reproducibility: dict[str, Any],
-    latest: dict[WorkKey, dict[str, Any]],
-) -> list[RowRecord]:
-    """One enriched :class:`RowRecord` per finished work item (prompt, label, answer, grader
-    metrics and, for failures, the traceback, redacted like the log), with the tripwires that
-    fired on it."""
+    latest: LatestRecords,
+    rows: _Rows,
+) -> None:
+    """One enriched :class:`RowRecord` per finished work item, in work-item order (prompt,
+    label, answer, grader metrics and, for failures, the traceback, redacted like the log),
+    with the tripwires that fired on it, into ``rows``. ``items`` are in row then sample order
+    (a session's), so the samples of a dataset row are consecutive."""
     from osmosis_ai.eval._impl.report.run_data import read_json, row_with_facts
 
     redact = plan_redactor(plan)
-    rows: list[RowRecord] = []
     listing = TrajectoryListing.of(paths)
-    findings: dict[WorkKey, list[dict[str, Any]]] = {}
-    digests: dict[WorkKey, str | None] = {}
     root = str(paths.root)
-    for item in items:
-        key = (item.row_index, item.run_index)
-        record = latest.get(key)
+    changed_now = _source_changed(plan, session_ids)
+    first = None
+    if "code_digest" in latest.keys_seen:
+        first = tripwires.first_code_digest(_in_key_order(latest, items))
+    for at in latest.positions():
+        item = items[at]
+        record = latest.at(at)
         if record is None:
             continue
         this_session = record.get("rollout_id") in session_ids
@@ -144,37 +288,28 @@ def collect_rows(
         )
         if row.traceback:
             row = replace(row, traceback=redact(row.traceback))
-        rows.append(row)
-        found = tripwires.row_findings(row, document, harbor=HARBOR_SAMPLE_KEY in record)
-        if found:
-            findings[key] = found
-        digests[key] = tripwires.transcript_digest(document)
-    return _with_tripwires(plan, rows, findings, digests, latest, session_ids)
+        rows.add(
+            _Pending(
+                row,
+                tripwires.row_findings(row, document, harbor=HARBOR_SAMPLE_KEY in record),
+                tripwires.transcript_digest(document),
+                tripwires.code_finding(
+                    record, first=first, changed_now=changed_now, session_ids=session_ids
+                ),
+            )
+        )
+    rows.flush()
 
 
-def _with_tripwires(
-    plan: EvalPlan,
-    rows: list[RowRecord],
-    findings: dict[WorkKey, list[dict[str, Any]]],
-    digests: dict[WorkKey, str | None],
-    latest: dict[WorkKey, dict[str, Any]],
-    session_ids: set[str],
-) -> list[RowRecord]:
-    """The rows with every tripwire's findings (:mod:`.results.tripwires`)."""
-    changed_now = False
-    if session_ids and plan.source.rollout_dir.is_dir():
-        from osmosis_ai.eval._impl.run_dir.manifest import source_digest
+def _source_changed(plan: EvalPlan, session_ids: set[str]) -> bool:
+    """Whether the rollout's source changed while this session ran (``grader_changed``)."""
+    if not (session_ids and plan.source.rollout_dir.is_dir()):
+        return False
+    from osmosis_ai.eval._impl.run_dir.manifest import source_digest
 
-        locked = plan.inputs.get("rollout", {}).get("source_digest")
-        now = source_digest(plan.source.rollout_dir, exclude=(plan.output_root,))
-        changed_now = locked is not None and now != locked
-    for extra in (
-        tripwires.group_findings(rows, digests),
-        tripwires.code_findings(latest, changed_now=changed_now, session_ids=session_ids),
-    ):
-        for key, found in extra.items():
-            findings.setdefault(key, []).extend(found)
-    return tripwires.with_findings(rows, findings, plan.knobs.silenced_tripwires)
+    locked = plan.inputs.get("rollout", {}).get("source_digest")
+    now = source_digest(plan.source.rollout_dir, exclude=(plan.output_root,))
+    return locked is not None and now != locked
 
 
 def _update_reproducibility(
@@ -182,14 +317,20 @@ def _update_reproducibility(
     paths: RunPaths,
     manifest: dict[str, Any],
     calls: CallIndex,
-    latest: dict[WorkKey, dict[str, Any]],
+    latest: LatestRecords,
+    items: list[WorkItem],
 ) -> dict[str, Any]:
     """This session's record, merged with earlier sessions' observations, into the manifest;
     the Harbor tasks are those of the journal's latest records (every session's)."""
     earlier = manifest.get("reproducibility")
     seen = calls.observed or observed(())
     record = merged(run_record(plan), earlier if isinstance(earlier, dict) else {}, seen)
-    record = with_harbor_tasks(record, harbor_tasks(latest.values()))
+    tasks = (
+        harbor_tasks(_latest_records(latest, items))
+        if HARBOR_SAMPLE_KEY in latest.keys_seen
+        else []
+    )
+    record = with_harbor_tasks(record, tasks)
     if record != earlier:
         manifest["reproducibility"] = record
         write_json_atomic(paths.manifest, manifest)
@@ -202,44 +343,6 @@ def _status(interrupted: bool, failed: int, pending: int) -> RunStatus:
     return "partial" if failed or pending else "success"
 
 
-def _summary(
-    plan: EvalPlan, rows: list[RowRecord], total_work_items: int, end: SessionEnd
-) -> dict[str, Any]:
-    """The ``summary`` block of ``metrics.json`` for ``rows``."""
-    summary = compute_metrics(
-        (ItemResult.of_row(r) for r in rows),
-        samples_per_row=plan.knobs.n,
-        pass_threshold=plan.knobs.pass_threshold,
-        total_work_items=total_work_items,
-        metric_thresholds=plan.knobs.metric_thresholds,
-    )
-    tool_errors = _tool_errors(rows)
-    if tool_errors is not None:
-        summary["tool_errors"] = tool_errors
-    summary["training_safety"] = summarize_training_safety(
-        (r.training_safety for r in rows), token_ids_requested=plan.options.token_ids
-    )
-    summary["tripwires"] = tripwires.summarize(rows, plan.knobs.silenced_tripwires)
-    if end.budget is not None:
-        summary["budget"] = end.budget.to_json()
-    if end.concurrency is not None:
-        summary["concurrency"] = end.concurrency
-    return summary
-
-
-def _tool_errors(rows: list[RowRecord]) -> dict[str, Any] | None:
-    """Rows in which a tool raised, the calls that did, and the calls per tool."""
-    with_errors = [r for r in rows if r.tool_errors]
-    if not with_errors:
-        return None
-    by_tool = Counter(e.get("tool", "?") for r in with_errors for e in r.tool_errors or [])
-    return {
-        "rows": len(with_errors),
-        "calls": sum(r.tool_error_count for r in with_errors),
-        "by_tool": dict(sorted(by_tool.items())),
-    }
-
-
 def finalize(
     plan: EvalPlan,
     paths: RunPaths,
@@ -247,16 +350,25 @@ def finalize(
     items: list[WorkItem],
     end: SessionEnd,
 ) -> EvalRun:
+    """The run's results from its journal, in one pass over it and its rows (see :class:`_Rows`)."""
     calls = CallIndex.of(paths) if end.session_ids else CallIndex()
+    stored = _StoredIndex.of(paths, end)
+    writer = AtomicWriter(paths.index, durable=True)
+    rows = _Rows(plan, writer, stored)
     try:
-        latest = load_latest(paths.journal)
-        reproducibility = _update_reproducibility(plan, paths, manifest, calls, latest)
-        rows = collect_rows(plan, paths, items, end.session_ids, calls, reproducibility, latest)
+        with LatestRecords(paths.journal, _positions(items, plan.knobs.n), len(items)) as latest:
+            reproducibility = _update_reproducibility(plan, paths, manifest, calls, latest, items)
+            write_rows(plan, paths, items, end.session_ids, calls, reproducibility, latest, rows)
+    except BaseException:
+        writer.abort()
+        raise
     finally:
         calls.close()
-    summary = _summary(plan, rows, len(items), end)
-    counts = {s: sum(1 for r in rows if r.status == s) for s in ("success", "failed", "skipped")}
-    pending = len(items) - len(rows)
+        if stored is not None:
+            stored.close()
+    summary = rows.summary(plan, len(items), end)
+    counts = rows.counts
+    pending = len(items) - rows.total
     status = _status(end.interrupted, counts["failed"], pending)
     if (
         plan.options.require_append_only
@@ -269,14 +381,18 @@ def finalize(
         # --fail-on-tripwire (CI): an unsilenced reward-hacking finding fails the run.
         status, end.stop_code = "failed", "tripwire"
     duration_ms = (time.perf_counter() - end.t0) * 1000
-    stored = _unchanged(paths, end, rows, status, summary)
-    if stored is not None:
+    kept = stored.unchanged(end, status, summary) if stored is not None else None
+    if kept is not None:
         # Nothing ran and nothing would change: the run's files (and its provenance: started
         # at, duration, command line) stay as the session that made them wrote them.
-        duration = stored.get("duration_ms")
+        writer.abort()
+        duration = kept.get("duration_ms")
         duration_ms = float(duration) if isinstance(duration, int | float) else duration_ms
+        # Every row is from an earlier session (this one dispatched nothing).
+        index = IndexRows(paths.index, resumed=True)
     else:
-        write_index(paths.index, rows)
+        writer.commit()
+        index = IndexRows(paths.index, rows.offsets)
         _write_metrics(plan, paths, manifest, end, status, pending, duration_ms, summary)
     return EvalRun(
         status=status,
@@ -291,49 +407,79 @@ def finalize(
         succeeded=counts["success"],
         failed=counts["failed"],
         skipped=counts["skipped"],
-        resumed=sum(1 for r in rows if r.resumed),
+        resumed=rows.resumed,
         pending=pending,
         duration_ms=duration_ms,
         metrics=summary,
-        rows=rows,
+        rows=index,
         archived_to=end.archived,
         halt_reason=end.halt_reason,
         servers=end.servers,
         stop_code=end.stop_code,
-        unchanged=stored is not None,
+        unchanged=kept is not None,
     )
 
 
-def _unchanged(
-    paths: RunPaths, end: SessionEnd, rows: list[RowRecord], status: str, summary: dict[str, Any]
-) -> dict[str, Any] | None:
-    """The stored ``eval_run`` block when this session dispatched nothing and its results
-    equal what is on disk (a rerun of a finished run); else ``None``."""
-    if end.dispatched or end.session_ids or end.interrupted or end.halt_reason:
-        return None
-    try:
-        stored = json.loads(paths.metrics.read_text(encoding="utf-8"))
-        index = paths.index.read_text(encoding="utf-8")
-    except (OSError, ValueError):
-        return None
-    run = stored.get("eval_run") if isinstance(stored, dict) else None
-    if not isinstance(run, dict):
-        return None
-    stored_summary = stored.get("summary")
-    if not isinstance(stored_summary, dict):
-        return None
-    # What describes a session rather than the results: the concurrency it adapted to, and
-    # whether a row finished in an earlier session (every row has, on a rerun).
-    session_keys = ("concurrency",)
-    same = (
-        run.get("status") == status
-        and run.get("stop_code") == end.stop_code
-        and _without(stored_summary, session_keys)
-        == _without(json.loads(json.dumps(summary)), session_keys)
-        and [_without(json.loads(line), ("resumed",)) for line in index.splitlines()]
-        == [_without(row.to_json(), ("resumed",)) for row in rows]
-    )
-    return run if same else None
+class _StoredIndex:
+    """A rerun that dispatches nothing compares its rows with the stored ``index.jsonl`` as it
+    makes them (one stored line at a time), and keeps the run's files when they are the same."""
+
+    def __init__(self, paths: RunPaths, stored: dict[str, Any], fh: TextIO) -> None:
+        self.paths = paths
+        self.stored = stored
+        self.fh = fh
+        self.same = True
+
+    @classmethod
+    def of(cls, paths: RunPaths, end: SessionEnd) -> _StoredIndex | None:
+        if end.dispatched or end.session_ids or end.interrupted or end.halt_reason:
+            return None
+        try:
+            stored = json.loads(paths.metrics.read_text(encoding="utf-8"))
+            fh = paths.index.open(encoding="utf-8")
+        except (OSError, ValueError):
+            return None
+        return cls(paths, stored, fh)
+
+    def compare(self, row: dict[str, Any]) -> None:
+        """The next row (its JSON form) against the next stored line."""
+        if not self.same:
+            return
+        line = self.fh.readline()
+        try:
+            self.same = bool(line) and _without(json.loads(line), ("resumed",)) == _without(
+                row, ("resumed",)
+            )
+        except ValueError:
+            self.same = False
+
+    def close(self) -> None:
+        if self.same:
+            self.same = not self.fh.read(1)  # no stored line left over
+        self.fh.close()
+
+    def unchanged(
+        self, end: SessionEnd, status: str, summary: dict[str, Any]
+    ) -> dict[str, Any] | None:
+        """The stored ``eval_run`` block when the results equal what is on disk; else ``None``."""
+        stored = self.stored
+        run = stored.get("eval_run") if isinstance(stored, dict) else None
+        if not isinstance(run, dict):
+            return None
+        stored_summary = stored.get("summary")
+        if not isinstance(stored_summary, dict):
+            return None
+        # What describes a session rather than the results: the concurrency it adapted to, and
+        # whether a row finished in an earlier session (every row has, on a rerun).
+        session_keys = ("concurrency",)
+        same = (
+            self.same
+            and run.get("status") == status
+            and run.get("stop_code") == end.stop_code
+            and _without(stored_summary, session_keys)
+            == _without(json.loads(json.dumps(summary)), session_keys)
+        )
+        return run if same else None
 
 
 def _without(data: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:

@@ -19,7 +19,9 @@ import asyncio
 import ipaddress
 import logging
 import os
+import socket
 import sys
+from collections.abc import Sequence
 from types import FrameType
 from typing import Any
 
@@ -88,24 +90,33 @@ def serve(app: Any, *, workers: int | str | None = None, **options: Any) -> None
         from osmosis_ai.rollout.server._impl.workers.pool import use_workers
 
         use_workers(app, count)
-    from osmosis_ai._util import serving
-
     config = uvicorn_config(app, **options)
     service = getattr(getattr(app, "state", None), "rollout_service", None)
     if service is not None and config.port:  # a restart on this port finds this outbox
         service.outbox_instance = f"{config.host}-{config.port}"
-    server = _DrainingServer(config)
+    run_server(app, _DrainingServer(config))
+
+
+def run_server(app: Any, server: Any, *, sockets: Sequence[socket.socket] | None = None) -> None:
+    """Run uvicorn ``server`` (serving ``app``, on ``sockets`` when given) until it exits, the way
+    :func:`serve` runs it: a rollout server in one process gets the protocol thread (HTTP,
+    admission, polls on a loop of their own; the rollouts on this thread's loop, see
+    :mod:`._impl.agent_loop`); with workers, ``protocol_thread=False`` or any other app, one
+    loop. ``eval run``'s own rollout server runs through this too."""
+    from osmosis_ai._util import serving
+
+    service = getattr(getattr(app, "state", None), "rollout_service", None)
     pooled = service is not None and hasattr(service.backend, "start_workers")  # workers=N
     if service is None or pooled or not service.settings.protocol_thread:
-        serving.run(server)
+        serving.run(server, sockets=sockets)
         return
     # One process: the protocol in a thread of its own, the rollouts on this thread's loop.
-    loop = serving.new_loop(config)
+    loop = serving.new_loop(server.config)
     service.use_agent_loop(loop)
     interval = sys.getswitchinterval()
     _shorten_switch_interval()
     try:
-        serving.run_beside(server, loop)
+        serving.run_beside(server, loop, sockets=sockets)
     finally:
         sys.setswitchinterval(interval)
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+from array import array
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -240,21 +241,59 @@ def _judge_reason(judge: Mapping[str, Any] | None) -> str | None:
 
 def run_cost(rows: Iterable[Mapping[str, Any] | None]) -> dict[str, Any] | None:
     """Totals of the rows' ``cost`` objects (a kind is ``None`` when any row's is unknown)."""
-    costs = [row for row in rows if row]
-    if not costs:
-        return None
-    totals: dict[str, Any] = {}
-    for kind in ("policy_usd", "judge_usd", "total_usd"):
-        values = [c.get(kind) for c in costs]
-        known = [float(v) for v in values if isinstance(v, int | float)]
-        totals[kind] = math.fsum(known) if len(known) == len(values) else None
-        totals[f"{kind[:-4]}_known_usd"] = math.fsum(known)
-    totals["tokens"] = add_splits(c.get("tokens") for c in costs)
-    unpriced = [c for c in costs if c.get("unknown_reason")]
-    if unpriced:
-        totals["unpriced_rows"] = len(unpriced)
-        totals["unknown_reason"] = sorted({str(c["unknown_reason"]) for c in unpriced})[0]
-    return totals
+    totals = CostTotals()
+    for row in rows:
+        totals.add(row)
+    return totals.result()
+
+
+_COST_KINDS = ("policy_usd", "judge_usd", "total_usd")
+
+
+class CostTotals:
+    """:func:`run_cost` one row at a time (a run's finalisation streams its rows). Holds, per
+    priced row, its known amounts (8 bytes per kind): ``math.fsum`` of them is exact, which a
+    running float sum is not."""
+
+    __slots__ = ("_known", "_reason", "_rows", "_tokens", "_unpriced")
+
+    def __init__(self) -> None:
+        self._rows = 0
+        self._known: dict[str, array[float]] = {kind: array("d") for kind in _COST_KINDS}
+        self._tokens: dict[str, int] = add_splits(())
+        self._unpriced = 0
+        self._reason: str | None = None
+
+    def add(self, cost: Mapping[str, Any] | None) -> None:
+        if not cost:
+            return
+        self._rows += 1
+        for kind in _COST_KINDS:
+            value = cost.get(kind)
+            if isinstance(value, int | float):
+                self._known[kind].append(float(value))
+        split = cost.get("tokens")
+        if split:
+            for kind in TOKEN_KINDS:
+                self._tokens[kind] += _int(split.get(kind))
+        if cost.get("unknown_reason"):
+            self._unpriced += 1
+            reason = str(cost["unknown_reason"])
+            self._reason = reason if self._reason is None else min(self._reason, reason)
+
+    def result(self) -> dict[str, Any] | None:
+        if not self._rows:
+            return None
+        totals: dict[str, Any] = {}
+        for kind in _COST_KINDS:
+            known = self._known[kind]
+            totals[kind] = math.fsum(known) if len(known) == self._rows else None
+            totals[f"{kind[:-4]}_known_usd"] = math.fsum(known)
+        totals["tokens"] = dict(self._tokens)
+        if self._unpriced:
+            totals["unpriced_rows"] = self._unpriced
+            totals["unknown_reason"] = self._reason
+        return totals
 
 
 @dataclass(slots=True)

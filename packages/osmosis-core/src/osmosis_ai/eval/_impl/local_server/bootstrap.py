@@ -137,11 +137,14 @@ def main(argv: list[str]) -> None:
         timeout_graceful_shutdown=10,
     )
     try:
-        from osmosis_ai._util.serving import run, uvicorn_server
+        from osmosis_ai._util.serving import uvicorn_server
+        from osmosis_ai.rollout.server.serving import run_server
     except ImportError:  # an older osmosis-core (--isolated with an older pin): plain uvicorn
         uvicorn.Server(config).run(sockets=[sock])  # plumbing-owner: allowed (older core)
     else:
-        run(uvicorn_server(config), sockets=[sock])
+        # As serve() runs it: in one process, the protocol thread (admission and polls answered
+        # while rollouts keep the agent loop busy); with workers, one loop.
+        run_server(app, uvicorn_server(config), sockets=[sock])
 
 
 def _uvicorn_config(app: Any, **options: Any) -> Any:

@@ -18,13 +18,14 @@ from __future__ import annotations
 
 import math
 import statistics
+from array import array
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from osmosis_ai.eval._impl.cost.pricing import run_cost
-from osmosis_ai.judge_usage import sum_judge_usage
+from osmosis_ai.eval._impl.cost.pricing import CostTotals
+from osmosis_ai.judge_usage import JudgeTotals
 
 #: Error types that blame the rollout's own code; every other failure is infrastructure, except
 #: ``judge_error`` (the grader's LLM judge failed), which is counted on its own.
@@ -85,7 +86,7 @@ def k_values(n: int) -> list[int]:
     return [*ks, n] if n >= 1 else ks
 
 
-def reward_stats(rewards: list[float]) -> dict[str, float | None]:
+def reward_stats(rewards: Sequence[float]) -> dict[str, float | None]:
     """mean, median, population std, min, max (all ``None`` when nothing was graded)."""
     if not rewards:
         return {"mean": None, "median": None, "std": None, "min": None, "max": None}
@@ -179,46 +180,108 @@ def compute_metrics(
     metric_thresholds: Mapping[str, float] | None = None,
 ) -> dict[str, Any]:
     """The ``summary`` block of ``metrics.json`` (also the envelope's ``metrics``)."""
-    items = list(results)
-    graded = [r for r in items if r.status == "success" and r.reward is not None]
-    failed = [r for r in items if r.status == "failed"]
-    skipped = [r for r in items if r.status == "skipped"]
-    rewards = [float(r.reward) for r in graded if r.reward is not None]
-    passed = sum(1 for value in rewards if value >= pass_threshold)
-    by_type = Counter(r.error_type or "rollout_failed" for r in failed)
-    agent_failures = sum(v for k, v in by_type.items() if k in AGENT_FAILURE_TYPES)
-    judge_failures = by_type.get(JUDGE_FAILURE_TYPE, 0)
+    totals = MetricTotals(
+        samples_per_row=samples_per_row,
+        pass_threshold=pass_threshold,
+        metric_thresholds=metric_thresholds,
+    )
+    for item in results:
+        totals.add(item)
+    return totals.summary(total_work_items)
 
-    summary: dict[str, Any] = {
-        "total_work_items": total_work_items if total_work_items is not None else len(items),
-        "total_samples": len(items),
-        "completed_samples": len(items) - len(skipped),
-        "graded": len(graded),
-        "passed": passed,
-        "failed": len(failed),
-        "skipped": len(skipped),
-        "agent_failures": agent_failures,
-        "judge_failures": judge_failures,
-        "infrastructure_failures": len(failed) - agent_failures - judge_failures,
-        "failures_by_type": dict(sorted(by_type.items())),
-        "pass_rate": passed / len(graded) if graded else None,
-        "pass_threshold": pass_threshold,
-        "tokens_used": sum(r.tokens for r in items),
-        "reward_stats": reward_stats(rewards),
-        "n_runs": samples_per_row,
-    }
-    judge = sum_judge_usage(r.judge for r in items)
-    if judge is not None:
-        summary["judge"] = judge  # the graders' judge calls; tokens_used is the policy's only
-    cost = run_cost(r.cost for r in items)
-    if cost is not None:
-        summary["cost"] = cost  # policy, judge and total USD (None: some row's price unknown)
-    per_metric = grader_metric_stats(graded, metric_thresholds or {})
-    if per_metric:
-        summary["grader_metrics"] = per_metric
-    if samples_per_row >= 2:
-        summary["pass_at_k"] = _pass_at_k_points(graded, samples_per_row, pass_threshold)
-    return summary
+
+class MetricTotals:
+    """:func:`compute_metrics` one item at a time, for a finalisation that streams its rows.
+
+    Held per item, because a figure needs them all: each graded reward (8 bytes: the median),
+    each numeric grader metric of a graded item (8 bytes per metric: its interval), and per
+    dataset row its graded and passed counts (one small dict entry: pass@k). Everything else
+    is a running count or total, added in the order :func:`compute_metrics` adds them, so the
+    figures are the same to the bit.
+    """
+
+    def __init__(
+        self,
+        *,
+        samples_per_row: int,
+        pass_threshold: float,
+        metric_thresholds: Mapping[str, float] | None = None,
+    ) -> None:
+        self.samples_per_row = samples_per_row
+        self.pass_threshold = pass_threshold
+        self.metric_thresholds = metric_thresholds or {}
+        self.items = 0
+        self.failed = 0
+        self.skipped = 0
+        self.tokens = 0
+        self.passed = 0
+        self.rewards: array[float] = array("d")
+        self.by_type: Counter[str] = Counter()
+        self.judge = JudgeTotals()
+        self.cost = CostTotals()
+        self.metric_values: dict[str, array[float]] = {}
+        #: row_index -> (graded, passed)
+        self.per_row: dict[int, tuple[int, int]] = {}
+
+    def add(self, r: ItemResult) -> None:
+        self.items += 1
+        self.tokens += r.tokens
+        self.judge.add(r.judge)
+        self.cost.add(r.cost)
+        if r.status == "failed":
+            self.failed += 1
+            self.by_type[r.error_type or "rollout_failed"] += 1
+        elif r.status == "skipped":
+            self.skipped += 1
+        if r.status != "success" or r.reward is None:
+            return
+        reward = float(r.reward)
+        self.rewards.append(reward)
+        passed = reward >= self.pass_threshold
+        self.passed += passed
+        graded, hits = self.per_row.get(r.row_index, (0, 0))
+        self.per_row[r.row_index] = (graded + 1, hits + passed)
+        for key, value in grader_metric_values(r.metrics).items():
+            series = self.metric_values.get(key)
+            if series is None:
+                series = self.metric_values[key] = array("d")
+            series.append(value)
+
+    def summary(self, total_work_items: int | None = None) -> dict[str, Any]:
+        graded = len(self.rewards)
+        by_type = self.by_type
+        agent_failures = sum(v for k, v in by_type.items() if k in AGENT_FAILURE_TYPES)
+        judge_failures = by_type.get(JUDGE_FAILURE_TYPE, 0)
+        summary: dict[str, Any] = {
+            "total_work_items": total_work_items if total_work_items is not None else self.items,
+            "total_samples": self.items,
+            "completed_samples": self.items - self.skipped,
+            "graded": graded,
+            "passed": self.passed,
+            "failed": self.failed,
+            "skipped": self.skipped,
+            "agent_failures": agent_failures,
+            "judge_failures": judge_failures,
+            "infrastructure_failures": self.failed - agent_failures - judge_failures,
+            "failures_by_type": dict(sorted(by_type.items())),
+            "pass_rate": self.passed / graded if graded else None,
+            "pass_threshold": self.pass_threshold,
+            "tokens_used": self.tokens,
+            "reward_stats": reward_stats(self.rewards),
+            "n_runs": self.samples_per_row,
+        }
+        judge = self.judge.result()
+        if judge is not None:
+            summary["judge"] = judge  # the graders' judge calls; tokens_used is the policy's only
+        cost = self.cost.result()
+        if cost is not None:
+            summary["cost"] = cost  # policy, judge and total USD (None: some row's price unknown)
+        per_metric = _metric_stats(self.metric_values, self.metric_thresholds)
+        if per_metric:
+            summary["grader_metrics"] = per_metric
+        if self.samples_per_row >= 2:
+            summary["pass_at_k"] = _pass_at_k_points(self.per_row, self.samples_per_row)
+        return summary
 
 
 def grader_metric_values(metrics: Mapping[str, Any] | None) -> dict[str, float]:
@@ -241,15 +304,21 @@ def grader_metric_stats(
     """Per numeric grader metric, over the graded rows that report it: ``n``, ``mean``,
     ``ci95`` (Student-t, clipped to the score range: ``[0, 1]`` widened to the values), ``min``, ``max``, and ``pass_rate``
     with its ``threshold`` when ``[evaluation] metric_thresholds`` names the metric."""
-    from osmosis_ai.eval._impl.report.stats import mean_interval, score_range
-
     values: dict[str, list[float]] = defaultdict(list)
     for item in graded:
         for key, value in grader_metric_values(item.metrics).items():
             values[key].append(value)
+    return _metric_stats(values, thresholds)
+
+
+def _metric_stats(
+    values: Mapping[str, Sequence[float]], thresholds: Mapping[str, float]
+) -> dict[str, dict[str, Any]]:
+    from osmosis_ai.eval._impl.report.stats import mean_interval, score_range
+
     out: dict[str, dict[str, Any]] = {}
     for key in sorted(values):
-        series = values[key]
+        series = list(values[key])
         low, high = min(series), max(series)
         interval = mean_interval(series, clip=score_range(series))
         assert interval is not None
@@ -269,19 +338,12 @@ def grader_metric_stats(
 
 
 def _pass_at_k_points(
-    graded: list[ItemResult], samples_per_row: int, pass_threshold: float
+    per_row: Mapping[int, tuple[int, int]], samples_per_row: int
 ) -> list[dict[str, Any]]:
-    per_row: dict[int, list[bool]] = defaultdict(list)
-    for item in graded:
-        assert item.reward is not None
-        per_row[item.row_index].append(item.reward >= pass_threshold)
+    """pass@k per k over the rows' ``(graded, passed)`` counts."""
     points: list[dict[str, Any]] = []
     for k in k_values(samples_per_row):
-        values = [
-            pass_at_k(len(outcomes), sum(outcomes), k)
-            for outcomes in per_row.values()
-            if len(outcomes) >= k
-        ]
+        values = [pass_at_k(n, c, k) for n, c in per_row.values() if n >= k]
         points.append(
             {
                 "k": k,

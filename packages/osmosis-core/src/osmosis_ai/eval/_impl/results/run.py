@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -20,7 +21,9 @@ class EvalRun:
     or are still pending) or ``interrupted`` (Ctrl-C/SIGTERM/cancelled; rerun with the same
     ``name`` to resume) or ``failed`` (a gate failed the run: ``stop_code`` says which, e.g.
     ``append_only`` with ``require_append_only``). ``rows`` holds one :class:`RowRecord` per finished work item (this
-    session's and earlier sessions'), in row then sample order; ``metrics`` is the ``summary``
+    session's and earlier sessions'), in row then sample order, read from the run's
+    ``index.jsonl`` when asked for (a sequence, not a list: a run of any length returns
+    without holding its rows); ``metrics`` is the ``summary``
     block of ``metrics.json`` and :attr:`figures` the same, typed. (The CLI's ``--json``
     envelope of a run is the CLI's: ``osmosis_cli.commands.eval_run.run_resource``.)
     """
@@ -41,7 +44,7 @@ class EvalRun:
     pending: int
     duration_ms: float
     metrics: dict[str, Any]
-    rows: list[RowRecord] = field(default_factory=list)
+    rows: Sequence[RowRecord] = field(default_factory=tuple)
     archived_to: Path | None = None
     halt_reason: str | None = None
     #: With ``servers=[...]``: per rollout server its url, ``status`` (``ok``, ``draining``,

@@ -28,31 +28,46 @@ def summarize_training_safety(
     counted as rollouts. ``token_ids_requested`` is whether the run asked the upstream for
     token ids (``--token-ids``); ``None``: not known (an older run), not stored.
     """
-    checked = broken = with_ids = truncated = 0
-    causes: dict[str, int] = {}
+    totals = TrainingSafetyTotals()
     for verdict in verdicts:
+        totals.add(verdict)
+    return totals.summary(token_ids_requested=token_ids_requested)
+
+
+class TrainingSafetyTotals:
+    """:func:`summarize_training_safety` one verdict at a time (running counts only)."""
+
+    __slots__ = ("broken", "causes", "checked", "truncated", "with_ids")
+
+    def __init__(self) -> None:
+        self.checked = self.broken = self.with_ids = self.truncated = 0
+        self.causes: dict[str, int] = {}
+
+    def add(self, verdict: Mapping[str, Any] | None) -> None:
         cause = verdict_cause(verdict)
         if verdict is None or cause is None:
-            continue
-        checked += 1
+            return
+        self.checked += 1
         if verdict.get("token_ids") == "all":
-            with_ids += 1
+            self.with_ids += 1
         if verdict.get("truncated_calls"):
-            truncated += 1
+            self.truncated += 1
         if cause != "ok":
-            broken += 1
-            causes[cause] = causes.get(cause, 0) + 1
-    summary: dict[str, Any] = {
-        "rollouts": checked,
-        "append_only": checked - broken,
-        "broken": broken,
-        "causes": dict(sorted(causes.items(), key=lambda kv: (-kv[1], kv[0]))),
-        "token_ids_rows": with_ids,
-        "length_truncated_rows": truncated,
-    }
-    if token_ids_requested is not None:
-        summary["token_ids_requested"] = token_ids_requested
-    return summary
+            self.broken += 1
+            self.causes[cause] = self.causes.get(cause, 0) + 1
+
+    def summary(self, *, token_ids_requested: bool | None = None) -> dict[str, Any]:
+        summary: dict[str, Any] = {
+            "rollouts": self.checked,
+            "append_only": self.checked - self.broken,
+            "broken": self.broken,
+            "causes": dict(sorted(self.causes.items(), key=lambda kv: (-kv[1], kv[0]))),
+            "token_ids_rows": self.with_ids,
+            "length_truncated_rows": self.truncated,
+        }
+        if token_ids_requested is not None:
+            summary["token_ids_requested"] = token_ids_requested
+        return summary
 
 
 def missing_token_ids_reason(summary: Mapping[str, Any]) -> str | None:
@@ -88,6 +103,7 @@ def describe_training_safety(summary: Mapping[str, Any]) -> str:
 
 
 __all__ = [
+    "TrainingSafetyTotals",
     "describe_training_safety",
     "missing_token_ids_reason",
     "summarize_training_safety",

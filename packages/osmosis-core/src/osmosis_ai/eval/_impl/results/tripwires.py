@@ -302,27 +302,41 @@ def code_findings(
     """``grader_changed``: rows graded by another revision of the rollout's source than the
     run's first (the journal's ``code_digest``), and, when the source changed during this
     session (``changed_now``), every row this session finished."""
-    digests = [r.get("code_digest") for _, r in sorted(records.items())]
-    first = next((d for d in digests if isinstance(d, str)), None)
+    first = first_code_digest(r for _, r in sorted(records.items()))
     out: dict[tuple[int, int], list[dict[str, Any]]] = {}
     for key, record in records.items():
-        digest = record.get("code_digest")
-        if first is not None and isinstance(digest, str) and digest != first:
-            out[key] = [
-                {
-                    "name": "grader_changed",
-                    "detail": f"graded by source revision {digest[:12]}, the run began on "
-                    f"{first[:12]}",
-                }
-            ]
-        elif changed_now and record.get("rollout_id") in session_ids:
-            out[key] = [
-                {
-                    "name": "grader_changed",
-                    "detail": "the rollout's source files changed while this session ran",
-                }
-            ]
+        found = code_finding(record, first=first, changed_now=changed_now, session_ids=session_ids)
+        if found:
+            out[key] = found
     return out
+
+
+def first_code_digest(records: Iterable[Mapping[str, Any]]) -> str | None:
+    """The first ``code_digest`` of ``records`` (the journal's latest records in work-item
+    order): the revision the run began on."""
+    return next((d for d in (r.get("code_digest") for r in records) if isinstance(d, str)), None)
+
+
+def code_finding(
+    record: Mapping[str, Any], *, first: str | None, changed_now: bool, session_ids: set[str]
+) -> list[dict[str, Any]]:
+    """One record's ``grader_changed`` finding (``[]``: none); see :func:`code_findings`."""
+    digest = record.get("code_digest")
+    if first is not None and isinstance(digest, str) and digest != first:
+        return [
+            {
+                "name": "grader_changed",
+                "detail": f"graded by source revision {digest[:12]}, the run began on {first[:12]}",
+            }
+        ]
+    if changed_now and record.get("rollout_id") in session_ids:
+        return [
+            {
+                "name": "grader_changed",
+                "detail": "the rollout's source files changed while this session ran",
+            }
+        ]
+    return []
 
 
 def with_findings(
@@ -346,23 +360,39 @@ def with_findings(
 
 def summarize(rows: Iterable[RowRecord], silenced: Mapping[str, str]) -> dict[str, Any]:
     """``summary.tripwires``: rows with an unsilenced finding, findings per name, silenced."""
-    flagged = 0
-    by_name: dict[str, int] = {}
-    quiet: dict[str, int] = {}
+    totals = TripwireTotals(silenced)
     for row in rows:
+        totals.add(row)
+    return totals.summary()
+
+
+class TripwireTotals:
+    """:func:`summarize` one row at a time (running counts only)."""
+
+    __slots__ = ("by_name", "flagged", "quiet", "silenced")
+
+    def __init__(self, silenced: Mapping[str, str]) -> None:
+        self.silenced = silenced
+        self.flagged = 0
+        self.by_name: dict[str, int] = {}
+        self.quiet: dict[str, int] = {}
+
+    def add(self, row: RowRecord) -> None:
         live = [f for f in row.tripwires or () if "silenced" not in f]
-        flagged += bool(live)
+        self.flagged += bool(live)
         for finding in row.tripwires or ():
-            target = quiet if "silenced" in finding else by_name
+            target = self.quiet if "silenced" in finding else self.by_name
             target[finding["name"]] = target.get(finding["name"], 0) + 1
-    return {
-        "rows": flagged,
-        "by_name": dict(sorted(by_name.items())),
-        "silenced": {
-            name: {"reason": reason, "findings": quiet.get(name, 0)}
-            for name, reason in sorted(silenced.items())
-        },
-    }
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "rows": self.flagged,
+            "by_name": dict(sorted(self.by_name.items())),
+            "silenced": {
+                name: {"reason": reason, "findings": self.quiet.get(name, 0)}
+                for name, reason in sorted(self.silenced.items())
+            },
+        }
 
 
 def live_findings(row: RowRecord) -> list[dict[str, Any]]:
@@ -374,8 +404,11 @@ __all__ = [
     "LABEL_MIN_CHARS",
     "TRIPWIRES",
     "TripwireConfigError",
+    "TripwireTotals",
     "check_silenced",
+    "code_finding",
     "code_findings",
+    "first_code_digest",
     "group_findings",
     "live_findings",
     "row_findings",

@@ -30,9 +30,10 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-from collections.abc import Iterator
+from array import array
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from osmosis_ai._util import json_bounded
 from osmosis_ai._util.group_sync import GroupSync
@@ -80,6 +81,75 @@ def load_latest(path: Path) -> dict[WorkKey, dict[str, Any]]:
             continue
         latest[key] = record
     return latest
+
+
+class LatestRecords:
+    """Where each work item's latest record is in the journal, found in one pass: what
+    :func:`load_latest` gives, without holding the records (a finalisation reads each back
+    once, in work-item order).
+
+    Held: the byte offset of each planned work item's latest record (8 bytes per work item,
+    ``position`` is its place in the plan's work-item list), a dict entry for a record of a work
+    item outside the plan (none, unless the plan shrank) and the names of the top-level keys
+    seen. Use as a context manager (the journal stays open for reading).
+    """
+
+    def __init__(self, path: Path, position: Callable[[WorkKey], int | None], size: int) -> None:
+        self.path = path
+        self._offsets = array("q", [-1]) * size
+        self.outside: dict[WorkKey, int] = {}
+        self.keys_seen: set[str] = set()
+        self._fh = path.open("rb") if path.exists() else None
+        if self._fh is not None:
+            self._scan(self._fh, position)
+
+    def _scan(self, fh: BinaryIO, position: Callable[[WorkKey], int | None]) -> None:
+        offset = 0
+        for line in fh:
+            start, offset = offset, offset + len(line)
+            if not line.endswith(b"\n"):
+                return  # torn final write
+            record = _decode(line)
+            if record is None:
+                continue
+            try:
+                key = (int(record["row_index"]), int(record["run_index"]))
+            except (KeyError, TypeError, ValueError):
+                continue
+            self.keys_seen.update(record)
+            at = position(key)
+            if at is None:
+                self.outside[key] = start
+            else:
+                self._offsets[at] = start
+
+    def __enter__(self) -> LatestRecords:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._fh is not None:
+            self._fh.close()
+            self._fh = None
+
+    def at(self, position: int) -> dict[str, Any] | None:
+        """The latest record of the work item at ``position`` (``None``: not finished)."""
+        return self._read(self._offsets[position])
+
+    def outside_record(self, key: WorkKey) -> dict[str, Any] | None:
+        return self._read(self.outside[key])
+
+    def _read(self, offset: int) -> dict[str, Any] | None:
+        if offset < 0 or self._fh is None:
+            return None
+        self._fh.seek(offset)
+        return _decode(self._fh.readline())
+
+    def positions(self) -> Iterator[int]:
+        """The positions of the work items that have a record, in order."""
+        return (i for i, offset in enumerate(self._offsets) if offset >= 0)
 
 
 def _truncate_torn_tail(path: Path) -> None:

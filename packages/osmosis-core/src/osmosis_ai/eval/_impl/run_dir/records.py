@@ -46,10 +46,13 @@ values the grader set in ``ctx.sample.metrics`` (the ``judge_*`` usage metrics a
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+import os
+import weakref
+from array import array
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, overload
 
 RowStatus = Literal["success", "failed", "skipped"]
 
@@ -165,6 +168,63 @@ def read_index(path: str | Path) -> list[RowRecord]:
         file = file / "index.jsonl"
     with file.open(encoding="utf-8") as fh:
         return [RowRecord.from_json(json.loads(line)) for line in fh if line.strip()]
+
+
+class IndexRows(Sequence[RowRecord]):
+    """The rows of an ``index.jsonl``, read from the file when asked for (``EvalRun.rows``): a
+    run of any length hands back its rows without holding them. Held: the open file (the
+    version this object was made for: a later session that replaces the file, or an archive
+    that moves the folder, leaves it readable) and the byte offset of each line (8 bytes per
+    row). ``resumed=True`` reads every row as finished in an earlier session (a rerun that
+    dispatched nothing and kept the stored file)."""
+
+    def __init__(
+        self, path: str | Path, offsets: array[int] | None = None, *, resumed: bool | None = None
+    ) -> None:
+        self.path = Path(path)
+        self._fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        self._close = weakref.finalize(self, os.close, self._fd)
+        self._size = os.fstat(self._fd).st_size
+        self._resumed = resumed
+        if offsets is None:
+            offsets = array("q")
+            with open(self._fd, "rb", closefd=False) as fh:
+                at = 0
+                for line in fh:
+                    if line.strip():
+                        offsets.append(at)
+                    at += len(line)
+        self._offsets = offsets
+
+    def __len__(self) -> int:
+        return len(self._offsets)
+
+    @overload
+    def __getitem__(self, index: int) -> RowRecord: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[RowRecord]: ...
+    def __getitem__(self, index: int | slice) -> RowRecord | list[RowRecord]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        start = self._offsets[index]  # IndexError past the end, negative indexes count back
+        position = index if index >= 0 else len(self) + index
+        end = self._offsets[position + 1] if position + 1 < len(self) else self._size
+        row = RowRecord.from_json(json.loads(os.pread(self._fd, end - start, start)))
+        return row if self._resumed is None else replace(row, resumed=self._resumed)
+
+    def __iter__(self) -> Iterator[RowRecord]:
+        for i in range(len(self)):
+            yield self[i]
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Sequence) or isinstance(other, str | bytes):
+            return NotImplemented
+        return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"IndexRows({str(self.path)!r}, {len(self)} rows)"
 
 
 def write_index(path: Path, rows: list[RowRecord]) -> None:
