@@ -135,6 +135,15 @@ def test_platform_errors_keep_the_platform_code(
     assert error["code"] == "CONFLICT"
     assert error["details"]["platform_code"] == "name_taken"
     assert error["details"]["status_code"] == 409
+    # the way out: another --name, or a look at the run that has it
+    assert "another --name" in error["message"]
+    assert "'osmosis train info taken'" in error["message"]
+    platform.state.runs["eval"].append({"id": "run_y", "name": "taken", "kind": "eval"})
+    cli.env["JUDGE_KEY"] = "judge-env"
+    args = ("--json", "eval", "submit", "configs/eval/calc.toml", "-y", "--name", "taken")
+    error = cli(*args, cwd=workspace).error()["error"]
+    assert error["code"] == "CONFLICT"
+    assert "'osmosis eval info taken'" in error["message"]
 
 
 def test_submit_requires_login_before_anything_is_sent(

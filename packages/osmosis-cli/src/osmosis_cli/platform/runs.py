@@ -90,10 +90,31 @@ def submit(options: SubmitOptions, output: Output) -> None:
     body["git"] = git
     if options.name:
         body["name"] = options.name
-    run = client.request("POST", ENDPOINTS[options.kind], json=body, redact=secrets.values.values())
+    try:
+        run = client.request(
+            "POST", ENDPOINTS[options.kind], json=body, redact=secrets.values.values()
+        )
+    except CLIError as error:
+        if error.code is CLIErrorCode.CONFLICT:
+            raise name_taken(error, options.kind, options.name) from None
+        raise
     if not isinstance(run, dict):
         raise CLIError(CLIErrorCode.PLATFORM_ERROR, "The platform returned no run.")
     _emit_submitted(options, output, run, config, workspace, git)
+
+
+def name_taken(error: CLIError, kind: Kind, name: str | None) -> CLIError:
+    """A submit's ``409``: the run name is taken. The platform's words plus the way out (the
+    one place every submit that names its run goes through)."""
+    command = COMMANDS[kind]
+    shown = name or "NAME"
+    reason = error.message.rstrip(".")
+    return CLIError(
+        CLIErrorCode.CONFLICT,
+        f"{reason}. Run names are unique: pick another --name, or see the existing run with "
+        f"'osmosis {command} info {shown}'.",
+        details=error.details,
+    )
 
 
 def _environment_of(path: Path) -> tuple[Any, Path] | None:
