@@ -67,8 +67,9 @@ app = {"served_by": "stand-in"}
 
 
 @pytest.fixture
-def workspace(tmp_path: Path, cli: Cli) -> Path:
-    """A git workspace (made with the CLI's own library) whose configs need secrets."""
+def workspace(tmp_path: Path, cli: Cli, platform: Platform) -> Path:
+    """A git workspace (made with the CLI's own library) whose configs need secrets; its
+    dataset ``calc`` is on the platform (submits check it)."""
     from osmosis_cli.scaffolding.rollout_init import init_rollout
     from osmosis_cli.scaffolding.workspace_init import init_workspace
 
@@ -91,4 +92,5 @@ def workspace(tmp_path: Path, cli: Cli) -> Path:
         else:
             text += '\n[secrets]\nrequired = ["OPENAI_API_KEY"]\n'
         path.write_text(text, encoding="utf-8")
+    platform.state.add_dataset("calc")
     return root

@@ -1,7 +1,8 @@
 """Submitting eval and training runs and reading them back.
 
 ``submit`` is the whole ``eval submit`` / ``train submit`` flow: preflight, token, secrets, a
-summary, confirmation, then one POST. Nothing is sent before the user (or ``--yes``) agrees.
+summary, confirmation, a look-up of the config's dataset on the platform, then one POST. Nothing
+is sent before the user (or ``--yes``) agrees.
 """
 
 from __future__ import annotations
@@ -84,6 +85,10 @@ def submit(options: SubmitOptions, output: Output) -> None:
         output.emit_detail(summary, title=f"{expected.capitalize()} run")
     if not output.confirm(f"Submit this {expected} run to {url}?", assume_yes=options.yes):
         raise CLIError(CLIErrorCode.VALIDATION, "Submission cancelled; nothing was sent.")
+    if not config.experiment.env:  # an environment's rows are its dataset: nothing uploaded
+        from osmosis_cli.platform.datasets import check_run_dataset
+
+        check_run_dataset(client, config.experiment.dataset, workspace, output)
 
     body: dict[str, Any] = config.sections_for_platform()
     body["secrets"] = {"required": config.required_secrets, "provided": secrets.values}
