@@ -10,6 +10,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 import os
 import socket
+import subprocess
 from collections.abc import Iterator
 
 import pytest
@@ -93,4 +94,6 @@ def workspace(tmp_path: Path, cli: Cli, platform: Platform) -> Path:
             text += '\n[secrets]\nrequired = ["OPENAI_API_KEY"]\n'
         path.write_text(text, encoding="utf-8")
     platform.state.add_dataset("calc")
+    # the repository connected to the platform (the stand-in never clones: only its URL is sent)
+    subprocess.run(["git", "-C", str(root), "remote", "add", "origin", "git@example.com:me/ws.git"], check=True)  # fmt: skip
     return root

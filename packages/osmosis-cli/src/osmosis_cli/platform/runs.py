@@ -57,6 +57,8 @@ def submit(options: SubmitOptions, output: Output) -> None:
     if config is None or workspace is None:  # resolve_target always sets both for a .toml
         raise CLIError(CLIErrorCode.INTERNAL, "config target without a config")
     require_layout(workspace)
+    # an environment is run by the platform itself: no code to clone, no origin needed
+    git = _describe_git(workspace, output, needs_origin=environment is None)
     url = platform_url()
     client = PlatformClient(url, require_token(url).value)
 
@@ -68,7 +70,6 @@ def submit(options: SubmitOptions, output: Output) -> None:
     secrets = resolve_secrets(
         config.required_secrets, secrets_file=options.secrets_file, output=output
     )
-    git = _describe_git(workspace, output)
 
     summary = {
         "Platform": url,
@@ -133,16 +134,21 @@ def _environment_of(path: Path) -> tuple[Any, Path] | None:
     return config, _workspace_of_config(path)
 
 
-def _describe_git(workspace: Path, output: Output) -> dict[str, Any]:
-    """The workspace's git facts, warning when the platform would not run what is here."""
+def _describe_git(workspace: Path, output: Output, *, needs_origin: bool) -> dict[str, Any]:
+    """The workspace's git facts, warning when the platform would not run what is here. No
+    ``origin`` when the platform has to clone the rollout code: refused (as the documented
+    CLI does), there would be nothing for the run to clone."""
     git = describe_repository(workspace)
-    if not git.get("remote_url"):
-        output.warn(
-            "NO_GIT_ORIGIN",
-            "this workspace has no git `origin`; the platform runs the code it clones from "
-            "origin, so push the workspace to the repository connected to the platform",
+    if not git.get("remote_url") and needs_origin:
+        raise CLIError(
+            CLIErrorCode.VALIDATION,
+            f"{workspace} has no git `origin`: the platform runs the rollout code it clones from "
+            "origin, so it would have nothing to run; nothing was submitted. Set origin to the "
+            "repository connected to the platform and push: 'git remote add origin URL', then "
+            "'git push -u origin HEAD'.",
+            details={"workspace": str(workspace), "fix": "git remote add origin URL"},
         )
-    elif git.get("dirty"):
+    if git.get("dirty"):
         output.warn(
             "DIRTY_WORKTREE",
             "the workspace has uncommitted changes; the platform runs what is pushed",
