@@ -10,6 +10,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 import os
 import socket
+import subprocess
 from collections.abc import Iterator
 
 import pytest
@@ -67,8 +68,9 @@ app = {"served_by": "stand-in"}
 
 
 @pytest.fixture
-def workspace(tmp_path: Path, cli: Cli) -> Path:
-    """A git workspace (made with the CLI's own library) whose configs need secrets."""
+def workspace(tmp_path: Path, cli: Cli, platform: Platform) -> Path:
+    """A git workspace (made with the CLI's own library) whose configs need secrets; its
+    dataset ``calc`` is on the platform (submits check it)."""
     from osmosis_cli.scaffolding.rollout_init import init_rollout
     from osmosis_cli.scaffolding.workspace_init import init_workspace
 
@@ -91,4 +93,7 @@ def workspace(tmp_path: Path, cli: Cli) -> Path:
         else:
             text += '\n[secrets]\nrequired = ["OPENAI_API_KEY"]\n'
         path.write_text(text, encoding="utf-8")
+    platform.state.add_dataset("calc")
+    # the repository connected to the platform (the stand-in never clones: only its URL is sent)
+    subprocess.run(["git", "-C", str(root), "remote", "add", "origin", "git@example.com:me/ws.git"], check=True)  # fmt: skip
     return root

@@ -8,6 +8,7 @@ platform with what a real user would already have, named as the skill's text nam
 from __future__ import annotations
 
 import math
+import subprocess
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -109,7 +110,19 @@ def benchmark_catalog(workspace: Path, platform: Platform, env: dict[str, str]) 
         )  # fmt: skip
 
 
+def connected_repository(workspace: Path, platform: Platform, env: dict[str, str]) -> None:
+    """evaluate-rollouts, submit-eval, submit-training: the workspace's git ``origin`` is the
+    repository connected to the platform (a workspace the platform made is a clone of it; one
+    made with ``osmosis init`` gets it from the user). Submits refuse a workspace without one;
+    the stand-in never clones, only the URL is sent."""
+    url = "git@example.com:me/workspace.git"
+    subprocess.run(["git", "-C", str(workspace), "remote", "add", "origin", url], check=True)
+
+
 HOOKS: dict[str, Callable[[Path, Platform, dict[str, str]], None]] = {
+    "evaluate-rollouts": connected_repository,
+    "submit-eval": connected_repository,
+    "submit-training": connected_repository,
     "run-training": training_in_progress,
     "deploy-models": checkpoints_to_deploy,
     "submit-benchmarks": benchmark_catalog,

@@ -149,6 +149,23 @@ class PlatformState:
             self.logs[run["id"]] = []
         return run
 
+    def add_dataset(self, name: str, status: str = "uploaded") -> dict[str, Any]:
+        """A dataset already on the platform (metadata only: no file to download)."""
+        dataset = {
+            "id": f"ds_{self.next_id():04d}",
+            "name": name,
+            "filename": f"{name}.jsonl",
+            "format": "jsonl",
+            "size_bytes": 0,
+            "row_count": 4,
+            "sha256": None,
+            "status": status,
+            "created_at": now(),
+            "data_preview": None,
+        }
+        self.datasets[name] = dataset
+        return dataset
+
     def find_run(self, kind: str, key: str) -> dict[str, Any] | None:
         return next((r for r in self.runs[kind] if key in (r.get("id"), r.get("name"))), None)
 

@@ -191,10 +191,10 @@ def test_runs_list_info_logs_and_stop(cli: Cli, catalog: Platform, tmp_path: Pat
 @pytest.mark.parametrize(
     ("args", "path", "status", "code"),
     [
-        (("benchmark", "list"), "/api/cli/benchmarks", 403, "AUTH_REQUIRED"),
+        (("benchmark", "list"), "/api/cli/benchmarks", 403, "PERMISSION_DENIED"),
         (("benchmark", "info", "hle"), "/api/cli/benchmarks/hle", 500, "PLATFORM_ERROR"),
         (("benchmark", "runs", "list"), "/api/cli/benchmark-runs", 503, "PLATFORM_ERROR"),
-        (("benchmark", "runs", "logs", "x"), "/api/cli/benchmark-runs/x", 403, "AUTH_REQUIRED"),
+        (("benchmark", "runs", "logs", "x"), "/api/cli/benchmark-runs/x", 403, "PERMISSION_DENIED"),
         (("benchmark", "runs", "download", "x"), "/api/cli/benchmark-runs/x", 502,
          "PLATFORM_ERROR"),
     ],

@@ -238,7 +238,7 @@ def test_an_interrupted_dataset_download_resumes(
     ("command", "status", "code"),
     [
         (("dataset", "preview", "calc"), 404, "NOT_FOUND"),
-        (("dataset", "logs", "calc"), 403, "AUTH_REQUIRED"),
+        (("dataset", "logs", "calc"), 403, "PERMISSION_DENIED"),
         (("dataset", "download", "calc"), 500, "PLATFORM_ERROR"),
         (("dataset", "preview", "calc"), 401, "AUTH_REQUIRED"),
     ],

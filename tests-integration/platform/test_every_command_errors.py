@@ -44,7 +44,7 @@ COMMANDS = [
 ]
 STATUSES = [
     (401, "AUTH_REQUIRED"),
-    (403, "AUTH_REQUIRED"),
+    (403, "PERMISSION_DENIED"),
     (404, "NOT_FOUND"),
     (500, "PLATFORM_ERROR"),
 ]

@@ -101,11 +101,17 @@ def test_a_workspace_without_inference_shows_no_deployment_fields(
     assert "active_deployments" not in listed
     assert all("deployment_status" not in m for m in listed["items"])
     refused = cli("--json", "model", "deploy", "calc-step-80", cwd=tmp_path)
-    assert refused.error()["error"]["code"] == "AUTH_REQUIRED"
+    error = refused.error()["error"]
+    # a permission the workspace lacks, not a login problem: signing in again does not help
+    assert (refused.code, error["code"]) == (1, "PERMISSION_DENIED")
+    assert error["details"]["platform_code"] == "inference_unavailable"
+    assert "lacks access" in error["message"]
+    assert "auth login" not in error["message"]
 
 
 @pytest.mark.parametrize(
-    ("status", "code"), [(401, "AUTH_REQUIRED"), (403, "AUTH_REQUIRED"), (500, "PLATFORM_ERROR")]
+    ("status", "code"),
+    [(401, "AUTH_REQUIRED"), (403, "PERMISSION_DENIED"), (500, "PLATFORM_ERROR")],
 )
 def test_platform_errors_on_model_commands(
     cli: Cli, models: Platform, tmp_path: Path, status: int, code: str

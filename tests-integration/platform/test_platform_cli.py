@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import stat
 from pathlib import Path
 
@@ -135,6 +136,45 @@ def test_platform_errors_keep_the_platform_code(
     assert error["code"] == "CONFLICT"
     assert error["details"]["platform_code"] == "name_taken"
     assert error["details"]["status_code"] == 409
+    # the way out: another --name, or a look at the run that has it
+    assert "another --name" in error["message"]
+    assert "'osmosis train info taken'" in error["message"]
+    platform.state.runs["eval"].append({"id": "run_y", "name": "taken", "kind": "eval"})
+    cli.env["JUDGE_KEY"] = "judge-env"
+    args = ("--json", "eval", "submit", "configs/eval/calc.toml", "-y", "--name", "taken")
+    error = cli(*args, cwd=workspace).error()["error"]
+    assert error["code"] == "CONFLICT"
+    assert "'osmosis eval info taken'" in error["message"]
+
+
+def test_submit_checks_the_configs_dataset_on_the_platform(
+    cli: Cli, platform: Platform, workspace: Path
+) -> None:
+    cli.env.update(OSMOSIS_TOKEN=platform.token, OPENAI_API_KEY="sk-env")
+    args = ("--json", "train", "submit", "configs/training/calc.toml", "-y")
+    del platform.state.datasets["calc"]
+    missing = cli(*args, cwd=workspace)
+    assert missing.code == 1
+    error = missing.error()["error"]
+    assert error["code"] == "NOT_FOUND"
+    assert "[experiment] dataset = 'calc'" in error["message"]
+    assert "osmosis dataset upload data/calc.jsonl" in error["message"]
+    assert _posts(platform) == []
+    platform.state.add_dataset("calc", status="error")
+    broken = cli(*args, cwd=workspace).error()["error"]
+    assert broken["code"] == "VALIDATION"
+    assert "'osmosis dataset logs calc'" in broken["message"]
+    assert _posts(platform) == []
+    platform.state.add_dataset("calc", status="processing")
+    processing = cli(*args, cwd=workspace)
+    assert processing.code == 0, processing.stderr  # may still become ready: a warning
+    warning = [
+        json.loads(line)["warning"]
+        for line in processing.stderr.splitlines()
+        if '"warning"' in line
+    ]
+    assert [w["code"] for w in warning if w["code"].startswith("DATASET")] == ["DATASET_NOT_READY"]
+    assert _posts(platform) == ["/api/cli/training-runs"]
 
 
 def test_submit_requires_login_before_anything_is_sent(

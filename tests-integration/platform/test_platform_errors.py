@@ -12,7 +12,7 @@ from stand_in_state import Fault  # pyright: ignore[reportMissingImports]
 @pytest.mark.parametrize(
     ("status", "code", "hint"),
     [
-        (403, "AUTH_REQUIRED", "lacks permission"),
+        (403, "PERMISSION_DENIED", "lacks access"),
         (404, "NOT_FOUND", "injected failure"),
         (500, "PLATFORM_ERROR", "HTTP 500"),
         (502, "PLATFORM_ERROR", "HTTP 502"),

@@ -14,6 +14,8 @@ from typing import Any
 class CLIErrorCode(StrEnum):
     VALIDATION = "VALIDATION"
     AUTH_REQUIRED = "AUTH_REQUIRED"
+    #: The platform answered 403: the login is fine, the account or workspace may not do this.
+    PERMISSION_DENIED = "PERMISSION_DENIED"
     NOT_FOUND = "NOT_FOUND"
     CONFLICT = "CONFLICT"
     UPGRADE_REQUIRED = "UPGRADE_REQUIRED"

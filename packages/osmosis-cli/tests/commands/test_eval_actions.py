@@ -132,8 +132,26 @@ def test_curate_writes_the_dataset_and_its_provenance(
     assert (resource["signal_share_before"], resource["signal_share_after"]) == (0.0, 0.0)
     assert len(target.read_text().splitlines()) == 3
     assert Path(resource["provenance_path"]).is_file()
+    # 3 rows: fewer than the platform's 4, so no upload suggestion but a warning saying why
+    assert "next_steps_structured" not in json.loads(out)
+    warning = json.loads(err.splitlines()[-1])["warning"]
+    assert warning["code"] == "TOO_FEW_ROWS"
+    assert (warning["details"]["kept"], warning["details"]["min_rows"]) == (3, 4)
     code, _, err = _cli(capsys, "dataset", "curate", "src", "-o", str(tmp_path / "x.jsonl"), "--band", "0.9:0.1", "--runs-dir", str(source), "--json")  # fmt: skip
     assert "LOW:HIGH" in _error(err)["message"]
+
+
+def test_curate_keeping_too_few_rows_warns_instead_of_suggesting_the_upload(
+    source: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    target = tmp_path / "curated.jsonl"
+    # the default band drops every row (all always solved): 0 kept
+    code, out, err = _cli(capsys, "--plain", "dataset", "curate", "src", "-o", str(target), "--runs-dir", str(source))  # fmt: skip
+    assert code == 0, err
+    assert "Kept 0 of 3 row(s)" in out
+    assert "dataset upload" not in out
+    assert "Warning: kept 0 row(s)" in err
+    assert "needs at least 4 rows" in err
 
 
 def test_fail_on_tripwire_exits_1(

@@ -333,6 +333,25 @@ def test_max_cost_stops_the_run_with_exit_3_and_says_why(
     assert "budget: $" in out
 
 
+def test_max_cost_without_a_price_names_the_pricing_entry_not_a_higher_budget(
+    workspace: MakeWorkspace, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = workspace(n_rows=3)  # no [pricing."m"], and a server on 127.0.0.1 has no price
+    with ScriptedPolicyServer("multiply") as policy:
+        args = ("eval", "run", str(config), "--base-url", policy.url, "--model", "m", "--yes")
+        args += ("--name", "unpriced", "--max-in-flight", "1", "--workers", "1")
+        code, out, _ = _cli(capsys, *args, "--max-cost", "5", "--json")
+    assert code == 3
+    envelope = json.loads(out)
+    resource = envelope["resource"]
+    assert resource["stop_code"] == "budget"
+    assert "cost is unknown" in resource["halt_reason"]
+    assert '[pricing."m"]' in resource["halt_reason"]
+    steps = [step["command"] for step in envelope["next_steps_structured"]]
+    assert not any("higher" in step for step in steps), steps
+    assert any(step.endswith("--max-cost 5") for step in steps), steps
+
+
 #: EvalOptions fields without an `eval run` flag: the key is read from the environment only,
 #: sampling comes from --temperature/--top-p/--max-tokens/--seed/--model-arg, and [env] and the
 #: timeouts from the eval config.

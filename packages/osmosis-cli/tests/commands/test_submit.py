@@ -4,6 +4,7 @@ tests-integration/platform against the stand-in platform)."""
 from __future__ import annotations
 
 import socket
+import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
@@ -24,6 +25,8 @@ def workspace(
         encoding="utf-8",
     )
     (git_repo / "rollouts").mkdir(exist_ok=True)
+    # the repository connected to the platform (never contacted: only its URL is sent)
+    subprocess.run(["git", "-C", str(git_repo), "remote", "add", "origin", "git@example.com:me/ws.git"], check=True)  # fmt: skip
     with socket.socket() as sock:  # nothing listens: any request would be a NETWORK error
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
@@ -85,9 +88,24 @@ def test_confirmation_needs_yes_without_a_tty(
     assert sent.error()["error"]["code"] == "NETWORK"
 
 
+def test_without_an_origin_nothing_is_submitted(
+    run_cli: RunCli, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk")
+    monkeypatch.setenv("JUDGE_KEY", "j")
+    subprocess.run(["git", "-C", str(workspace), "remote", "remove", "origin"], check=True)
+    result = run_cli("--json", "eval", "submit", "configs/eval/calc.toml", "-y", cwd=workspace)
+    error = result.error()["error"]
+    assert (result.code, error["code"]) == (1, "VALIDATION")  # not NETWORK: refused first
+    assert "no git `origin`" in error["message"]
+    assert "'git remote add origin URL'" in error["message"]
+
+
 def test_an_environment_config_needs_no_rollout_folder(run_cli: RunCli, workspace: Path) -> None:
-    """``[experiment] env``: no rollout folder to preflight; the submit goes on to the POST
-    (here nothing listens, so it ends as a NETWORK error after the confirmation)."""
+    """``[experiment] env``: no rollout folder to preflight and no code to clone (no origin
+    needed); the submit goes on to the POST (here nothing listens, so it ends as a NETWORK
+    error after the confirmation)."""
+    subprocess.run(["git", "-C", str(workspace), "remote", "remove", "origin"], check=True)
     (workspace / "configs" / "eval" / "legs.toml").write_text(
         '[experiment]\nenv = "reasoning-gym:leg_counting?size=5"\nmodel_path = "openai/gpt-4.1"\n'
         "\n[secrets]\nrequired = []\n",

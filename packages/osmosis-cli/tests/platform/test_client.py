@@ -33,7 +33,7 @@ def test_scrub_replaces_longest_secrets_first() -> None:
     [
         (400, CLIErrorCode.VALIDATION),
         (401, CLIErrorCode.AUTH_REQUIRED),
-        (403, CLIErrorCode.AUTH_REQUIRED),
+        (403, CLIErrorCode.PERMISSION_DENIED),
         (404, CLIErrorCode.NOT_FOUND),
         (409, CLIErrorCode.CONFLICT),
         (426, CLIErrorCode.UPGRADE_REQUIRED),

@@ -265,7 +265,23 @@ def curate(
 
 
 def _emit_curation(out: Output, source: str, output: Path, result: CurationResult) -> None:
-    """Print what the curation kept and its figures."""
+    """Print what the curation kept and its figures. Too few rows for the platform's
+    dataset rule: a warning instead of the upload suggestion (the file is still written and
+    the exit code stays 0, as for an eval in which nothing passed: the command did its job,
+    its outcome is not usable as is)."""
+    from osmosis_cli.platform.datasets import MIN_ROWS
+
+    uploadable = result.kept >= MIN_ROWS
+    if not uploadable:
+        out.warn(
+            "TOO_FEW_ROWS",
+            f"kept {result.kept} row(s) in {output}; the platform needs at least {MIN_ROWS} "
+            f"rows per dataset, so 'osmosis dataset upload' would refuse it. Widen --band, "
+            f"lower --min-n or eval more rows (then curate again).",
+            kept=result.kept,
+            min_rows=MIN_ROWS,
+            path=str(output),
+        )
     decisions: dict[str, int] = {}
     for row in result.rows:
         decisions[row.decision] = decisions.get(row.decision, 0) + 1
@@ -295,7 +311,8 @@ def _emit_curation(out: Output, source: str, output: Path, result: CurationResul
             f"validation and train on {result.platform_train}",
             f"provenance: {result.provenance}",
         ],
-        next_steps=[f"osmosis dataset upload {output}"],
+        next_steps=[f"osmosis dataset upload {output}"] if uploadable else [],
+        ok=uploadable,
     )
 
 

@@ -360,7 +360,11 @@ def _emit(
     resume = _resume_command(target, result.run_name, output)
     if result.failed:
         next_steps.append(f"{resume} --retry-failed")
-    if result.stop_code == "budget":
+    budget = result.metrics.get("budget")
+    if result.stop_code == "budget" and isinstance(budget, dict) and budget.get("unknown_reason"):
+        # no price: the fix is a price (the halt reason names it), not a higher budget
+        next_steps.append(f"{resume} --max-cost {budget['max_cost_usd']:g}")
+    elif result.stop_code == "budget":
         next_steps.append(f"{resume} --max-cost <a higher USD budget>")
     elif result.pending:
         next_steps.append(resume)

@@ -211,6 +211,59 @@ def upload_dataset(
     )
 
 
+#: Dataset statuses (docs/platform-api.md): ready to train or eval on; still being processed.
+READY_STATUSES = frozenset({"uploaded", "ready"})
+IN_PROGRESS_STATUSES = frozenset({"uploading", "pending", "processing"})
+
+
+def check_run_dataset(client: PlatformClient, name: str, workspace: Path, output: Output) -> None:
+    """Before a run is submitted: its ``[experiment] dataset`` is on the platform and usable.
+    Unknown: an error naming the upload; ``error``/``cancelled``: an error (it never becomes
+    ready); still processing: a warning (it may yet become ready)."""
+    key = f"[experiment] dataset = {name!r}"
+    try:
+        dataset = client.request("GET", f"{ENDPOINT}/{quote(name, safe='')}")
+    except CLIError as error:
+        if error.code is not CLIErrorCode.NOT_FOUND:
+            raise
+        raise CLIError(
+            CLIErrorCode.NOT_FOUND,
+            f"{key}: the platform has no dataset of that name, so the run could not start; "
+            f"nothing was submitted. {_upload_hint(name, workspace)}, or name an existing one "
+            "('osmosis dataset list').",
+            details={"dataset": name, "key": "experiment.dataset"},
+        ) from None
+    status = str(dataset.get("status") or "") if isinstance(dataset, dict) else ""
+    if not status or status in READY_STATUSES:
+        return
+    if status in IN_PROGRESS_STATUSES:
+        output.warn(
+            "DATASET_NOT_READY",
+            f"{key} is still {status} on the platform; the run fails if its processing does "
+            f"(check 'osmosis dataset info {name}')",
+            dataset=name,
+            status=status,
+        )
+        return
+    raise CLIError(
+        CLIErrorCode.VALIDATION,
+        f"{key} is {status} on the platform and cannot be used; nothing was submitted. See why "
+        f"with 'osmosis dataset logs {name}', then upload it again "
+        f"('osmosis dataset upload FILE --name {name} --overwrite').",
+        details={"dataset": name, "status": status, "key": "experiment.dataset"},
+    )
+
+
+def _upload_hint(name: str, workspace: Path) -> str:
+    """``Upload it: 'osmosis dataset upload data/<name>.jsonl'`` with the workspace's file when
+    there is one (a dataset is named after its file's stem)."""
+    local = [workspace / "data" / f"{name}.{fmt}" for fmt in FORMATS]
+    found = next((p for p in local if p.is_file()), None)
+    if found is not None:
+        return f"Upload it: 'osmosis dataset upload {found.relative_to(workspace)}'"
+    return f"Upload it: 'osmosis dataset upload FILE --name {name}'"
+
+
 def _exists(client: PlatformClient, name: str) -> bool:
     try:
         client.request("GET", f"{ENDPOINT}/{quote(name, safe='')}")

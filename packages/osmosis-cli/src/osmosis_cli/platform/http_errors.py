@@ -14,7 +14,7 @@ from osmosis_cli.errors import CLIError, CLIErrorCode
 STATUS_CODES: dict[int, CLIErrorCode] = {
     400: CLIErrorCode.VALIDATION,
     401: CLIErrorCode.AUTH_REQUIRED,
-    403: CLIErrorCode.AUTH_REQUIRED,
+    403: CLIErrorCode.PERMISSION_DENIED,
     404: CLIErrorCode.NOT_FOUND,
     409: CLIErrorCode.CONFLICT,
     413: CLIErrorCode.VALIDATION,
@@ -69,8 +69,10 @@ def error_from_response(
         text = f"The platform rejected the token (401{suffix}). Run 'osmosis auth login' again."
     elif status == 403:
         text = (
-            f"The platform refused access (403{suffix}). The token is valid but lacks permission "
-            "for this; log in with an account that has access ('osmosis auth login')."
+            f"The platform refused this action (403{suffix}): you are signed in, but this "
+            "account or workspace lacks access to it, so signing in again does not help. Ask "
+            "the workspace's admin for access (or for the feature on its plan), or choose "
+            "another workspace with --workspace."
         )
     elif status == 429:
         wait = parse_retry_after(retry_after)

@@ -1,7 +1,8 @@
 """Submitting eval and training runs and reading them back.
 
 ``submit`` is the whole ``eval submit`` / ``train submit`` flow: preflight, token, secrets, a
-summary, confirmation, then one POST. Nothing is sent before the user (or ``--yes``) agrees.
+summary, confirmation, a look-up of the config's dataset on the platform, then one POST. Nothing
+is sent before the user (or ``--yes``) agrees.
 """
 
 from __future__ import annotations
@@ -56,6 +57,8 @@ def submit(options: SubmitOptions, output: Output) -> None:
     if config is None or workspace is None:  # resolve_target always sets both for a .toml
         raise CLIError(CLIErrorCode.INTERNAL, "config target without a config")
     require_layout(workspace)
+    # an environment is run by the platform itself: no code to clone, no origin needed
+    git = _describe_git(workspace, output, needs_origin=environment is None)
     url = platform_url()
     client = PlatformClient(url, require_token(url).value)
 
@@ -67,7 +70,6 @@ def submit(options: SubmitOptions, output: Output) -> None:
     secrets = resolve_secrets(
         config.required_secrets, secrets_file=options.secrets_file, output=output
     )
-    git = _describe_git(workspace, output)
 
     summary = {
         "Platform": url,
@@ -84,16 +86,41 @@ def submit(options: SubmitOptions, output: Output) -> None:
         output.emit_detail(summary, title=f"{expected.capitalize()} run")
     if not output.confirm(f"Submit this {expected} run to {url}?", assume_yes=options.yes):
         raise CLIError(CLIErrorCode.VALIDATION, "Submission cancelled; nothing was sent.")
+    if not config.experiment.env:  # an environment's rows are its dataset: nothing uploaded
+        from osmosis_cli.platform.datasets import check_run_dataset
+
+        check_run_dataset(client, config.experiment.dataset, workspace, output)
 
     body: dict[str, Any] = config.sections_for_platform()
     body["secrets"] = {"required": config.required_secrets, "provided": secrets.values}
     body["git"] = git
     if options.name:
         body["name"] = options.name
-    run = client.request("POST", ENDPOINTS[options.kind], json=body, redact=secrets.values.values())
+    try:
+        run = client.request(
+            "POST", ENDPOINTS[options.kind], json=body, redact=secrets.values.values()
+        )
+    except CLIError as error:
+        if error.code is CLIErrorCode.CONFLICT:
+            raise name_taken(error, options.kind, options.name) from None
+        raise
     if not isinstance(run, dict):
         raise CLIError(CLIErrorCode.PLATFORM_ERROR, "The platform returned no run.")
     _emit_submitted(options, output, run, config, workspace, git)
+
+
+def name_taken(error: CLIError, kind: Kind, name: str | None) -> CLIError:
+    """A submit's ``409``: the run name is taken. The platform's words plus the way out (the
+    one place every submit that names its run goes through)."""
+    command = COMMANDS[kind]
+    shown = name or "NAME"
+    reason = error.message.rstrip(".")
+    return CLIError(
+        CLIErrorCode.CONFLICT,
+        f"{reason}. Run names are unique: pick another --name, or see the existing run with "
+        f"'osmosis {command} info {shown}'.",
+        details=error.details,
+    )
 
 
 def _environment_of(path: Path) -> tuple[Any, Path] | None:
@@ -107,16 +134,21 @@ def _environment_of(path: Path) -> tuple[Any, Path] | None:
     return config, _workspace_of_config(path)
 
 
-def _describe_git(workspace: Path, output: Output) -> dict[str, Any]:
-    """The workspace's git facts, warning when the platform would not run what is here."""
+def _describe_git(workspace: Path, output: Output, *, needs_origin: bool) -> dict[str, Any]:
+    """The workspace's git facts, warning when the platform would not run what is here. No
+    ``origin`` when the platform has to clone the rollout code: refused (as the documented
+    CLI does), there would be nothing for the run to clone."""
     git = describe_repository(workspace)
-    if not git.get("remote_url"):
-        output.warn(
-            "NO_GIT_ORIGIN",
-            "this workspace has no git `origin`; the platform runs the code it clones from "
-            "origin, so push the workspace to the repository connected to the platform",
+    if not git.get("remote_url") and needs_origin:
+        raise CLIError(
+            CLIErrorCode.VALIDATION,
+            f"{workspace} has no git `origin`: the platform runs the rollout code it clones from "
+            "origin, so it would have nothing to run; nothing was submitted. Set origin to the "
+            "repository connected to the platform and push: 'git remote add origin URL', then "
+            "'git push -u origin HEAD'.",
+            details={"workspace": str(workspace), "fix": "git remote add origin URL"},
         )
-    elif git.get("dirty"):
+    if git.get("dirty"):
         output.warn(
             "DIRTY_WORKTREE",
             "the workspace has uncommitted changes; the platform runs what is pushed",

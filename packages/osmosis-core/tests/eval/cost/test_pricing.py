@@ -105,7 +105,10 @@ def test_judge_cost_is_reported_apart_from_policy_cost() -> None:
     totals = run_cost(rows)
     assert totals is not None
     assert totals["unpriced_rows"] == 2
-    assert totals["unknown_reason"] == "judge calls with no known price (judge model openai/x)"
+    assert totals["unknown_reason"] == (
+        "judge calls with no known price (judge model openai/x); "
+        "give the Judge prices=(input, output) in USD per million tokens"
+    )
 
 
 async def test_judge_on_an_unpriced_server_records_unknown_cost() -> None:

@@ -25,7 +25,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from osmosis_ai.eval._impl.adaptive import AdaptiveLimit
 from osmosis_ai.eval._impl.cost.budget import Budget, CostEstimate
-from osmosis_ai.eval._impl.cost.pricing import Pricer, RowPricer, parse_overrides
+from osmosis_ai.eval._impl.cost.pricing import Pricer, RowPricer, parse_overrides, pricing_hint
 from osmosis_ai.eval._impl.fleet.servers import server_capacity
 from osmosis_ai.eval._impl.local_server.process import RolloutServerProcess
 from osmosis_ai.eval._impl.plan.plan import EvalPlan
@@ -340,9 +340,11 @@ def _fixed_price_reason(upstream: Upstream, overrides: Mapping[str, Any]) -> str
     if upstream.model in overrides:
         return None
     if upstream.is_mock:
-        return "the mock policy has no price"
+        return f"the mock policy has no price; {pricing_hint(upstream.model)}"
     if upstream.is_local:
-        return "the local model runs on this machine and has no price"
+        return (
+            f"the local model runs on this machine and has no price; {pricing_hint(upstream.model)}"
+        )
     return None
 
 

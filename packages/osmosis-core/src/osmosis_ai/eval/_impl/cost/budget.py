@@ -158,7 +158,8 @@ class Budget:
         if self.unknown_reason is not None:
             return (
                 f"--max-cost cannot be enforced: a row's cost is unknown ({self.unknown_reason}); "
-                "the remaining work items were left pending"
+                "the remaining work items were left pending: give the model a price, then rerun "
+                "with the same --name and --max-cost to continue (a higher budget does not help)"
             )
         return (
             f"cost budget reached: ${self.spent_usd:.4f} spent of --max-cost "

@@ -15,6 +15,7 @@ included) and ``reasoning`` (``completion_tokens_details.reasoning_tokens``, a p
 from __future__ import annotations
 
 import contextlib
+import json
 import math
 from array import array
 from collections.abc import Iterable, Mapping
@@ -23,6 +24,14 @@ from typing import Any
 
 #: The per-row / per-run token split keys, in display order.
 TOKEN_KINDS = ("input", "cached_input", "output", "reasoning")
+
+
+def pricing_hint(model: str) -> str:
+    """How to give ``model`` a price: the eval config's override table, spelled as TOML."""
+    return (
+        f"add [pricing.{json.dumps(model)}] with input and output (USD per million tokens) "
+        "to the eval config"
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,7 +181,7 @@ def _library_price(
         cache_read_tokens=split.get("cached_input", 0),
         output_tokens=split.get("output", 0),
     )
-    unknown = f"no price known for model {model!r}; add [pricing.{model!r}] to the eval config"
+    unknown = f"no price known for model {model!r}; {pricing_hint(model)}"
     try:
         if provider:
             provider_id = _LIBRARY_PROVIDER.get(provider, provider)
@@ -234,9 +243,10 @@ def _judge_reason(judge: Mapping[str, Any] | None) -> str | None:
         return None
     models = judge.get("models")
     named = ", ".join(str(m) for m in models) if isinstance(models, list) and models else None
+    fix = "give the Judge prices=(input, output) in USD per million tokens"
     if named is None:
-        return "judge calls of a model with no known price"
-    return f"judge calls with no known price (judge model {named})"
+        return f"judge calls of a model with no known price; {fix}"
+    return f"judge calls with no known price (judge model {named}); {fix}"
 
 
 def run_cost(rows: Iterable[Mapping[str, Any] | None]) -> dict[str, Any] | None:
