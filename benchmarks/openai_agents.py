@@ -27,15 +27,21 @@ import argparse
 import asyncio
 import json
 import os
-import resource
-import socket
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+from bench_processes import (
+    import_seconds,
+    peak_rss_mb,
+    proc_cpu_s,
+    proc_peak_rss_mb,
+    serve_rollout_backend,
+    spawn,
+)
 
 PROMPT = "What is {a} times {b}?"
 INSTRUCTIONS = "You multiply numbers. Use the multiply tool, then answer as '#### <number>'."
@@ -98,10 +104,6 @@ def _operands(index: int) -> tuple[int, int]:
     return 3 + index % 97, 5 + index % 89
 
 
-def _peak_rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
 # -- role: raw OpenAI Agents floor ------------------------------------------------------------
 
 
@@ -146,7 +148,7 @@ async def _raw(policy_url: str, rollouts: int, warmup: int, concurrency: int, st
     cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
     await client.close()
     print(
-        json.dumps({"cpu_s": cpu, "wall_s": wall, "ok": correct, "peak_rss_mb": _peak_rss_mb()}),
+        json.dumps({"cpu_s": cpu, "wall_s": wall, "ok": correct, "peak_rss_mb": peak_rss_mb()}),
         flush=True,
     )
 
@@ -155,9 +157,7 @@ async def _raw(policy_url: str, rollouts: int, warmup: int, concurrency: int, st
 
 
 def _serve(concurrency: int, stream: bool, save_trajectories: bool) -> None:
-    from osmosis_ai._util.serving import run, uvicorn_config, uvicorn_server
     from osmosis_ai.rollout import AgentWorkflowConfig, ConcurrencyConfig, LocalBackend
-    from osmosis_ai.rollout.server import create_rollout_server
 
     workflow, grader = _template_classes(stream)
     backend = LocalBackend(
@@ -167,29 +167,10 @@ def _serve(concurrency: int, stream: bool, save_trajectories: bool) -> None:
             name="multiply", concurrency=ConcurrencyConfig(max_concurrent=concurrency)
         ),
     )
-    app = create_rollout_server(
-        backend=backend, configure_logging=False, save_trajectories=save_trajectories
-    )
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    print(f"http://127.0.0.1:{sock.getsockname()[1]}", flush=True)
-    config = uvicorn_config(app, quiet=True, timeout_keep_alive=60)
-    run(uvicorn_server(config), sockets=[sock])
+    serve_rollout_backend(backend, save_trajectories=save_trajectories)
 
 
 # -- the controller (this process) ------------------------------------------------------------
-
-
-def _proc_cpu_s(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def _proc_peak_rss_mb(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
 
 
 async def _drive(
@@ -240,29 +221,6 @@ async def _drive(
         return rewarded, time.perf_counter() - start, failures
 
 
-def _spawn(args: list[str], env: dict[str, str]) -> tuple[subprocess.Popen[str], str]:
-    proc = subprocess.Popen([sys.executable, *args], stdout=subprocess.PIPE, text=True, env=env)
-    assert proc.stdout is not None
-    line = proc.stdout.readline().strip()
-    if not line:
-        proc.kill()
-        raise RuntimeError(f"{' '.join(args)} did not start")
-    return proc, line
-
-
-def _import_seconds(statement: str, repeats: int = 3) -> float:
-    code = f"import time; t = time.perf_counter(); {statement}; print(time.perf_counter() - t)"
-    runs = [
-        float(
-            subprocess.run(
-                [sys.executable, "-c", code], capture_output=True, text=True, check=True
-            ).stdout
-        )
-        for _ in range(repeats)
-    ]
-    return statistics.median(runs)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--rollouts", type=int, default=512)
@@ -293,10 +251,10 @@ def main() -> None:
         f"{', no trajectories' if args.no_trajectories else ''}), instant scripted policy, "
         f"{os.cpu_count()} CPUs"
     )
-    integration = _import_seconds(
+    integration = import_seconds(
         "import osmosis_ai.rollout.integrations.agents.openai_agents as m; m.OsmosisAgent"
     )
-    sdk = _import_seconds("import agents")
+    sdk = import_seconds("import agents")
     print(f"import: integration {integration:.2f} s (of which `import agents` {sdk:.2f} s)")
 
     with tempfile.TemporaryDirectory(prefix="osmosis-bench-") as scratch:
@@ -304,7 +262,7 @@ def main() -> None:
         home = os.path.join(scratch, "home")
         env = {**os.environ, "OSMOSIS_HOME": home, "PYTHONUNBUFFERED": "1"}
         env.pop("OPENAI_API_KEY", None)
-        policy, policy_url = _spawn(
+        policy, policy_url = spawn(
             ["-m", "osmosis_ai.testing.policy_server", "--policy", "multiply"], env
         )
         try:
@@ -336,18 +294,18 @@ def main() -> None:
             )
 
             server_args = ["--no-trajectories"] if args.no_trajectories else []
-            server, server_url = _spawn([here, "--role", "server", *common, *server_args], env)
+            server, server_url = spawn([here, "--role", "server", *common, *server_args], env)
             try:
                 asyncio.run(_drive(server_url, policy_url, args.warmup, 10**6, args.concurrency))
-                before = _proc_cpu_s(server.pid)
-                policy_before, driver_before = _proc_cpu_s(policy.pid), time.process_time()
+                before = proc_cpu_s(server.pid)
+                policy_before, driver_before = proc_cpu_s(policy.pid), time.process_time()
                 rewarded, wall, failures = asyncio.run(
                     _drive(server_url, policy_url, args.rollouts, 0, args.concurrency)
                 )
-                server_ms = (_proc_cpu_s(server.pid) - before) * 1000 / args.rollouts
-                policy_ms = (_proc_cpu_s(policy.pid) - policy_before) * 1000 / args.rollouts
+                server_ms = (proc_cpu_s(server.pid) - before) * 1000 / args.rollouts
+                policy_ms = (proc_cpu_s(policy.pid) - policy_before) * 1000 / args.rollouts
                 driver_ms = (time.process_time() - driver_before) * 1000 / args.rollouts
-                peak = _proc_peak_rss_mb(server.pid)
+                peak = proc_peak_rss_mb(server.pid)
             finally:
                 server.terminate()
                 server.wait(timeout=30)
