@@ -3,7 +3,11 @@ that does not set pytest-asyncio's auto mode."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
+
+from osmosis_ai.testing.pytest_plugin import built_once
 
 pytest_plugins = ["pytester"]
 
@@ -45,3 +49,27 @@ def test_the_plugin_gives_a_home_a_policy_and_a_server(
     )
     result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "-p", "asyncio")
     result.assert_outcomes(passed=2)
+
+
+def test_built_once_builds_once_and_retries_a_failed_build(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    calls: list[Path] = []
+
+    def failing(folder: Path) -> Path:
+        (folder / "half-done").write_text("x")
+        raise RuntimeError("build failed")
+
+    def build(folder: Path) -> Path:
+        calls.append(folder)
+        assert not (folder / "half-done").exists()  # the failed attempt's leftovers are gone
+        (folder / "product").write_text("built")
+        return folder / "product"
+
+    with pytest.raises(RuntimeError, match="build failed"):
+        built_once(tmp_path_factory, "plugin-test", failing)
+    first = built_once(tmp_path_factory, "plugin-test", build)
+    again = built_once(tmp_path_factory, "plugin-test", build)
+    assert first == again
+    assert first.read_text() == "built"
+    assert len(calls) == 1

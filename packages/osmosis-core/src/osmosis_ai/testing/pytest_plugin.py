@@ -14,6 +14,10 @@ Fixtures:
 * ``rollout_server`` — :func:`~osmosis_ai.testing.serve_app`: ``async with rollout_server(app)
   as base_url`` serves ``app`` (your ``create_rollout_server(...)``) under real uvicorn.
 
+And a helper for expensive set-up: :func:`built_once` builds a directory once per pytest run
+even under pytest-xdist (where each worker otherwise builds its own copy of a session- or
+module-scoped fixture); it needs no ``pytest_plugins`` line.
+
 It is a plugin you load, not an entry point pytest loads by itself: the autouse fixture changes
 the environment of every test in the suite that loads it, which a project should choose. Like
 any ``pytest_plugins`` line, it belongs in a conftest.py that pytest loads at start-up: the
@@ -25,6 +29,8 @@ Needs ``pytest-asyncio`` (``pip install pytest-asyncio``) besides the ``server``
 from __future__ import annotations
 
 import contextlib
+import os
+import shutil
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -44,7 +50,7 @@ from osmosis_ai.rollout.integrations.spi import aclose_policy_clients
 from osmosis_ai.testing.policy_server import ScriptedPolicyServer
 from osmosis_ai.testing.serving import serve_app
 
-__all__ = ["ServeApp", "multiply_policy", "osmosis_home", "rollout_server"]
+__all__ = ["ServeApp", "built_once", "multiply_policy", "osmosis_home", "rollout_server"]
 
 #: What the ``rollout_server`` fixture returns: ``serve_app``'s shape (an app in, an async
 #: context manager yielding the base URL out).
@@ -76,3 +82,37 @@ async def multiply_policy() -> AsyncIterator[ScriptedPolicyServer]:
 def rollout_server() -> ServeApp:
     """``async with rollout_server(app) as base_url`` serves ``app`` over real HTTP."""
     return serve_app
+
+
+def built_once(
+    tmp_path_factory: pytest.TempPathFactory, name: str, build: Callable[[Path], Path]
+) -> Path:
+    """Run ``build(folder)`` once per pytest run and return what it returned (a path, usually
+    inside ``folder``); every pytest-xdist worker asking for the same ``name`` waits for that one
+    build and gets the same path. For a session- or module-scoped fixture whose product the tests
+    only read (a venv, an eval run)::
+
+        @pytest.fixture(scope="session")
+        def venv(tmp_path_factory):
+            return built_once(tmp_path_factory, "venv", make_venv)
+
+    A build that raises is retried by the next worker that asks. Without ``fcntl`` (Windows)
+    each worker builds its own."""
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent  # the run's base folder, which every worker's folder sits in
+    folder = base / f"built-once-{name}"
+    record = base / f"built-once-{name}.path"
+    try:
+        import fcntl
+    except ModuleNotFoundError:  # pragma: no cover - Windows: no sharing
+        return build(tmp_path_factory.mktemp(name))
+    with (base / f"built-once-{name}.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        if record.exists():
+            return Path(record.read_text(encoding="utf-8"))
+        shutil.rmtree(folder, ignore_errors=True)  # what a failed build left
+        folder.mkdir()
+        product = build(folder)
+        record.write_text(str(product), encoding="utf-8")
+        return product
