@@ -34,14 +34,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench_processes import (
-    import_seconds,
-    peak_rss_mb,
-    proc_cpu_s,
-    proc_peak_rss_mb,
-    serve_rollout_backend,
-    spawn,
-)
+from bench_processes import import_seconds, peak_rss_mb, proc_cpu_s, proc_peak_rss_mb, spawn
 
 PROMPT = "What is {a} times {b}?"
 INSTRUCTIONS = "You multiply numbers. Use the multiply tool, then answer as '#### <number>'."
@@ -167,6 +160,8 @@ def _serve(concurrency: int, stream: bool, save_trajectories: bool) -> None:
             name="multiply", concurrency=ConcurrencyConfig(max_concurrent=concurrency)
         ),
     )
+    from bench_processes import serve_rollout_backend
+
     serve_rollout_backend(backend, save_trajectories=save_trajectories)
 
 

@@ -40,15 +40,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench_processes import (
-    import_seconds,
-    peak_rss_mb,
-    proc_cpu_s,
-    proc_peak_rss_mb,
-    serve_rollout_backend,
-    spawn,
-    stop,
-)
+from bench_processes import import_seconds, peak_rss_mb, proc_cpu_s, proc_peak_rss_mb, spawn, stop
 
 # Run as a script, this file's folder is sys.path[0] and this file, named strands.py, would
 # shadow the real `strands` package: drop the folder before anything imports Strands.
@@ -243,6 +235,8 @@ def _serve(stream: bool, trajectories: bool) -> None:
 
     workflow, grader, config = _template(stream)
     backend = LocalBackend(workflow=workflow, workflow_config=config, grader=grader)
+    from bench_processes import serve_rollout_backend
+
     serve_rollout_backend(backend, save_trajectories=trajectories)
 
 
