@@ -4,13 +4,15 @@ process's CPU time, peak memory and import time (imported by path: benchmarks is
 
 from __future__ import annotations
 
+import asyncio
 import os
 import resource
 import socket
 import statistics
 import subprocess
 import sys
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +42,21 @@ def spawn(args: list[str], env: dict[str, str]) -> tuple[subprocess.Popen[str], 
         proc.kill()
         raise RuntimeError(f"{' '.join(args)} did not start")
     return proc, line
+
+
+def scratch_env(scratch: str) -> dict[str, str]:
+    """This environment with ``OSMOSIS_HOME`` in ``scratch`` (a server keeps its outbox beside
+    the home, ``<home>.outbox``: both inside scratch), unbuffered output, no OpenAI key."""
+    env = {**os.environ, "OSMOSIS_HOME": os.path.join(scratch, "home"), "PYTHONUNBUFFERED": "1"}
+    env.pop("OPENAI_API_KEY", None)
+    return env
+
+
+def spawn_policy(
+    env: dict[str, str], policy: str = "multiply"
+) -> tuple[subprocess.Popen[str], str]:
+    """Start the scripted policy server (``--policy POLICY``); return it and its URL."""
+    return spawn(["-m", "osmosis_ai.testing.policy_server", "--policy", policy], env)
 
 
 def stop(proc: subprocess.Popen[str]) -> None:
@@ -92,3 +109,58 @@ def import_seconds(
         for _ in range(repeats)
     ]
     return summary(runs)
+
+
+#: A benchmark row by index: the rollout's initial messages and its label.
+Row = Callable[[int], tuple[list[dict[str, Any]], str]]
+
+
+async def drive_rollouts(
+    server_url: str, policy_url: str, indices: Iterable[int], concurrency: int, row: Row
+) -> tuple[int, float, list[str]]:
+    """Admit one rollout per index (POST /rollout, ``row(index)``'s messages and label) at most
+    ``concurrency`` at a time and long-poll each to its result; return how many earned reward 1,
+    the seconds taken and a line per rollout that did not."""
+    import httpx
+
+    from osmosis_ai.rollout.server import POLLING_LEASE_HEADER
+
+    gate = asyncio.Semaphore(concurrency)
+    rewarded = 0
+    failures: list[str] = []
+    limits = httpx.Limits(
+        max_connections=concurrency * 2, max_keepalive_connections=concurrency * 2
+    )
+    async with httpx.AsyncClient(base_url=server_url, timeout=120, limits=limits) as http:
+
+        async def one(index: int) -> None:
+            nonlocal rewarded
+            messages, label = row(index)
+            rollout_id = f"bench-{index}"
+            async with gate:
+                admitted = await http.post(
+                    "/rollout",
+                    json={
+                        "rollout_id": rollout_id,
+                        "initial_messages": messages,
+                        "label": label,
+                        "chat_completions_url": f"{policy_url}/rollouts/{rollout_id}",
+                        "llm_api_key": "bench",
+                    },
+                )
+                admitted.raise_for_status()
+                lease = {POLLING_LEASE_HEADER: admitted.json()["polling_lease_token"]}
+                while True:
+                    polled = await http.get(f"/rollout/{rollout_id}/result", headers=lease)
+                    polled.raise_for_status()
+                    body = polled.json()
+                    if body["status"] in {"success", "failure", "cancelled"}:
+                        break
+            if body["status"] == "success" and (body.get("sample") or {}).get("reward") == 1.0:
+                rewarded += 1
+            else:
+                failures.append(f"{rollout_id}: {body['status']} {body.get('err_message')}")
+
+        start = time.perf_counter()
+        await asyncio.gather(*(one(i) for i in indices))
+        return rewarded, time.perf_counter() - start, failures

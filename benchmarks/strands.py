@@ -40,7 +40,16 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench_processes import import_seconds, peak_rss_mb, proc_cpu_s, proc_peak_rss_mb, spawn, stop
+from bench_processes import (
+    import_seconds,
+    peak_rss_mb,
+    proc_cpu_s,
+    proc_peak_rss_mb,
+    scratch_env,
+    spawn,
+    spawn_policy,
+    stop,
+)
 
 # Run as a script, this file's folder is sys.path[0] and this file, named strands.py, would
 # shadow the real `strands` package: drop the folder before anything imports Strands.
@@ -49,8 +58,6 @@ sys.path[:] = [entry for entry in sys.path if Path(entry or ".").resolve() != _H
 
 SYSTEM_PROMPT = "You multiply numbers. Use the multiply tool, then answer as '#### <number>'."
 PARAMS = {"temperature": 1.0, "top_p": 1.0, "max_tokens": 1024}
-TERMINAL = frozenset({"success", "failure", "cancelled"})
-
 
 # -- the workload (built inside the worker processes) ------------------------------------------
 
@@ -243,53 +250,18 @@ def _serve(stream: bool, trajectories: bool) -> None:
 # -- the controller (this process) ------------------------------------------------------------
 
 
+def _row(index: int) -> tuple[list[dict[str, Any]], str]:
+    a, b = _operands(index)
+    return _prompt(index), str(a * b)
+
+
 async def _drive(
     server_url: str, policy_url: str, indices: range, concurrency: int
 ) -> tuple[int, float, list[str]]:
     """Admit every rollout (POST /rollout), long-poll each to its result; count rewards of 1."""
-    import httpx
+    from bench_processes import drive_rollouts
 
-    from osmosis_ai.rollout.server import POLLING_LEASE_HEADER
-
-    gate = asyncio.Semaphore(concurrency)
-    rewarded = 0
-    failures: list[str] = []
-    limits = httpx.Limits(
-        max_connections=concurrency * 2, max_keepalive_connections=concurrency * 2
-    )
-    async with httpx.AsyncClient(base_url=server_url, timeout=120, limits=limits) as http:
-
-        async def one(index: int) -> None:
-            nonlocal rewarded
-            a, b = _operands(index)
-            rollout_id = f"bench-{index}"
-            async with gate:
-                admitted = await http.post(
-                    "/rollout",
-                    json={
-                        "rollout_id": rollout_id,
-                        "initial_messages": _prompt(index),
-                        "label": str(a * b),
-                        "chat_completions_url": f"{policy_url}/rollouts/{rollout_id}",
-                        "llm_api_key": "bench",
-                    },
-                )
-                admitted.raise_for_status()
-                lease = {POLLING_LEASE_HEADER: admitted.json()["polling_lease_token"]}
-                while True:
-                    polled = await http.get(f"/rollout/{rollout_id}/result", headers=lease)
-                    polled.raise_for_status()
-                    body = polled.json()
-                    if body["status"] in TERMINAL:
-                        break
-            if body["status"] == "success" and (body.get("sample") or {}).get("reward") == 1.0:
-                rewarded += 1
-            else:
-                failures.append(f"{rollout_id}: {body['status']} {body.get('err_message')}")
-
-        start = time.perf_counter()
-        await asyncio.gather(*(one(i) for i in indices))
-        return rewarded, time.perf_counter() - start, failures
+    return await drive_rollouts(server_url, policy_url, indices, concurrency, _row)
 
 
 def main() -> None:
@@ -350,13 +322,8 @@ def main() -> None:
     )
 
     with tempfile.TemporaryDirectory(prefix="osmosis-bench-") as scratch:
-        # a server keeps its outbox beside the home (<home>.outbox): both inside scratch
-        home = os.path.join(scratch, "home")
-        env = {**os.environ, "OSMOSIS_HOME": home, "PYTHONUNBUFFERED": "1"}
-        env.pop("OPENAI_API_KEY", None)
-        policy, policy_url = spawn(
-            ["-m", "osmosis_ai.testing.policy_server", "--policy", "multiply"], env
-        )
+        env = scratch_env(scratch)
+        policy, policy_url = spawn_policy(env)
         try:
             run = subprocess.run(
                 [
