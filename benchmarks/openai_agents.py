@@ -27,15 +27,22 @@ import argparse
 import asyncio
 import json
 import os
-import resource
-import socket
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+from bench_processes import (
+    import_seconds,
+    peak_rss_mb,
+    proc_cpu_s,
+    proc_peak_rss_mb,
+    scratch_env,
+    spawn,
+    spawn_policy,
+)
 
 PROMPT = "What is {a} times {b}?"
 INSTRUCTIONS = "You multiply numbers. Use the multiply tool, then answer as '#### <number>'."
@@ -98,10 +105,6 @@ def _operands(index: int) -> tuple[int, int]:
     return 3 + index % 97, 5 + index % 89
 
 
-def _peak_rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
 # -- role: raw OpenAI Agents floor ------------------------------------------------------------
 
 
@@ -146,7 +149,7 @@ async def _raw(policy_url: str, rollouts: int, warmup: int, concurrency: int, st
     cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
     await client.close()
     print(
-        json.dumps({"cpu_s": cpu, "wall_s": wall, "ok": correct, "peak_rss_mb": _peak_rss_mb()}),
+        json.dumps({"cpu_s": cpu, "wall_s": wall, "ok": correct, "peak_rss_mb": peak_rss_mb()}),
         flush=True,
     )
 
@@ -155,9 +158,7 @@ async def _raw(policy_url: str, rollouts: int, warmup: int, concurrency: int, st
 
 
 def _serve(concurrency: int, stream: bool, save_trajectories: bool) -> None:
-    from osmosis_ai._util.serving import run, uvicorn_config, uvicorn_server
     from osmosis_ai.rollout import AgentWorkflowConfig, ConcurrencyConfig, LocalBackend
-    from osmosis_ai.rollout.server import create_rollout_server
 
     workflow, grader = _template_classes(stream)
     backend = LocalBackend(
@@ -167,100 +168,26 @@ def _serve(concurrency: int, stream: bool, save_trajectories: bool) -> None:
             name="multiply", concurrency=ConcurrencyConfig(max_concurrent=concurrency)
         ),
     )
-    app = create_rollout_server(
-        backend=backend, configure_logging=False, save_trajectories=save_trajectories
-    )
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    print(f"http://127.0.0.1:{sock.getsockname()[1]}", flush=True)
-    config = uvicorn_config(app, quiet=True, timeout_keep_alive=60)
-    run(uvicorn_server(config), sockets=[sock])
+    from bench_processes import serve_rollout_backend
+
+    serve_rollout_backend(backend, save_trajectories=save_trajectories)
 
 
 # -- the controller (this process) ------------------------------------------------------------
 
 
-def _proc_cpu_s(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def _proc_peak_rss_mb(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
+def _row(index: int) -> tuple[list[dict[str, Any]], str]:
+    a, b = _operands(index)
+    return [{"role": "user", "content": PROMPT.format(a=a, b=b)}], str(a * b)
 
 
 async def _drive(
     server_url: str, policy_url: str, rollouts: int, offset: int, concurrency: int
 ) -> tuple[int, float, list[str]]:
-    import httpx
+    indices = range(offset, offset + rollouts)
+    from bench_processes import drive_rollouts
 
-    from osmosis_ai.rollout.server import POLLING_LEASE_HEADER
-
-    gate = asyncio.Semaphore(concurrency)
-    rewarded = 0
-    failures: list[str] = []
-    limits = httpx.Limits(
-        max_connections=concurrency * 2, max_keepalive_connections=concurrency * 2
-    )
-    async with httpx.AsyncClient(base_url=server_url, timeout=120, limits=limits) as http:
-
-        async def one(index: int) -> None:
-            nonlocal rewarded
-            a, b = _operands(index)
-            rollout_id = f"bench-{index}"
-            async with gate:
-                admitted = await http.post(
-                    "/rollout",
-                    json={
-                        "rollout_id": rollout_id,
-                        "initial_messages": [{"role": "user", "content": PROMPT.format(a=a, b=b)}],
-                        "label": str(a * b),
-                        "chat_completions_url": f"{policy_url}/rollouts/{rollout_id}",
-                        "llm_api_key": "bench",
-                    },
-                )
-                admitted.raise_for_status()
-                lease = {POLLING_LEASE_HEADER: admitted.json()["polling_lease_token"]}
-                while True:
-                    polled = await http.get(f"/rollout/{rollout_id}/result", headers=lease)
-                    polled.raise_for_status()
-                    body = polled.json()
-                    if body["status"] in {"success", "failure", "cancelled"}:
-                        break
-            if body["status"] == "success" and (body.get("sample") or {}).get("reward") == 1.0:
-                rewarded += 1
-            else:
-                failures.append(f"{rollout_id}: {body['status']} {body.get('err_message')}")
-
-        start = time.perf_counter()
-        await asyncio.gather(*(one(offset + i) for i in range(rollouts)))
-        return rewarded, time.perf_counter() - start, failures
-
-
-def _spawn(args: list[str], env: dict[str, str]) -> tuple[subprocess.Popen[str], str]:
-    proc = subprocess.Popen([sys.executable, *args], stdout=subprocess.PIPE, text=True, env=env)
-    assert proc.stdout is not None
-    line = proc.stdout.readline().strip()
-    if not line:
-        proc.kill()
-        raise RuntimeError(f"{' '.join(args)} did not start")
-    return proc, line
-
-
-def _import_seconds(statement: str, repeats: int = 3) -> float:
-    code = f"import time; t = time.perf_counter(); {statement}; print(time.perf_counter() - t)"
-    runs = [
-        float(
-            subprocess.run(
-                [sys.executable, "-c", code], capture_output=True, text=True, check=True
-            ).stdout
-        )
-        for _ in range(repeats)
-    ]
-    return statistics.median(runs)
+    return await drive_rollouts(server_url, policy_url, indices, concurrency, _row)
 
 
 def main() -> None:
@@ -293,20 +220,15 @@ def main() -> None:
         f"{', no trajectories' if args.no_trajectories else ''}), instant scripted policy, "
         f"{os.cpu_count()} CPUs"
     )
-    integration = _import_seconds(
+    integration = import_seconds(
         "import osmosis_ai.rollout.integrations.agents.openai_agents as m; m.OsmosisAgent"
     )
-    sdk = _import_seconds("import agents")
+    sdk = import_seconds("import agents")
     print(f"import: integration {integration:.2f} s (of which `import agents` {sdk:.2f} s)")
 
     with tempfile.TemporaryDirectory(prefix="osmosis-bench-") as scratch:
-        # the server keeps its outbox beside the home (<home>.outbox): both inside scratch
-        home = os.path.join(scratch, "home")
-        env = {**os.environ, "OSMOSIS_HOME": home, "PYTHONUNBUFFERED": "1"}
-        env.pop("OPENAI_API_KEY", None)
-        policy, policy_url = _spawn(
-            ["-m", "osmosis_ai.testing.policy_server", "--policy", "multiply"], env
-        )
+        env = scratch_env(scratch)
+        policy, policy_url = spawn_policy(env)
         try:
             raw = subprocess.run(
                 [
@@ -336,18 +258,18 @@ def main() -> None:
             )
 
             server_args = ["--no-trajectories"] if args.no_trajectories else []
-            server, server_url = _spawn([here, "--role", "server", *common, *server_args], env)
+            server, server_url = spawn([here, "--role", "server", *common, *server_args], env)
             try:
                 asyncio.run(_drive(server_url, policy_url, args.warmup, 10**6, args.concurrency))
-                before = _proc_cpu_s(server.pid)
-                policy_before, driver_before = _proc_cpu_s(policy.pid), time.process_time()
+                before = proc_cpu_s(server.pid)
+                policy_before, driver_before = proc_cpu_s(policy.pid), time.process_time()
                 rewarded, wall, failures = asyncio.run(
                     _drive(server_url, policy_url, args.rollouts, 0, args.concurrency)
                 )
-                server_ms = (_proc_cpu_s(server.pid) - before) * 1000 / args.rollouts
-                policy_ms = (_proc_cpu_s(policy.pid) - policy_before) * 1000 / args.rollouts
+                server_ms = (proc_cpu_s(server.pid) - before) * 1000 / args.rollouts
+                policy_ms = (proc_cpu_s(policy.pid) - policy_before) * 1000 / args.rollouts
                 driver_ms = (time.process_time() - driver_before) * 1000 / args.rollouts
-                peak = _proc_peak_rss_mb(server.pid)
+                peak = proc_peak_rss_mb(server.pid)
             finally:
                 server.terminate()
                 server.wait(timeout=30)

@@ -26,11 +26,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import resource
 import subprocess
 import sys
 import time
 from typing import Any
+
+from bench_processes import cpu_s, import_seconds
 
 INSTRUCTIONS = "You multiply numbers. Use the multiply tool, then answer as '#### <number>'."
 
@@ -38,11 +39,6 @@ INSTRUCTIONS = "You multiply numbers. Use the multiply tool, then answer as '###
 def multiply(a: int, b: int) -> int:
     """Multiply two integers."""
     return a * b
-
-
-def _cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
 
 
 async def _worker(
@@ -93,23 +89,10 @@ async def _worker(
             await one(i)
 
     await asyncio.gather(*(bounded(i) for i in range(min(50, rollouts))))  # warm-up
-    cpu, wall = _cpu(), time.perf_counter()
+    cpu, wall = cpu_s(), time.perf_counter()
     await asyncio.gather(*(bounded(i) for i in range(rollouts)))
-    cpu, wall = _cpu() - cpu, time.perf_counter() - wall
+    cpu, wall = cpu_s() - cpu, time.perf_counter() - wall
     return {"cpu_ms_per_rollout": 1000 * cpu / rollouts, "rollouts_per_s": rollouts / wall}
-
-
-def _import_time(statement: str) -> float:
-    code = f"import time; t = time.perf_counter(); {statement}; print(time.perf_counter() - t)"
-    runs = [
-        float(
-            subprocess.run(
-                [sys.executable, "-c", code], capture_output=True, text=True, check=True
-            ).stdout
-        )
-        for _ in range(3)
-    ]
-    return min(runs)
 
 
 def main() -> None:
@@ -161,9 +144,10 @@ def main() -> None:
             f"  {figures['rollouts_per_s']:7.1f} rollouts/s"
         )
     print(f"  adapter overhead over raw: {100 * (adapter - raw) / raw:+.1f} %")
-    framework = _import_time("import pydantic_ai, pydantic_ai.models.openai")
-    integration = _import_time(
-        "from osmosis_ai.rollout.integrations.agents.pydantic_ai import OsmosisRolloutModel"
+    framework = import_seconds("import pydantic_ai, pydantic_ai.models.openai", summary=min)
+    integration = import_seconds(
+        "from osmosis_ai.rollout.integrations.agents.pydantic_ai import OsmosisRolloutModel",
+        summary=min,
     )
     print(
         f"  import: framework {framework:.2f} s, integration (with framework) {integration:.2f} s"

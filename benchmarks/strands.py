@@ -33,15 +33,23 @@ import argparse
 import asyncio
 import json
 import os
-import resource
-import socket
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+from bench_processes import (
+    import_seconds,
+    peak_rss_mb,
+    proc_cpu_s,
+    proc_peak_rss_mb,
+    scratch_env,
+    spawn,
+    spawn_policy,
+    stop,
+)
 
 # Run as a script, this file's folder is sys.path[0] and this file, named strands.py, would
 # shadow the real `strands` package: drop the folder before anything imports Strands.
@@ -50,8 +58,6 @@ sys.path[:] = [entry for entry in sys.path if Path(entry or ".").resolve() != _H
 
 SYSTEM_PROMPT = "You multiply numbers. Use the multiply tool, then answer as '#### <number>'."
 PARAMS = {"temperature": 1.0, "top_p": 1.0, "max_tokens": 1024}
-TERMINAL = frozenset({"success", "failure", "cancelled"})
-
 
 # -- the workload (built inside the worker processes) ------------------------------------------
 
@@ -126,10 +132,6 @@ def _template(stream: bool) -> tuple[type, type, Any]:
             ctx.set_reward(1.0 if text.removeprefix("####").strip() == ctx.label else 0.0)
 
     return MultiplyWorkflow, MultiplyGrader, config
-
-
-def _peak_rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 # -- role: in process (the raw Strands floor, and LocalBackend without HTTP) -----------------
@@ -228,7 +230,7 @@ async def _in_process(
         v.name: {"cpu_s": v.cpu_s, "wall_s": v.wall_s, "ok": v.ok, "n": per_round * rounds}
         for v in variants
     }
-    report["peak_rss_mb"] = _peak_rss_mb()  # pyright: ignore[reportArgumentType]
+    report["peak_rss_mb"] = peak_rss_mb()  # pyright: ignore[reportArgumentType]
     print(json.dumps(report), flush=True)
 
 
@@ -236,117 +238,30 @@ async def _in_process(
 
 
 def _serve(stream: bool, trajectories: bool) -> None:
-    from osmosis_ai._util.serving import run, uvicorn_config, uvicorn_server
     from osmosis_ai.rollout import LocalBackend
-    from osmosis_ai.rollout.server import create_rollout_server
 
     workflow, grader, config = _template(stream)
     backend = LocalBackend(workflow=workflow, workflow_config=config, grader=grader)
-    app = create_rollout_server(
-        backend=backend, configure_logging=False, save_trajectories=trajectories
-    )
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    print(f"http://127.0.0.1:{sock.getsockname()[1]}", flush=True)
-    config = uvicorn_config(app, quiet=True, timeout_keep_alive=60)
-    run(uvicorn_server(config), sockets=[sock])
+    from bench_processes import serve_rollout_backend
+
+    serve_rollout_backend(backend, save_trajectories=trajectories)
 
 
 # -- the controller (this process) ------------------------------------------------------------
 
 
-def _proc_cpu_s(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def _proc_peak_rss_mb(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
+def _row(index: int) -> tuple[list[dict[str, Any]], str]:
+    a, b = _operands(index)
+    return _prompt(index), str(a * b)
 
 
 async def _drive(
     server_url: str, policy_url: str, indices: range, concurrency: int
 ) -> tuple[int, float, list[str]]:
     """Admit every rollout (POST /rollout), long-poll each to its result; count rewards of 1."""
-    import httpx
+    from bench_processes import drive_rollouts
 
-    from osmosis_ai.rollout.server import POLLING_LEASE_HEADER
-
-    gate = asyncio.Semaphore(concurrency)
-    rewarded = 0
-    failures: list[str] = []
-    limits = httpx.Limits(
-        max_connections=concurrency * 2, max_keepalive_connections=concurrency * 2
-    )
-    async with httpx.AsyncClient(base_url=server_url, timeout=120, limits=limits) as http:
-
-        async def one(index: int) -> None:
-            nonlocal rewarded
-            a, b = _operands(index)
-            rollout_id = f"bench-{index}"
-            async with gate:
-                admitted = await http.post(
-                    "/rollout",
-                    json={
-                        "rollout_id": rollout_id,
-                        "initial_messages": _prompt(index),
-                        "label": str(a * b),
-                        "chat_completions_url": f"{policy_url}/rollouts/{rollout_id}",
-                        "llm_api_key": "bench",
-                    },
-                )
-                admitted.raise_for_status()
-                lease = {POLLING_LEASE_HEADER: admitted.json()["polling_lease_token"]}
-                while True:
-                    polled = await http.get(f"/rollout/{rollout_id}/result", headers=lease)
-                    polled.raise_for_status()
-                    body = polled.json()
-                    if body["status"] in TERMINAL:
-                        break
-            if body["status"] == "success" and (body.get("sample") or {}).get("reward") == 1.0:
-                rewarded += 1
-            else:
-                failures.append(f"{rollout_id}: {body['status']} {body.get('err_message')}")
-
-        start = time.perf_counter()
-        await asyncio.gather(*(one(i) for i in indices))
-        return rewarded, time.perf_counter() - start, failures
-
-
-def _spawn(args: list[str], env: dict[str, str]) -> tuple[subprocess.Popen[str], str]:
-    """Start a process that prints its URL on its first stdout line."""
-    proc = subprocess.Popen([sys.executable, *args], stdout=subprocess.PIPE, text=True, env=env)
-    assert proc.stdout is not None
-    line = proc.stdout.readline().strip()
-    if not line:
-        proc.kill()
-        raise RuntimeError(f"{' '.join(args)} did not start")
-    return proc, line
-
-
-def _import_seconds(statement: str, repeats: int = 3) -> float:
-    code = f"import time; t = time.perf_counter(); {statement}; print(time.perf_counter() - t)"
-    runs = [
-        float(
-            subprocess.run(
-                [sys.executable, "-c", code], capture_output=True, text=True, check=True
-            ).stdout
-        )
-        for _ in range(repeats)
-    ]
-    return statistics.median(runs)
-
-
-def _stop(proc: subprocess.Popen[str]) -> None:
-    proc.terminate()
-    try:
-        proc.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
+    return await drive_rollouts(server_url, policy_url, indices, concurrency, _row)
 
 
 def main() -> None:
@@ -395,25 +310,20 @@ def main() -> None:
         f"({'streaming' if args.stream else 'non-streaming'}), instant scripted policy, "
         f"{os.cpu_count()} CPUs"
     )
-    names = _import_seconds(
+    names = import_seconds(
         "from osmosis_ai.rollout.integrations.agents.strands import "
         "OsmosisRolloutModel, OsmosisStrandsAgent"
     )
-    package = _import_seconds("import osmosis_ai.rollout.integrations.agents.strands")
-    framework = _import_seconds("import strands")
+    package = import_seconds("import osmosis_ai.rollout.integrations.agents.strands")
+    framework = import_seconds("import strands")
     print(
         f"import: OsmosisStrandsAgent + OsmosisRolloutModel {names:.2f} s (`import strands` "
         f"alone {framework:.2f} s; the package itself, names resolved lazily, {package:.2f} s)"
     )
 
     with tempfile.TemporaryDirectory(prefix="osmosis-bench-") as scratch:
-        # a server keeps its outbox beside the home (<home>.outbox): both inside scratch
-        home = os.path.join(scratch, "home")
-        env = {**os.environ, "OSMOSIS_HOME": home, "PYTHONUNBUFFERED": "1"}
-        env.pop("OPENAI_API_KEY", None)
-        policy, policy_url = _spawn(
-            ["-m", "osmosis_ai.testing.policy_server", "--policy", "multiply"], env
-        )
+        env = scratch_env(scratch)
+        policy, policy_url = spawn_policy(env)
         try:
             run = subprocess.run(
                 [
@@ -451,20 +361,20 @@ def main() -> None:
             server_args = [here, "--role=server", *mode]
             if not args.trajectories:
                 server_args.append("--no-trajectories")
-            server, server_url = _spawn(server_args, env)
+            server, server_url = spawn(server_args, env)
             try:
                 warm = range(10**6, 10**6 + args.warmup)
                 asyncio.run(_drive(server_url, policy_url, warm, args.concurrency))
-                before = _proc_cpu_s(server.pid)
+                before = proc_cpu_s(server.pid)
                 rewarded, wall, failures = asyncio.run(
                     _drive(server_url, policy_url, range(args.rollouts), args.concurrency)
                 )
-                server_ms = (_proc_cpu_s(server.pid) - before) * 1000 / args.rollouts
-                peak = _proc_peak_rss_mb(server.pid)
+                server_ms = (proc_cpu_s(server.pid) - before) * 1000 / args.rollouts
+                peak = proc_peak_rss_mb(server.pid)
             finally:
-                _stop(server)
+                stop(server)
         finally:
-            _stop(policy)
+            stop(policy)
 
     print(
         f"rollout server: {server_ms:.2f} ms server CPU/rollout, {args.rollouts / wall:.0f} "

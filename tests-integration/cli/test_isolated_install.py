@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from osmosis_ai.testing.pytest_plugin import built_once
+
 ROOT = Path(__file__).resolve().parents[2]
 UV = shutil.which("uv")
 
@@ -27,8 +29,12 @@ def _run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str
 
 @pytest.fixture(scope="module")
 def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Two wheel builds and an install: once per run, shared by the xdist workers."""
+    return built_once(tmp_path_factory, "isolated-install", _make_venv)
+
+
+def _make_venv(work: Path) -> Path:
     assert UV is not None
-    work = tmp_path_factory.mktemp("isolated")
     dist = work / "dist"
     # osmosis-cli goes through its sdist (uv's default), as a release would: the templates must
     # survive the trip from the repository into the sdist and from there into the wheel.

@@ -24,6 +24,23 @@ with open(sys.argv[1], "w") as out:
 sys.exit(code)
 """
 
+# Runs several CLI invocations (a JSON list of argument lists on stdin) one after the other in
+# this interpreter, each with its own captured stdout and stderr; prints [[code, out, err], ...].
+SEQUENCE = """
+import contextlib, io, json, sys
+from osmosis_cli.main import run
+results = []
+for argv in json.load(sys.stdin):
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = run(argv)
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else 1
+    results.append([code, out.getvalue(), err.getvalue()])
+sys.stdout.write(json.dumps(results))
+"""
+
 
 @dataclass
 class Platform:
@@ -62,6 +79,23 @@ class Cli:
             check=False,
         )
         return CliResult(completed.returncode, completed.stdout, completed.stderr)
+
+    def sequence(self, commands: list[tuple[str, ...]], cwd: Path) -> list[CliResult]:
+        """Run each of ``commands`` as ``__call__`` would, but one after the other in a single
+        child process: one interpreter start-up and CLI import instead of one per command."""
+        completed = subprocess.run(
+            [sys.executable, "-c", SEQUENCE],
+            cwd=cwd,
+            env=self.env,
+            input=json.dumps([list(c) for c in commands]),
+            capture_output=True,
+            text=True,
+            timeout=60 + 10 * len(commands),
+            check=False,
+        )
+        if completed.returncode != 0:
+            raise AssertionError(f"the CLI sequence runner failed:\n{completed.stderr}")
+        return [CliResult(code, out, err) for code, out, err in json.loads(completed.stdout)]
 
     def measured(self, *args: str, cwd: Path) -> tuple[CliResult, float]:
         """Run the CLI and also return its peak resident memory in MiB (Linux ``VmHWM``).

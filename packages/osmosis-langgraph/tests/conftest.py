@@ -1,37 +1,4 @@
-"""Shared fixtures: a temporary OSMOSIS_HOME and scripted policy servers on 127.0.0.1."""
+"""Shared fixtures: osmosis_ai.testing's pytest plugin (a temporary OSMOSIS_HOME, the scripted
+multiply policy on 127.0.0.1 as ``multiply_policy``, ``rollout_server``)."""
 
-from __future__ import annotations
-
-import contextlib
-from collections.abc import AsyncIterator, Callable
-from pathlib import Path
-from typing import Any
-
-import pytest
-
-from osmosis_ai.rollout.integrations.spi import aclose_policy_clients
-from osmosis_ai.testing import ScriptedPolicyServer, serve_app
-
-
-@pytest.fixture(autouse=True)
-def osmosis_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """Nothing a test runs may write to ~/.osmosis."""
-    home = tmp_path / "osmosis-home"
-    monkeypatch.setenv("OSMOSIS_HOME", str(home))
-    for name in ("OSMOSIS_CHAT_COMPLETIONS_URL", "OSMOSIS_API_KEY", "OSMOSIS_ROLLOUT_ID"):
-        monkeypatch.delenv(name, raising=False)
-    return home
-
-
-@pytest.fixture
-async def multiply_policy() -> AsyncIterator[ScriptedPolicyServer]:
-    """The built-in multiply solver: a ``multiply`` tool call, then ``#### <product>``."""
-    async with ScriptedPolicyServer("multiply") as server:
-        yield server
-    await aclose_policy_clients()
-
-
-@pytest.fixture
-def rollout_server() -> Callable[[Any], contextlib.AbstractAsyncContextManager[str]]:
-    """``async with rollout_server(app) as base_url`` serves ``app`` over real HTTP."""
-    return serve_app
+pytest_plugins = ["osmosis_ai.testing.pytest_plugin"]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -17,9 +16,12 @@ from osmosis_ai.rollout import AgentWorkflow, AgentWorkflowContext, Grader, Grad
 from osmosis_ai.rollout.integrations.agents.langgraph import GraphSampleSource, OsmosisChatModel
 from osmosis_ai.testing import (
     ScriptedPolicyServer,
+    check_multiply_rollout,
     error_reply,
+    run_multiply_rollouts,
     run_rollout,
     text_reply,
+    tool_call_arguments,
     tool_call_reply,
 )
 
@@ -85,11 +87,7 @@ PROMPT = [{"role": "user", "content": "What is 12 times 34?"}]
 async def test_reward_one_and_sample(
     multiply_policy: ScriptedPolicyServer, workflow: type[AgentWorkflow[Any]]
 ) -> None:
-    result = await run_rollout(
-        workflow, MultiplyGrader, prompt=PROMPT, label="408", policy=multiply_policy
-    )
-    assert result.status == "success", result.err_message
-    assert result.reward == 1.0
+    result = await check_multiply_rollout(workflow, MultiplyGrader, multiply_policy)
     sample = result.sample
     assert sample is not None
     assert [m["type"] for m in sample.messages] == ["system", "human", "ai", "tool", "ai"]
@@ -182,18 +180,7 @@ async def test_sub_agent_reaches_the_same_rollout() -> None:
 
 async def test_concurrent_rollouts_share_one_graph(multiply_policy: ScriptedPolicyServer) -> None:
     pairs = [(7, 6), (12, 34), (3, 5), (9, 9)]
-    results = await asyncio.gather(
-        *(
-            run_rollout(
-                AsyncWorkflow,
-                MultiplyGrader,
-                prompt=[{"role": "user", "content": f"What is {a} times {b}?"}],
-                label=str(a * b),
-                policy=multiply_policy,
-            )
-            for a, b in pairs
-        )
-    )
+    results = await run_multiply_rollouts(AsyncWorkflow, MultiplyGrader, multiply_policy, pairs)
     for (a, b), result in zip(pairs, results, strict=True):
         assert result.reward == 1.0, result.err_message
         assert result.sample is not None
@@ -201,9 +188,7 @@ async def test_concurrent_rollouts_share_one_graph(multiply_policy: ScriptedPoli
             last_ai_text(result.sample.messages).removeprefix("####")
         ) == float(a * b)
         assert result.sample.trajectory_messages is not None
-        tool_args = json.loads(
-            result.sample.trajectory_messages[2]["tool_calls"][0]["function"]["arguments"]
-        )  # type: ignore[index]
+        tool_args = tool_call_arguments(result)
         assert {tool_args["a"], tool_args["b"]} == {a, b}
 
 

@@ -21,6 +21,8 @@ from osmosis_ai.testing import (
     Reply,
     ScriptedPolicyServer,
     ToolCall,
+    check_multiply_rollout,
+    check_policy_http_error,
     delayed,
     error_reply,
     run_rollout,
@@ -72,11 +74,7 @@ PROMPT = [{"role": "user", "content": "What is 12 times 34?"}]
 
 
 async def test_template_rollout_earns_reward_one(multiply_policy: ScriptedPolicyServer) -> None:
-    result = await run_rollout(
-        MultiplyWorkflow, MultiplyGrader, prompt=PROMPT, label="408", policy=multiply_policy
-    )
-    assert result.status == "success", result.err_message
-    assert result.reward == 1.0
+    result = await check_multiply_rollout(MultiplyWorkflow, MultiplyGrader, multiply_policy)
     assert result.sample is not None
     assert last_assistant_text(result.sample.messages) == "#### 408"
     assert len(multiply_policy.requests_for(result.rollout_id)) == 2
@@ -172,16 +170,7 @@ async def test_a_tool_that_raises_without_an_error_function_fails_the_rollout() 
 
 
 async def test_policy_http_500_is_an_http_error_with_status_and_body() -> None:
-    async with ScriptedPolicyServer([error_reply(500, "the GPU fell over")]) as policy:
-        result = await run_rollout(
-            MultiplyWorkflow, MultiplyGrader, prompt=PROMPT, label="408", policy=policy
-        )
-    assert result.status == "failure"
-    assert result.err_category == "http_error"
-    assert result.err_message is not None
-    assert "HTTP 500" in result.err_message
-    assert "the GPU fell over" in result.err_message
-    assert f"/rollouts/{result.rollout_id}/chat/completions" in result.err_message
+    result = await check_policy_http_error(MultiplyWorkflow, MultiplyGrader)
     assert result.reward is None
 
 

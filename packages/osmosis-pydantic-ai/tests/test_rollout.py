@@ -17,8 +17,10 @@ from osmosis_ai.rollout.integrations.agents.pydantic_ai import (
 )
 from osmosis_ai.testing import (
     ScriptedPolicyServer,
+    check_multiply_rollout,
+    check_policy_http_error,
     delayed,
-    error_reply,
+    run_multiply_rollouts,
     run_rollout,
     text_reply,
     tool_call_reply,
@@ -73,11 +75,7 @@ PROMPT = [{"role": "user", "content": "What is 12 times 34?"}]
 async def test_template_rollout_earns_reward_one(
     multiply_policy: ScriptedPolicyServer, workflow: type[AgentWorkflow[Any]]
 ) -> None:
-    result = await run_rollout(
-        workflow, MultiplyGrader, prompt=PROMPT, label="408", policy=multiply_policy
-    )
-    assert result.status == "success", result.err_message
-    assert result.reward == 1.0
+    result = await check_multiply_rollout(workflow, MultiplyGrader, multiply_policy)
     requests = multiply_policy.requests_for(result.rollout_id)
     assert len(requests) == 2
     assert requests[0].body.get("stream", False) is (workflow is StreamingWorkflow)
@@ -178,15 +176,7 @@ async def test_a_tool_that_raises_fails_the_rollout_as_an_agent_error() -> None:
 
 @pytest.mark.parametrize("workflow", [MultiplyWorkflow, StreamingWorkflow])
 async def test_policy_http_500_is_an_http_error(workflow: type[AgentWorkflow[Any]]) -> None:
-    async with ScriptedPolicyServer([error_reply(500, "the GPU fell over")]) as policy:
-        result = await run_rollout(
-            workflow, MultiplyGrader, prompt=PROMPT, label="408", policy=policy
-        )
-    assert (result.status, result.err_category) == ("failure", "http_error")
-    assert result.err_message is not None
-    assert "HTTP 500" in result.err_message
-    assert "the GPU fell over" in result.err_message
-    assert f"/rollouts/{result.rollout_id}/chat/completions" in result.err_message
+    await check_policy_http_error(workflow, MultiplyGrader)
 
 
 impatient = Agent(OsmosisRolloutModel(timeout=0.1))
@@ -257,19 +247,8 @@ async def test_a_sub_agent_reaches_the_rollout_and_stays_out_of_the_sample() -> 
 
 
 async def test_concurrent_rollouts_share_one_agent(multiply_policy: ScriptedPolicyServer) -> None:
-    import asyncio
-
-    results = await asyncio.gather(
-        *(
-            run_rollout(
-                MultiplyWorkflow,
-                MultiplyGrader,
-                prompt=[{"role": "user", "content": f"What is {i} times 7?"}],
-                label=str(i * 7),
-                policy=multiply_policy,
-            )
-            for i in range(2, 10)
-        )
+    results = await run_multiply_rollouts(
+        MultiplyWorkflow, MultiplyGrader, multiply_policy, [(i, 7) for i in range(2, 10)]
     )
     assert [r.reward for r in results] == [1.0] * 8
     for result in results:

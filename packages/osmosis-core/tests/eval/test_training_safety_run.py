@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import pickle
 from collections.abc import Mapping
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,6 +20,7 @@ from osmosis_ai.eval import EvalRun, check_append_only, expand_calls, read_index
 from osmosis_ai.eval._impl.plan.plan import EvalOptions, build_plan
 from osmosis_ai.eval._impl.session import run_session
 from osmosis_ai.testing import ScriptedPolicyServer
+from osmosis_ai.testing.pytest_plugin import built_once
 from osmosis_ai.testing.replies import Reply
 from osmosis_ai.testing.responders import multiply_solver
 
@@ -47,10 +50,16 @@ SAMPLING = {"temperature": 0.5, "seed": 11}
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory: pytest.TempPathFactory) -> EvalRun:
+    """One run the tests only read: made once per pytest run, shared by the xdist workers."""
+    saved = built_once(tmp_path_factory, "eval-training-safety", _make_run)
+    run: EvalRun = pickle.loads(saved.read_bytes())
+    return run
+
+
+def _make_run(root: Path) -> Path:
     import asyncio
 
-    root = tmp_path_factory.mktemp("safety") / "ws"
-    config = write_safety_workspace(root)
+    config = write_safety_workspace(root / "ws")
 
     async def main() -> EvalRun:
         async with ScriptedPolicyServer(reasoning_solver) as policy:
@@ -63,7 +72,9 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> EvalRun:
             )
             return await run_session(build_plan(config, options))
 
-    return asyncio.run(main())
+    saved = root / "run.pickle"
+    saved.write_bytes(pickle.dumps(asyncio.run(main())))
+    return saved
 
 
 def _mode(run: EvalRun, row_index: int) -> str:

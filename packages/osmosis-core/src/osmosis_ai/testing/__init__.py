@@ -1,6 +1,6 @@
 """``osmosis_ai.testing``: test rollouts offline against a scripted policy (extra ``server``).
 
-Three tools:
+The tools:
 
 * :class:`ScriptedPolicyServer` (:mod:`osmosis_ai.testing.policy_server`) — a real
   OpenAI-compatible chat-completions server on ``127.0.0.1``: scripted turns (text, tool calls,
@@ -20,6 +20,15 @@ Three tools:
   (extra ``local-model``): what a strict real server accepts, real tokens, prose answers.
 * :func:`serve_app` (:mod:`osmosis_ai.testing.serving`) — serves an ASGI app, such as your
   ``create_rollout_server(...)``, under real uvicorn on ``127.0.0.1`` and yields its base URL.
+* multiply-task checks (:mod:`osmosis_ai.testing.multiply`) — :func:`multiply_prompt`,
+  :func:`check_multiply_rollout` (one rollout, reward 1), :func:`run_multiply_rollouts` (many
+  at once), :func:`tool_call_arguments`, :func:`check_policy_http_error` (a policy's HTTP error
+  fails the rollout as ``http_error``), :func:`check_rollouts_in_worker_processes` (a rollout
+  project served with worker processes).
+* a pytest plugin (:mod:`osmosis_ai.testing.pytest_plugin`, opt in with
+  ``pytest_plugins = ["osmosis_ai.testing.pytest_plugin"]`` in a conftest.py) — the fixtures
+  ``osmosis_home`` (autouse: a temporary ``OSMOSIS_HOME``), ``multiply_policy`` and
+  ``rollout_server``.
 
 A complete offline test::
 
@@ -86,6 +95,13 @@ _EXPORTS = {
     "LocalModelServer": f"{_P}.local_model",
     "LocalModelError": f"{_P}.local_model",
     "LocalModelUnavailable": f"{_P}.local_model",
+    "MultiplyPrompt": f"{_P}.multiply",
+    "multiply_prompt": f"{_P}.multiply",
+    "run_multiply_rollouts": f"{_P}.multiply",
+    "tool_call_arguments": f"{_P}.multiply",
+    "check_rollouts_in_worker_processes": f"{_P}.multiply",
+    "check_multiply_rollout": f"{_P}.multiply",
+    "check_policy_http_error": f"{_P}.multiply",
 }
 __all__ = sorted(_EXPORTS)
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
@@ -98,6 +114,15 @@ if TYPE_CHECKING:  # the same names as _EXPORTS (checked by a core test)
     from osmosis_ai.testing.local_model import LocalModelError as LocalModelError
     from osmosis_ai.testing.local_model import LocalModelServer as LocalModelServer
     from osmosis_ai.testing.local_model import LocalModelUnavailable as LocalModelUnavailable
+    from osmosis_ai.testing.multiply import MultiplyPrompt as MultiplyPrompt
+    from osmosis_ai.testing.multiply import check_multiply_rollout as check_multiply_rollout
+    from osmosis_ai.testing.multiply import check_policy_http_error as check_policy_http_error
+    from osmosis_ai.testing.multiply import (
+        check_rollouts_in_worker_processes as check_rollouts_in_worker_processes,
+    )
+    from osmosis_ai.testing.multiply import multiply_prompt as multiply_prompt
+    from osmosis_ai.testing.multiply import run_multiply_rollouts as run_multiply_rollouts
+    from osmosis_ai.testing.multiply import tool_call_arguments as tool_call_arguments
     from osmosis_ai.testing.policy_server import RecordedRequest as RecordedRequest
     from osmosis_ai.testing.policy_server import ScriptedPolicyServer as ScriptedPolicyServer
     from osmosis_ai.testing.policy_server import rollout_scope as rollout_scope

@@ -3,9 +3,9 @@ its result, the answer), in every format, and the filters."""
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -13,8 +13,9 @@ import pytest
 from osmosis_ai.eval import ExportError, ExportFilter, export_records, read_export, write_export
 from osmosis_ai.eval._impl.plan.plan import EvalOptions, build_plan
 from osmosis_ai.eval._impl.session import run_session
+from osmosis_ai.testing.pytest_plugin import built_once
 
-MakeWorkspace = Callable[..., Path]
+from ..tiny_rollout import write_workspace
 
 #: Row 1 is answered wrong (reward 0), row 2's policy call fails (status failed).
 RESPOND_PY = r"""
@@ -37,12 +38,20 @@ def respond(body):
 """
 
 
-@pytest.fixture
-async def run_dir(workspace: MakeWorkspace) -> Path:
-    config = workspace(n_rows=3)
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One engine run the tests only read: made once per pytest run, shared by xdist workers."""
+    return built_once(tmp_path_factory, "eval-report-export", _make_run)
+
+
+def _make_run(root: Path) -> Path:
+    config = write_workspace(root / "ws", n_rows=3)
     script = config.parent / "respond.py"
     script.write_text(RESPOND_PY)
-    result = await run_session(build_plan(config, EvalOptions(name="x", mock_script=script)))
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("OSMOSIS_HOME", str(root / "osmosis-home"))
+        plan = build_plan(config, EvalOptions(name="x", mock_script=script))
+        result = asyncio.run(run_session(plan))
     assert [(r.status, r.reward) for r in result.rows] == [
         ("success", 1.0),
         ("success", 0.0),

@@ -3,8 +3,8 @@ script that solves exactly ``c`` of each row's 4 samples, so every row's pass ra
 
 from __future__ import annotations
 
+import asyncio
 import json
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -15,8 +15,9 @@ from osmosis_ai.eval._impl.plan.plan import EvalOptions, build_plan
 from osmosis_ai.eval._impl.results.curate import cost_per_step, row_stats
 from osmosis_ai.eval._impl.run_dir.records import RowRecord
 from osmosis_ai.eval._impl.session import run_session
+from osmosis_ai.testing.pytest_plugin import built_once
 
-MakeWorkspace = Callable[..., Path]
+from ..tiny_rollout import write_workspace
 
 #: Per prompt: how many of each 4 consecutive calls answer right; ``fail`` calls get HTTP 400.
 RESPOND_PY = r"""
@@ -50,14 +51,21 @@ def _row(a: int) -> dict[str, Any]:
 ROWS = [_row(2), _row(3), _row(4), _row(5), _row(6), _row(5), _row(7)]
 
 
-@pytest.fixture
-async def crafted(workspace: MakeWorkspace) -> Path:
-    config = workspace(rows=ROWS, evaluation="n = 4")
+@pytest.fixture(scope="module")
+def crafted(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One engine run the tests only read: made once per pytest run, shared by xdist workers."""
+    return built_once(tmp_path_factory, "eval-results-curate", _make_crafted)
+
+
+def _make_crafted(root: Path) -> Path:
+    config = write_workspace(root / "ws", rows=ROWS, evaluation="n = 4")
     script = config.parent / "respond.py"
     script.write_text(RESPOND_PY)
     # One work item at a time, in row order: the two rows sharing a prompt get calls 0-3 and 4-7.
     plan = build_plan(config, EvalOptions(name="crafted", mock_script=script, max_in_flight=1))
-    result = await run_session(plan)
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("OSMOSIS_HOME", str(root / "osmosis-home"))
+        result = asyncio.run(run_session(plan))
     assert (result.succeeded, result.failed) == (26, 2), [r.error_message for r in result.rows]
     return result.run_dir
 
