@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -169,8 +170,26 @@ async def test_react_agent_solver() -> None:
     assert [results[r].sample.reward for r in ("a1", "a2", "a3")] == [1.0, 1.0, 0.0]
 
 
-def test_sandboxed_task_is_refused_by_name() -> None:
-    with pytest.raises(EnvironmentSpecError, match=r"in_a_sandbox.*needs a sandbox.*'docker'"):
+@pytest.mark.parametrize(
+    ("task", "message"),
+    [
+        ("custom_image", r"'custom_image' needs the Inspect sandbox 'docker' with its own "
+         r"configuration \('compose.yaml'.*needs Docker.*inspect eval --sandbox docker"),
+        ("elsewhere", r"'elsewhere' needs the Inspect sandbox 'k8s', which osmosis cannot "
+         r"provide.*Run the task with `inspect eval`"),
+    ],
+)  # fmt: skip
+def test_a_sandbox_harbor_cannot_run_is_refused_by_name(task: str, message: str) -> None:
+    with pytest.raises(EnvironmentSpecError, match=message):
+        load_environment(f"inspect:{FIXTURES / 'sandboxed.py'}@{task}")
+
+
+def test_a_sandboxed_task_without_osmosis_harbor_says_what_to_install(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An unconfigured 'docker' sandbox runs on Harbor's local sandbox, from osmosis-harbor."""
+    monkeypatch.setitem(sys.modules, "osmosis_ai.rollout.backend.harbor.local_environment", None)
+    with pytest.raises(EnvironmentSpecError, match=r"needs a sandbox.*pip install.*harbor"):
         load_environment(f"inspect:{TASK_FILE}@in_a_sandbox")
 
 
