@@ -71,7 +71,8 @@ def test_eval_run_env_harbor_local_registry(cli: Cli, tmp_path: Path) -> None:
     datasets = [{"name": "demo", "version": "1.0", "description": "", "tasks": [
         {"name": "hello", "path": "tasks/hello"}]}]  # fmt: skip
     (registry / "registry.json").write_text(json.dumps(datasets))
-    spec = f"harbor:demo@1.0?registry={registry}&agent=oracle&sandbox=local"
+    # A relative registry folder: the rollout server, started in another folder, finds it too.
+    spec = "harbor:demo@1.0?registry=registry&agent=oracle&sandbox=local"
     result = cli.run(
         "--json", "eval", "run", "--env", spec, "--model", "mock", "--name", "hb", cwd=ws
     )
