@@ -157,6 +157,35 @@ async def test_tool_solver_and_two_scorers_through_a_rollout_server(
     assert sorted(cleanup.__globals__["CLEANED"]) == ["a1", "a2", "a3"]
 
 
+def messy(body: dict[str, Any]) -> Reply:
+    """What a small real model does: a tool call whose arguments are not JSON, a call of a tool
+    that was not offered, then an empty reply."""
+    turn = sum(m["role"] == "assistant" for m in body["messages"])
+    if turn == 0:
+        return tool_call_reply("add", '{"a": 2, "b":')
+    if turn == 1:
+        return tool_call_reply("subtract", {"a": 1})
+    return text_reply("")
+
+
+async def test_messy_model_output_is_graded_never_an_infrastructure_failure() -> None:
+    """Inspect answers the bad calls with tool errors and the scorers grade the empty answer:
+    every row succeeds with Inspect's own reward for an empty answer (0 here)."""
+    env = load_environment(f"inspect:{TASK_FILE}@addition")
+    async with ScriptedPolicyServer(messy) as policy:
+        results = await _run(env, policy)
+        calls = policy.requests_for("a1")
+    for rid in ("a1", "a2", "a3"):
+        result = results[rid]
+        assert result.status == RolloutStatus.SUCCESS, result.err_message
+        expected = await _inspect_rewards(f"{TASK_FILE}@addition", "", rid)
+        assert result.sample.reward == expected["match"] == 0.0
+        assert result.sample.metrics["includes"] == expected["includes"]
+    tool_replies = [m for m in calls[-1].body["messages"] if m["role"] == "tool"]
+    assert len(tool_replies) == 2
+    assert all("error" in str(m["content"]).lower() for m in tool_replies), tool_replies
+
+
 async def test_react_agent_solver() -> None:
     env = load_environment(f"inspect:{TASK_FILE}@addition_agent")
     async with ScriptedPolicyServer(react_adder) as policy:
