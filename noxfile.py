@@ -296,6 +296,9 @@ def environments(session: nox.Session, level: str) -> None:
         f"{PACKAGES / 'osmosis-cli'}[eval]",
         "-e",
         f"{package}[verifiers,inspect,reasoning-gym]",
+        # Harbor's local sandbox, where the Inspect adapter runs sandboxed tasks.
+        "-e",
+        str(PACKAGES / "osmosis-harbor"),
         *pins,
     )
     _pytest(session, package / "tests", coverage=_measured("osmosis-environments", level))

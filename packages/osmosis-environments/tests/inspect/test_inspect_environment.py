@@ -199,6 +199,64 @@ async def test_react_agent_solver() -> None:
     assert [results[r].sample.reward for r in ("a1", "a2", "a3")] == [1.0, 1.0, 0.0]
 
 
+SANDBOXED = FIXTURES / "sandboxed.py"
+
+
+def shell_user(body: dict[str, Any]) -> Reply:
+    """s1: `bash` reads the sample's file and setup output and writes ready.txt; s2: `python`
+    (its code on stdin) writes the wrong word; then each answers."""
+    question = _question(body)
+    if _tool_result(body) is not None:
+        return text_reply("done: ready" if "Python" not in question else "done")
+    if "Python" in question:
+        return tool_call_reply("python", {"code": "open('ready.txt', 'w').write('steady')"})
+    (tool,) = [t for t in body["tools"] if t["function"]["name"] == "bash"]
+    (argument,) = tool["function"]["parameters"]["properties"]  # `cmd`, or newer `command`
+    command = "cat seed.txt prepared.txt && echo ready > ready.txt"
+    return tool_call_reply("bash", {argument: command})
+
+
+async def test_a_sandboxed_task_runs_on_harbors_local_sandbox() -> None:
+    """sandbox='docker' without configuration: tools, sample files, setup and a scorer reading
+    the sandbox all reach one Harbor local sandbox per sample; rewards are Inspect's mapping."""
+    pytest.importorskip(
+        "osmosis_ai.rollout.backend.harbor.local_environment",
+        reason="Harbor's local sandbox comes with osmosis-harbor",
+    )
+    env = load_environment(f"inspect:{SANDBOXED}@shell")
+    assert "in Harbor's local sandbox" in env.description
+    async with ScriptedPolicyServer(shell_user) as policy:
+        results = await _run(env, policy)
+        s1 = policy.requests_for("s1")
+    assert {rid: r.status for rid, r in results.items()} == {
+        "s1": RolloutStatus.SUCCESS,
+        "s2": RolloutStatus.SUCCESS,
+    }
+    assert (results["s1"].sample.reward, results["s2"].sample.reward) == (1.0, 0.0)
+    assert results["s1"].sample.metrics["includes"] == 1.0
+    tool_output = next(m for m in s1[-1].body["messages"] if m["role"] == "tool")["content"]
+    assert "seeded" in tool_output  # the sample's file
+    assert "prepared" in tool_output  # what its setup script wrote
+
+
+async def test_a_scorer_failing_in_the_sandbox_is_a_grader_failure() -> None:
+    pytest.importorskip(
+        "osmosis_ai.rollout.backend.harbor.local_environment",
+        reason="Harbor's local sandbox comes with osmosis-harbor",
+    )
+    env = load_environment(f"inspect:{SANDBOXED}@broken_scorer")
+    async with ScriptedPolicyServer([text_reply("done")]) as policy:
+        results = await _run(env, policy)
+    (result,) = results.values()
+    assert result.status != RolloutStatus.SUCCESS
+    assert "scorer failed in the sandbox: RuntimeError: this scorer always fails" in (
+        result.err_message or ""
+    )
+    # Raised by the grader, after the workflow's sample was made (as without a sandbox).
+    assert result.sample is not None
+    assert result.sample.reward is None
+
+
 @pytest.mark.parametrize(
     ("task", "message"),
     [

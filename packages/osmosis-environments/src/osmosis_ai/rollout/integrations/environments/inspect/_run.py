@@ -224,7 +224,8 @@ async def _scores_in_sandbox(
     task: Task, names: list[str], state: TaskState, sample: Sample
 ) -> dict[str, Any]:
     """The scores of a sandboxed sample, taken before its sandbox goes (as Inspect scores); a
-    scorer's error is kept for the grader to raise, so it is a grader failure, not the agent's."""
+    scorer's error is kept for the grader to raise, so it fails the grading, as without a
+    sandbox, rather than the workflow."""
     state.completed = True
     try:
         scores = await _run_scorers(task, names, state, sample)
@@ -334,7 +335,7 @@ class InspectGrader(Grader):
         taken = ctx.sample.extra_fields.get(_SCORES)
         if isinstance(taken, dict):
             if "error" in taken:
-                raise ValueError(f"An Inspect scorer failed in the sandbox: {taken['error']}")
+                raise RuntimeError(f"An Inspect scorer failed in the sandbox: {taken['error']}")
             scores = [(name, Score.model_validate(score)) for name, score in taken["scores"]]
         else:
             state, sample = self._state(ctx, task, config)
