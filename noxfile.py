@@ -308,6 +308,10 @@ def environments(session: nox.Session, level: str) -> None:
         f"{PACKAGES / 'osmosis-cli'}[eval]",
         "-e",
         f"{package}[verifiers,inspect,reasoning-gym]",
+        # Harbor's local sandbox, where the Inspect adapter runs sandboxed tasks (those tests
+        # skip without it). Latest only: at lowest-direct, harbor's litellm floor wants
+        # openai<2.20 while the inspect extra needs openai>=3.1, so the floor has no solution.
+        *(["-e", str(PACKAGES / "osmosis-harbor")] if level == LATEST else []),
         *pins,
     )
     _pytest(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -108,3 +109,20 @@ def test_skypilot_names_carry_the_registered_owner() -> None:
     assert token == register_owner().token
     assert registered_owner(token) == current_owner()
     assert token_of("hb-someone-else") is None
+
+
+async def test_run_feeds_input_on_stdin_and_writes_stay_in_the_sandbox() -> None:
+    """``run(input=...)``: what Inspect's ``python()`` tool needs (its code comes on stdin)."""
+    box = NamespaceSandbox()
+    await box.start(workdir="/app")
+    try:
+        code, out, _ = await box.run(
+            ["sh", "-c", "cat > note.txt && wc -c < note.txt"], input=b"hello sandbox"
+        )
+        assert (code, out.decode().strip()) == (0, "13")
+        assert box.inside("note.txt").read_bytes() == b"hello sandbox"
+        code, out, _ = await box.run(["cat"])  # no input: stdin is empty, never the caller's
+        assert (code, out) == (0, b"")
+    finally:
+        await box.stop()
+    assert not await asyncio.to_thread(Path("/app/note.txt").exists)  # the host is untouched

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -156,6 +157,35 @@ async def test_tool_solver_and_two_scorers_through_a_rollout_server(
     assert sorted(cleanup.__globals__["CLEANED"]) == ["a1", "a2", "a3"]
 
 
+def messy(body: dict[str, Any]) -> Reply:
+    """What a small real model does: a tool call whose arguments are not JSON, a call of a tool
+    that was not offered, then an empty reply."""
+    turn = sum(m["role"] == "assistant" for m in body["messages"])
+    if turn == 0:
+        return tool_call_reply("add", '{"a": 2, "b":')
+    if turn == 1:
+        return tool_call_reply("subtract", {"a": 1})
+    return text_reply("")
+
+
+async def test_messy_model_output_is_graded_never_an_infrastructure_failure() -> None:
+    """Inspect answers the bad calls with tool errors and the scorers grade the empty answer:
+    every row succeeds with Inspect's own reward for an empty answer (0 here)."""
+    env = load_environment(f"inspect:{TASK_FILE}@addition")
+    async with ScriptedPolicyServer(messy) as policy:
+        results = await _run(env, policy)
+        calls = policy.requests_for("a1")
+    for rid in ("a1", "a2", "a3"):
+        result = results[rid]
+        assert result.status == RolloutStatus.SUCCESS, result.err_message
+        expected = await _inspect_rewards(f"{TASK_FILE}@addition", "", rid)
+        assert result.sample.reward == expected["match"] == 0.0
+        assert result.sample.metrics["includes"] == expected["includes"]
+    tool_replies = [m for m in calls[-1].body["messages"] if m["role"] == "tool"]
+    assert len(tool_replies) == 2
+    assert all("error" in str(m["content"]).lower() for m in tool_replies), tool_replies
+
+
 async def test_react_agent_solver() -> None:
     env = load_environment(f"inspect:{TASK_FILE}@addition_agent")
     async with ScriptedPolicyServer(react_adder) as policy:
@@ -169,8 +199,84 @@ async def test_react_agent_solver() -> None:
     assert [results[r].sample.reward for r in ("a1", "a2", "a3")] == [1.0, 1.0, 0.0]
 
 
-def test_sandboxed_task_is_refused_by_name() -> None:
-    with pytest.raises(EnvironmentSpecError, match=r"in_a_sandbox.*needs a sandbox.*'docker'"):
+SANDBOXED = FIXTURES / "sandboxed.py"
+
+
+def shell_user(body: dict[str, Any]) -> Reply:
+    """s1: `bash` reads the sample's file and setup output and writes ready.txt; s2: `python`
+    (its code on stdin) writes the wrong word; then each answers."""
+    question = _question(body)
+    if _tool_result(body) is not None:
+        return text_reply("done: ready" if "Python" not in question else "done")
+    if "Python" in question:
+        return tool_call_reply("python", {"code": "open('ready.txt', 'w').write('steady')"})
+    (tool,) = [t for t in body["tools"] if t["function"]["name"] == "bash"]
+    (argument,) = tool["function"]["parameters"]["properties"]  # `cmd`, or newer `command`
+    command = "cat seed.txt prepared.txt && echo ready > ready.txt"
+    return tool_call_reply("bash", {argument: command})
+
+
+async def test_a_sandboxed_task_runs_on_harbors_local_sandbox() -> None:
+    """sandbox='docker' without configuration: tools, sample files, setup and a scorer reading
+    the sandbox all reach one Harbor local sandbox per sample; rewards are Inspect's mapping."""
+    pytest.importorskip(
+        "osmosis_ai.rollout.backend.harbor.local_environment",
+        reason="Harbor's local sandbox comes with osmosis-harbor",
+    )
+    env = load_environment(f"inspect:{SANDBOXED}@shell")
+    assert "in Harbor's local sandbox" in env.description
+    async with ScriptedPolicyServer(shell_user) as policy:
+        results = await _run(env, policy)
+        s1 = policy.requests_for("s1")
+    assert {rid: r.status for rid, r in results.items()} == {
+        "s1": RolloutStatus.SUCCESS,
+        "s2": RolloutStatus.SUCCESS,
+    }
+    assert (results["s1"].sample.reward, results["s2"].sample.reward) == (1.0, 0.0)
+    assert results["s1"].sample.metrics["includes"] == 1.0
+    tool_output = next(m for m in s1[-1].body["messages"] if m["role"] == "tool")["content"]
+    assert "seeded" in tool_output  # the sample's file
+    assert "prepared" in tool_output  # what its setup script wrote
+
+
+async def test_a_scorer_failing_in_the_sandbox_is_a_grader_failure() -> None:
+    pytest.importorskip(
+        "osmosis_ai.rollout.backend.harbor.local_environment",
+        reason="Harbor's local sandbox comes with osmosis-harbor",
+    )
+    env = load_environment(f"inspect:{SANDBOXED}@broken_scorer")
+    async with ScriptedPolicyServer([text_reply("done")]) as policy:
+        results = await _run(env, policy)
+    (result,) = results.values()
+    assert result.status != RolloutStatus.SUCCESS
+    assert "scorer failed in the sandbox: RuntimeError: this scorer always fails" in (
+        result.err_message or ""
+    )
+    # Raised by the grader, after the workflow's sample was made (as without a sandbox).
+    assert result.sample is not None
+    assert result.sample.reward is None
+
+
+@pytest.mark.parametrize(
+    ("task", "message"),
+    [
+        ("custom_image", r"'custom_image' needs the Inspect sandbox 'docker' with its own "
+         r"configuration \('compose.yaml'.*needs Docker.*inspect eval --sandbox docker"),
+        ("elsewhere", r"'elsewhere' needs the Inspect sandbox 'k8s', which osmosis cannot "
+         r"provide.*Run the task with `inspect eval`"),
+    ],
+)  # fmt: skip
+def test_a_sandbox_harbor_cannot_run_is_refused_by_name(task: str, message: str) -> None:
+    with pytest.raises(EnvironmentSpecError, match=message):
+        load_environment(f"inspect:{FIXTURES / 'sandboxed.py'}@{task}")
+
+
+def test_a_sandboxed_task_without_osmosis_harbor_says_what_to_install(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An unconfigured 'docker' sandbox runs on Harbor's local sandbox, from osmosis-harbor."""
+    monkeypatch.setitem(sys.modules, "osmosis_ai.rollout.backend.harbor.local_environment", None)
+    with pytest.raises(EnvironmentSpecError, match=r"needs a sandbox.*pip install.*harbor"):
         load_environment(f"inspect:{TASK_FILE}@in_a_sandbox")
 
 

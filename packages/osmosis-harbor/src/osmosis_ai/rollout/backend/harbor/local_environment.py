@@ -198,8 +198,10 @@ class NamespaceSandbox:
         cwd: str | None = None,
         env: dict[str, str] | None = None,
         timeout_sec: float | None = None,
+        input: bytes | None = None,
     ) -> tuple[int, bytes, bytes]:
-        """Run ``argv`` chrooted into the sandbox; returns ``(exit code, stdout, stderr)``."""
+        """Run ``argv`` chrooted into the sandbox, ``input`` on its stdin (else none); returns
+        ``(exit code, stdout, stderr)``."""
         if self._holder is None:
             raise LocalSandboxError("the sandbox is not started; call start() first")
         process_env = {k: os.environ[k] for k in _PASSTHROUGH_ENV if k in os.environ}
@@ -208,12 +210,12 @@ class NamespaceSandbox:
         enter = ["nsenter", "-t", str(self._holder.pid), "-m", "--", "chroot", str(self.merged)]
         process = await _spawn_group(
             [*enter, "sh", "-c", 'cd "$0" && exec "$@"', directory, *argv],
-            stdin=asyncio.subprocess.DEVNULL,
+            stdin=asyncio.subprocess.DEVNULL if input is None else asyncio.subprocess.PIPE,
             env=process_env,
         )
         try:
             async with asyncio.timeout(timeout_sec):
-                stdout, stderr = await process.communicate()
+                stdout, stderr = await process.communicate(input)
         except (TimeoutError, asyncio.CancelledError):
             await _kill_group(process)
             raise

@@ -178,6 +178,9 @@ class HarborRegistrySource:
                 + ", ".join(_OPTIONS)
                 + "."
             )
+        if "registry" in options:  # absolute: a rollout server started elsewhere reads the same
+            options["registry"] = str(Path(options["registry"]).expanduser().resolve())
+            spec = EnvironmentSpec(spec.source, spec.name, options)
         client, base = _client(options)
         try:
             metadata = _run(client.get_dataset_metadata(spec.name))

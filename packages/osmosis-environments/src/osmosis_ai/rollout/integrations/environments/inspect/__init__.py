@@ -10,8 +10,10 @@ An Inspect ``Task`` becomes the parts of an osmosis rollout, each run by Inspect
 - :class:`InspectGrader` runs the task's scorers: each one is a metric, Inspect's
   ``value_to_float`` maps its value (C/I/P/N -> 1/0/0.5/0), the first scorer is the reward.
 
-Options of the spec are the task's arguments (parsed like ``inspect eval -T``). Tasks that
-need a sandbox are refused by name. See ``docs/guides/inspect.md``.
+Options of the spec are the task's arguments (parsed like ``inspect eval -T``). A task with an
+unconfigured ``local``/``docker`` sandbox runs each sample in Harbor's local sandbox (needs
+``osmosis-harbor``); a custom image, compose file or other provider is refused by name. See
+``docs/guides/inspect.md``.
 """
 
 from __future__ import annotations

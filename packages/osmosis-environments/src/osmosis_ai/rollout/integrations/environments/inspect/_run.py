@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from inspect_ai import Task
     from inspect_ai.dataset import Sample
     from inspect_ai.model import ChatMessage
+    from inspect_ai.scorer import Score
     from inspect_ai.solver import TaskState
 
     from osmosis_ai.rollout.context import AgentWorkflowContext, GraderContext
@@ -40,6 +41,8 @@ if TYPE_CHECKING:
 #: Responses API), with ``osmosis`` as its service name.
 PROVIDER = "openai-api/osmosis"
 _OUTPUT, _STORE, _STATE_METADATA = "inspect_output", "inspect_store", "inspect_metadata"
+#: A sandboxed task's scores, taken by its scorers while the sample's sandbox was alive.
+_SCORES = "inspect_scores"
 
 
 class _TaskFields(BaseModel):
@@ -190,6 +193,47 @@ def _raise_policy_error(exc: BaseException, url: str) -> None:
         cause = cause.__cause__
 
 
+def _sandbox_scope(task: Task, sample: Sample) -> contextlib.AbstractAsyncContextManager[Any]:
+    """The sample's sandbox (Harbor's local sandbox, see ``_sandbox``) as Inspect's own
+    ``sandboxenv_context`` sets it up (files, setup, cleanup); nothing for a task without one."""
+    from inspect_ai._eval.task.sandbox import sandboxenv_context
+
+    from ._sandbox import task_sandbox
+
+    spec = task_sandbox(task)
+    if spec is None and sample.sandbox is None:
+        return contextlib.nullcontext()
+    return sandboxenv_context(task.name, spec, None, True, sample)
+
+
+async def _run_scorers(
+    task: Task, names: list[str], state: TaskState, sample: Sample
+) -> list[tuple[str, Score]]:
+    from inspect_ai.scorer import Target
+
+    scores: list[tuple[str, Score]] = []
+    for name, scorer in zip(names, task.scorer or [], strict=True):
+        score = await scorer(state, Target(sample.target))
+        if score is None:
+            raise ValueError(f"Inspect scorer {name!r} returned no score for this sample")
+        scores.append((name, score))
+    return scores
+
+
+async def _scores_in_sandbox(
+    task: Task, names: list[str], state: TaskState, sample: Sample
+) -> dict[str, Any]:
+    """The scores of a sandboxed sample, taken before its sandbox goes (as Inspect scores); a
+    scorer's error is kept for the grader to raise, so it fails the grading, as without a
+    sandbox, rather than the workflow."""
+    state.completed = True
+    try:
+        scores = await _run_scorers(task, names, state, sample)
+    except Exception as exc:
+        return {"error": f"{type(exc).__name__}: {exc}"}
+    return {"scores": [[name, score.model_dump(mode="json")] for name, score in scores]}
+
+
 class _Prepared(SampleSource):
     def __init__(self, sample: RolloutSample) -> None:
         self._sample = sample
@@ -209,9 +253,14 @@ class InspectWorkflow(AgentWorkflow[InspectTaskConfig]):
         from inspect_ai.model._model import init_active_model
         from inspect_ai.util import LimitExceededError
 
+        from ._sandbox import sample_sandbox
+
         config = _config(self.config)
         task = load_task(config.task, config.task_arg_values)
-        sample = _sample(ctx.metadata)
+        sample = sample_sandbox(task, _sample(ctx.metadata))
+        sandbox = _sandbox_scope(task, sample)
+        sandboxed = not isinstance(sandbox, contextlib.nullcontext)
+        scores: dict[str, Any] | None = None
         rollout = require_active_rollout("The Inspect task's model")
         generate_config = task.config.merge(GenerateConfig(max_retries=0))
         model = get_model(
@@ -225,6 +274,7 @@ class InspectWorkflow(AgentWorkflow[InspectTaskConfig]):
         async with (
             model,
             _sample_scope(task, sample, config.model_name, rollout.rollout_id) as state,
+            sandbox,
         ):
             init_active_model(model, generate_config)
 
@@ -253,6 +303,8 @@ class InspectWorkflow(AgentWorkflow[InspectTaskConfig]):
             finally:
                 if task.cleanup is not None:  # the task's per-sample cleanup, as Inspect runs it
                     await task.cleanup(state)
+            if sandboxed:
+                scores = await _scores_in_sandbox(task, config.scorer_names(task), state, sample)
         native = [m.model_dump(mode="json", exclude_none=True) for m in state.messages]
         sample_out = RolloutSample(
             messages=native,
@@ -262,38 +314,35 @@ class InspectWorkflow(AgentWorkflow[InspectTaskConfig]):
                 _OUTPUT: state.output.model_dump(mode="json", exclude_none=True),
                 _STORE: dict(state.store.items()),
                 _STATE_METADATA: state.metadata,
+                **({_SCORES: scores} if scores is not None else {}),
             },
         )
         rollout.set_sample_source(_Prepared(sample_out))
 
 
 class InspectGrader(Grader):
-    """Runs the Inspect task's scorers; every scorer a metric, the first one the reward."""
+    """Runs the Inspect task's scorers; every scorer a metric, the first one the reward. A
+    sandboxed task's scorers ran in the workflow while its sandbox was alive (as Inspect scores
+    a sample before its sandbox is cleaned up): their scores are mapped here the same way."""
 
     async def grade(self, ctx: GraderContext) -> None:
-        from inspect_ai.model import ChatMessage, ModelOutput
-        from inspect_ai.scorer import Target, value_to_float
-        from pydantic import TypeAdapter
+        from inspect_ai.scorer import Score, value_to_float
 
         config = _config(self.config)
         task = load_task(config.task, config.task_arg_values)
-        sample = _sample(ctx.metadata)
         if ctx.sample is None:
             raise ValueError("InspectGrader: the rollout produced no sample to score")
-        messages = TypeAdapter(list[ChatMessage]).validate_python(list(ctx.sample.messages))
-        state = _state(task, sample, config.model_name, messages)
-        extra = ctx.sample.extra_fields
-        state.output = ModelOutput.model_validate(extra.get(_OUTPUT) or {})
-        state.metadata = dict(extra.get(_STATE_METADATA) or state.metadata)
-        for key, value in (extra.get(_STORE) or {}).items():
-            state.store.set(key, value)
-        state.completed = True
+        taken = ctx.sample.extra_fields.get(_SCORES)
+        if isinstance(taken, dict):
+            if "error" in taken:
+                raise RuntimeError(f"An Inspect scorer failed in the sandbox: {taken['error']}")
+            scores = [(name, Score.model_validate(score)) for name, score in taken["scores"]]
+        else:
+            state, sample = self._state(ctx, task, config)
+            scores = await _run_scorers(task, config.scorer_names(task), state, sample)
         to_float = value_to_float()
         rewards: list[float] = []
-        for name, scorer in zip(config.scorer_names(task), task.scorer or [], strict=True):
-            score = await scorer(state, Target(sample.target))
-            if score is None:
-                raise ValueError(f"Inspect scorer {name!r} returned no score for this sample")
+        for name, score in scores:
             if isinstance(score.value, dict):
                 items = score.value.items()
                 values = {f"{name}.{k}": to_float(v) for k, v in items if v is not None}
@@ -305,3 +354,21 @@ class InspectGrader(Grader):
         if not rewards:
             raise ValueError(f"Inspect task {config.task!r} has no scorer to grade with")
         ctx.set_reward(rewards[0])
+
+    @staticmethod
+    def _state(ctx: GraderContext, task: Task, config: _TaskFields) -> tuple[TaskState, Sample]:
+        """The ``TaskState`` the scorers read, rebuilt from the workflow's sample."""
+        from inspect_ai.model import ChatMessage, ModelOutput
+        from pydantic import TypeAdapter
+
+        assert ctx.sample is not None
+        sample = _sample(ctx.metadata)
+        messages = TypeAdapter(list[ChatMessage]).validate_python(list(ctx.sample.messages))
+        state = _state(task, sample, config.model_name, messages)
+        extra = ctx.sample.extra_fields
+        state.output = ModelOutput.model_validate(extra.get(_OUTPUT) or {})
+        state.metadata = dict(extra.get(_STATE_METADATA) or state.metadata)
+        for key, value in (extra.get(_STORE) or {}).items():
+            state.store.set(key, value)
+        state.completed = True
+        return state, sample

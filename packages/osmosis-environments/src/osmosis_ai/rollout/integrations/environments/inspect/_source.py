@@ -30,17 +30,23 @@ if TYPE_CHECKING:
 MODEL_OPTION = "osmosis_model"
 
 
-def sandbox_needs(task: Task, samples: Iterable[Sample]) -> list[str]:
-    """Why the task needs a sandbox (empty: it does not)."""
-    reasons = [f"the task's sandbox={task.sandbox.type!r}"] if task.sandbox else []
+def check_sandboxes(task: Task, samples: Iterable[Sample]) -> bool:
+    """Whether the task runs samples in a sandbox (Harbor's local sandbox, see ``_sandbox``);
+    raises, naming the task or sample and what to do, for a sandbox osmosis cannot run."""
+    from ._sandbox import require_local_sandbox, sample_sandbox, task_sandbox
+
+    sandboxed = task_sandbox(task) is not None
     for sample in samples:
-        if sample.sandbox is not None:
-            reasons.append(f"sample {sample.id!r} sets sandbox")
-        if sample.files or sample.setup:
-            reasons.append(f"sample {sample.id!r} copies files or runs setup in a sandbox")
-        if len(reasons) > 3:
-            break
-    return reasons
+        sandboxed = sample_sandbox(task, sample).sandbox is not None or sandboxed
+        if (sample.files or sample.setup) and not sandboxed:
+            raise EnvironmentSpecError(
+                f"Sample {sample.id!r} of Inspect task {task.name!r} has files or a setup "
+                "script but the task names no sandbox to put them in; give the task "
+                "sandbox='local' (or 'docker')."
+            )
+    if sandboxed:
+        require_local_sandbox()
+    return sandboxed
 
 
 def sample_row(sample: Sample) -> dict[str, Any]:
@@ -83,13 +89,7 @@ class InspectSource:
         )
         task = load_task(config.task, config.task_arg_values)
         samples = list(task.dataset)
-        needs = sandbox_needs(task, samples)
-        if needs:
-            raise EnvironmentSpecError(
-                f"Inspect task {spec.name!r} needs a sandbox ({'; '.join(needs)}), which the "
-                "inspect source does not provide. Run it with `inspect eval`, or pick a task "
-                "without a sandbox (see docs/guides/inspect.md)."
-            )
+        sandboxed = check_sandboxes(task, samples)
         for index, sample in enumerate(samples, start=1):
             if sample.id is None:
                 sample.id = index  # what Inspect's own eval assigns
@@ -102,7 +102,8 @@ class InspectSource:
             workflow_config=config,
             grader_config=config.for_grader(),
             metrics=tuple(config.scorer_names(task)),
-            description=f"Inspect task {task.name} ({len(samples)} samples)",
+            description=f"Inspect task {task.name} ({len(samples)} samples"
+            + (", in Harbor's local sandbox)" if sandboxed else ")"),
         )
 
     def list(self, path: str | Path = ".") -> Iterable[EnvironmentInfo]:
