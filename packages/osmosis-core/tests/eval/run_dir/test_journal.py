@@ -8,6 +8,7 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -225,13 +226,15 @@ def test_latest_records_finds_what_load_latest_holds(tmp_path: Path) -> None:
 
     with LatestRecords(path, position, 4) as latest:
         assert list(latest.positions()) == [0, 1, 2]
-        found = {
+        found: dict[Any, dict[str, Any] | None] = {
             (r["row_index"], r["run_index"]): r for r in map(latest.at, latest.positions()) if r
         }
         found.update({key: latest.outside_record(key) for key in latest.outside})
         assert latest.at(3) is None  # (1, 1) never finished
         assert "code_digest" in latest.keys_seen
     assert found == expected
-    assert found[(0, 1)]["status"] == "success"
+    record = found[(0, 1)]
+    assert record is not None
+    assert record["status"] == "success"
     with LatestRecords(tmp_path / "missing.jsonl", position, 4) as nothing:
         assert list(nothing.positions()) == []
