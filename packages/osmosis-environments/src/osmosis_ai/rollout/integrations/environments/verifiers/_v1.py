@@ -139,7 +139,6 @@ def load(spec: EnvironmentSpec) -> Environment:
     from importlib.metadata import version
 
     import verifiers.v1 as vf
-    from verifiers.v1.dialects.chat import message_to_wire
 
     options = dict(spec.options)
     harness = options.pop("harness", "")
@@ -189,6 +188,34 @@ def load(spec: EnvironmentSpec) -> Environment:
     if not getattr(env.taskset, "bounded", True):  # (typed against the locked verifiers 0.3)
         raise EnvironmentSpecError(f"{spec}: the taskset is infinite; osmosis needs its rows")
     tasks = list(env.taskset)
+    loaded = _Loaded(env, tasks)
+    name = f"verifiers:{spec.name}"
+    hooks = (
+        [fn.__name__ for kind in ("reward", "metric") for fn in tasks[0].hooks(kind)]
+        if tasks
+        else []
+    )
+    judges = [judge.reward_name for judge in tasks[0].plugged_judges()] if tasks else []
+    return Environment(
+        spec=spec,
+        workflow=VerifiersV1Workflow,
+        workflow_config=VerifiersV1WorkflowConfig(name=name, loaded=loaded),
+        grader=VerifiersV1Grader,
+        grader_config=VerifiersV1GraderConfig(name=name, loaded=loaded),
+        rows=_rows(tasks),
+        metrics=tuple(hooks + judges),
+        description=(type(env.taskset).__doc__ or type(env.taskset).__name__)
+        .strip()
+        .splitlines()[0],
+        needs=("network", "sandbox") if program.EXECUTES_CODE else ("network",),
+    )
+
+
+def _rows(tasks: list[Any]) -> list[dict[str, Any]]:
+    """One dataset row per task: its system prompt and prompt as chat messages, its ``answer``
+    (if any) as the label, its index to find the task again."""
+    from verifiers.v1.dialects.chat import message_to_wire
+
     rows = []
     for index, task in enumerate(tasks):
         data = task.data
@@ -206,27 +233,7 @@ def load(spec: EnvironmentSpec) -> Environment:
                 "metadata": {"verifiers_index": index},
             }
         )
-    loaded = _Loaded(env, tasks)
-    name = f"verifiers:{spec.name}"
-    hooks = (
-        [fn.__name__ for kind in ("reward", "metric") for fn in tasks[0].hooks(kind)]
-        if tasks
-        else []
-    )
-    judges = [judge.reward_name for judge in tasks[0].plugged_judges()] if tasks else []
-    return Environment(
-        spec=spec,
-        workflow=VerifiersV1Workflow,
-        workflow_config=VerifiersV1WorkflowConfig(name=name, loaded=loaded),
-        grader=VerifiersV1Grader,
-        grader_config=VerifiersV1GraderConfig(name=name, loaded=loaded),
-        rows=rows,
-        metrics=tuple(hooks + judges),
-        description=(type(env.taskset).__doc__ or type(env.taskset).__name__)
-        .strip()
-        .splitlines()[0],
-        needs=("network", "sandbox") if program.EXECUTES_CODE else ("network",),
-    )
+    return rows
 
 
 def _key_variable(api_key: str) -> str:
