@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 from genai_prices import Usage, calc_price
 
@@ -68,6 +71,52 @@ def test_unknown_model_is_unknown_never_zero() -> None:
     assert made_up.usd is None
     # A row with no tokens spent costs nothing, whatever the model.
     assert pricer.price("no-such-model-xyz", token_split(None)).usd == 0.0
+
+
+LOCAL_URLS = (
+    "http://127.0.0.1:8000/v1",
+    "http://localhost:30000/v1",
+    "http://[::1]:8000/v1",
+    "http://127.0.0.2/v1",
+)
+
+
+@pytest.mark.parametrize("url", LOCAL_URLS)
+def test_a_server_on_this_machine_gets_the_answer_the_library_gives(url: str) -> None:
+    split = token_split(USAGE)
+    library = Usage(input_tokens=1000, cache_read_tokens=400, output_tokens=300)
+    with pytest.raises(LookupError):  # the library has no provider for a loopback URL ...
+        calc_price(library, "gpt-4.1-mini", provider_api_url=url)
+    priced = Pricer().price("gpt-4.1-mini", split, base_url=url)  # ... so: unknown, same words
+    assert priced.usd is None
+    assert priced.reason == (
+        "no price known for model 'gpt-4.1-mini'; add [pricing.\"gpt-4.1-mini\"] with input and "
+        "output (USD per million tokens) to the eval config"
+    )
+    # A config override still prices it, and a hosted URL still goes to the library.
+    overrides = parse_overrides({"gpt-4.1-mini": {"input": 1.0, "output": 2.0}})
+    assert Pricer(overrides).price("gpt-4.1-mini", split, base_url=url).usd is not None
+    assert Pricer().price("gpt-4.1-mini", split, base_url=OPENAI).usd is not None
+
+
+def test_pricing_a_local_server_does_not_load_the_price_table() -> None:
+    """The library's price table is a 1.6 MB module; loading it to learn that a server on this
+    machine has no price costs ~80 MB for a moment where Python compiles it from source (the
+    eval controller's start-up spike, issue 39). A fresh interpreter shows whether it loads."""
+    code = (
+        "import sys\n"
+        "from osmosis_ai.eval._impl.cost.pricing import Pricer\n"
+        "split = {'input': 10, 'cached_input': 0, 'output': 5}\n"
+        "for url in ('http://127.0.0.1:8000/v1', 'http://localhost:1/v1'):\n"
+        "    assert Pricer().price('m', split, base_url=url).usd is None\n"
+        "print('genai_prices.data' in sys.modules)\n"
+        "Pricer().price('gpt-4.1-mini', split, base_url='https://api.openai.com/v1')\n"
+        "print('genai_prices.data' in sys.modules)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    ).stdout.split()
+    assert out == ["False", "True"]
 
 
 def test_run_totals_are_unknown_when_one_row_is_unknown() -> None:

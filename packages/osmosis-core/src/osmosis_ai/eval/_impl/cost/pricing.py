@@ -182,6 +182,11 @@ def _library_price(
         output_tokens=split.get("output", 0),
     )
     unknown = f"no price known for model {model!r}; {pricing_hint(model)}"
+    if provider is None and base_url and _is_loopback_url(base_url):
+        # The library knows hosted providers by their public API URL, so it has no price for a
+        # server on this machine; asking would load its whole price table first (a 1.6 MB
+        # module: ~80 MB of memory for a moment when Python compiles it from source).
+        return None, unknown
     try:
         if provider:
             provider_id = _LIBRARY_PROVIDER.get(provider, provider)
@@ -194,6 +199,23 @@ def _library_price(
         return None, unknown
     total = float(result.total_price)
     return (total, None) if math.isfinite(total) else (None, "price not finite")
+
+
+def _is_loopback_url(url: str) -> bool:
+    """Whether ``url``'s host is this machine (``localhost`` or a loopback IP)."""
+    import ipaddress
+    from urllib.parse import urlsplit
+
+    try:
+        host = urlsplit(url).hostname or ""
+    except ValueError:
+        return False
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def _rate(value: Any) -> float:
@@ -330,9 +352,10 @@ class RowPricer:
         """Look the upstream model's price up once, ahead of the first row: the first look-up
         loads the pricing library (~0.3 s of CPU, its price table is a 1.6 MB module), and the
         first finished row would otherwise pay that on the controller's event loop while every
-        other row waits. Safe to run on a helper thread while nothing else prices; the answer
-        (a price, or the cached miss) is the one the first row gets anyway. Best effort: an
-        error here is raised again, with its row, by the real look-up."""
+        other row waits (a server on this machine is answered without the library). Safe to run
+        on a helper thread while nothing else prices; the answer (a price, or the cached miss)
+        is the one the first row gets anyway. Best effort: an error here is raised again, with
+        its row, by the real look-up."""
         if self.fixed_reason is not None:
             return
         with contextlib.suppress(Exception):
