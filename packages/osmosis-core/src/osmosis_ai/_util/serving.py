@@ -30,6 +30,7 @@ from typing import Any
 
 __all__ = [
     "ThreadedServer",
+    "is_loopback_host",
     "new_loop",
     "run",
     "run_beside",
@@ -39,6 +40,18 @@ __all__ = [
     "uvicorn_config",
     "uvicorn_server",
 ]
+
+
+def is_loopback_host(host: str) -> bool:
+    """Whether ``host`` (a name or an IP address) is this machine: ``localhost`` or a loopback IP."""
+    if host == "localhost":
+        return True
+    import ipaddress
+
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def uvicorn_config(

@@ -16,7 +16,6 @@ does uvicorn close the listener and the app cancel what is left. A second signal
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 import logging
 import os
 import socket
@@ -25,6 +24,8 @@ from collections.abc import Sequence
 from types import FrameType
 from typing import Any
 
+# is_loopback_host lives with the other loopback-serving plumbing; this is its public name.
+from osmosis_ai._util.serving import is_loopback_host as is_loopback_host
 from osmosis_ai.rollout.server._impl.connections import DEFAULT_HEADER_TIMEOUT_SEC, guarded_protocol
 
 ENV_ROLLOUT_PORT = "_OSMOSIS_ROLLOUT_PORT"
@@ -32,16 +33,6 @@ DEFAULT_PORT = 8000
 DEFAULT_TIMEOUT_KEEP_ALIVE = 2160
 
 logger = logging.getLogger("osmosis_ai.rollout.server")
-
-
-def is_loopback_host(host: str) -> bool:
-    """Whether ``host`` (a name or an IP address) is this machine: ``localhost`` or a loopback IP."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def resolve_port(port: int | None) -> int:

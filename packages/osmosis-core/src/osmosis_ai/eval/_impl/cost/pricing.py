@@ -202,20 +202,16 @@ def _library_price(
 
 
 def _is_loopback_url(url: str) -> bool:
-    """Whether ``url``'s host is this machine (``localhost`` or a loopback IP)."""
-    import ipaddress
+    """Whether ``url``'s host is this machine (``localhost``, ``*.localhost`` or a loopback IP)."""
     from urllib.parse import urlsplit
+
+    from osmosis_ai._util.serving import is_loopback_host
 
     try:
         host = urlsplit(url).hostname or ""
     except ValueError:
         return False
-    if host == "localhost" or host.endswith(".localhost"):
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
+    return host.endswith(".localhost") or is_loopback_host(host)
 
 
 def _rate(value: Any) -> float:
