@@ -182,15 +182,27 @@ def listen_overflows() -> int:
     return 0
 
 
-def _mode(workers: int) -> str:
-    return "1 process" if workers == 0 else f"{workers} worker{'s' if workers > 1 else ''}"
+def _mode(workers: int | str) -> str:
+    if workers == "t":
+        return "thread"
+    if workers in (0, "0"):
+        return "1 process"
+    return f"{workers} worker{'s' if int(workers) > 1 else ''}"
+
+
+#: ``serve()``'s protocol for each one-process mode: ``0`` is its default for a plain app, a
+#: protocol process (this benchmark wraps the app with its monitor, which ``auto`` would take
+#: for a caller's own wrapper and keep the thread for); ``t`` is the protocol thread.
+_PROTOCOL = {"0": "process", "t": "thread"}
 
 
 async def bench(
-    base: Any, kind: str, workers: int, n: int, concurrency: int, policy: tuple[int, str]
+    base: Any, kind: str, workers: int | str, n: int, concurrency: int, policy: tuple[int, str]
 ) -> dict[str, Any]:
     """One server, one app, one mode: warm up, then ``n`` rollouts at ``concurrency``."""
     import httpx
+
+    protocol = _PROTOCOL.get(str(workers))
 
     port = base.free_port()
     url = f"http://127.0.0.1:{port}"
@@ -202,18 +214,22 @@ async def bench(
             "OSMOSIS_HOME": home,
             "BENCH_APP": kind,
             "BENCH_PORT": str(port),
-            "BENCH_WORKERS": str(workers),
+            "BENCH_WORKERS": "0" if protocol else str(workers),
         }
+        if protocol:
+            env["OSMOSIS_ROLLOUT_PROTOCOL"] = protocol
         script = str(_HERE / "worker_apps.py")
         process = subprocess.Popen([sys.executable, script], env=env)  # noqa: ASYNC220
         try:
             health = await wait_healthy(url, process)
             pids = [w["pid"] for w in health.get("workers", [])]
+            # The protocol process of serve(): counted with the server (the process started).
+            split = [health["protocol"]["pid"]] if "protocol" in health else []
             await drive(base, port, "warmup", min(n, 200), 32, policy[1])
 
             def cpu() -> list[float]:
                 return [
-                    base.cpu_seconds(process.pid),
+                    base.cpu_seconds(process.pid) + sum(base.cpu_seconds(p) for p in split),
                     sum(base.cpu_seconds(pid) for pid in pids),
                     time.process_time(),
                     base.cpu_seconds(policy[0]),
@@ -224,7 +240,8 @@ async def bench(
             # The controller's own loop lateness: a late controller would inflate admission.
             controller = _load("worker_apps").StallMonitor()
             controller.start(asyncio.get_running_loop())
-            await base.settled_cpu_seconds(process.pid)  # the warm-up's trajectories written
+            writer = split[0] if split else process.pid  # where the service writes trajectories
+            await base.settled_cpu_seconds(writer)  # the warm-up's trajectories written
             before = cpu()
             overflows = listen_overflows()
             load = os.getloadavg()
@@ -236,7 +253,7 @@ async def bench(
             finally:
                 controller.stop()
             window = [a - b for a, b in zip(cpu(), before, strict=True)]
-            await base.settled_cpu_seconds(process.pid)  # this run's trajectories written
+            await base.settled_cpu_seconds(writer)  # this run's trajectories written
             spent = [a - b for a, b in zip(cpu(), before, strict=True)]
             async with httpx.AsyncClient() as http:
                 stalls = (await http.get(f"{url}/bench/stalls")).json()
@@ -255,7 +272,7 @@ async def bench(
                 "server_share": window[0] / elapsed,
                 "lost": lost,
                 "lost_why": why.most_common(3),
-                "rss": base.memory_kb(process.pid, "VmRSS") / 1024,
+                "rss": sum(base.memory_kb(p, "VmRSS") for p in [process.pid, *split]) / 1024,
                 "worker_rss": [base.memory_kb(pid, "VmRSS") / 1024 for pid in pids],
                 "stalls": stalls,
                 "heap": heap,
@@ -379,7 +396,7 @@ async def main_async(args: argparse.Namespace) -> None:
         if "admission" in sections:
             print(f"admission (poll protocol, concurrency {args.concurrency}):", flush=True)
             for kind in args.apps.split(","):
-                for workers in (int(m) for m in args.modes.split(",")):
+                for workers in (m if m in _PROTOCOL else int(m) for m in args.modes.split(",")):
                     show(base, await bench(base, kind, workers, args.n, args.concurrency, policy))
         if "cpu" in sections:
             for cpu_ms in args.cpu_ms.split(","):
@@ -411,7 +428,10 @@ def main() -> None:
     parser.add_argument("--sections", default="admission,cpu,ipc")
     parser.add_argument("--apps", default="noop,strands,openai-agents")
     parser.add_argument(
-        "--modes", default="0,2", help="admission: 0 = one process, N = a pool of N workers"
+        "--modes",
+        default="0,2",
+        help="admission: 0 = serve()'s default (a protocol process), t = the protocol thread, "
+        "N = a pool of N workers",
     )
     parser.add_argument("-n", type=int, default=1200, help="rollouts per admission run")
     parser.add_argument("--concurrency", "-c", type=int, default=512)

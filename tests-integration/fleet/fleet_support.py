@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -27,6 +28,8 @@ class ServerFleet:
     def __init__(self, log_dir: Path) -> None:
         self.log_dir = log_dir
         self.processes: dict[str, subprocess.Popen[bytes]] = {}
+        self.frozen: list[int] = []  # protocol processes stopped by freeze()
+        self.protocol_pids: dict[str, int | None] = {}
 
     def start(
         self, workspace: Path, count: int, env: dict[str, str], entrypoint: str = "rollouts/tiny"
@@ -58,7 +61,10 @@ class ServerFleet:
             process = self.processes[url]
             assert process.poll() is None, self.output(url)
             try:
-                if httpx.get(f"{url}/health", headers=headers, timeout=2).status_code == 200:
+                health = httpx.get(f"{url}/health", headers=headers, timeout=2)
+                if health.status_code == 200:
+                    # serve()'s protocol process, when it forked one (freeze stops it too)
+                    self.protocol_pids[url] = (health.json().get("protocol") or {}).get("pid")
                     return
             except httpx.HTTPError:
                 pass
@@ -72,8 +78,13 @@ class ServerFleet:
         process.wait()
 
     def freeze(self, url: str) -> None:
-        """SIGSTOP: the server keeps its connections open but never answers again."""
+        """SIGSTOP: the server keeps its connections open but never answers again (its
+        protocol process too, when ``serve()`` forked one: it is named in ``/health``)."""
         self.processes[url].send_signal(signal.SIGSTOP)
+        protocol = self.protocol_pids.get(url)
+        if protocol is not None:
+            self.frozen.append(protocol)
+            os.kill(protocol, signal.SIGSTOP)
 
     def output(self, url: str) -> str:
         port = url.rsplit(":", 1)[1]
@@ -84,6 +95,9 @@ class ServerFleet:
         for process in self.processes.values():
             if process.poll() is None:
                 process.send_signal(signal.SIGCONT)  # a frozen one must see the SIGTERM
+                for pid in self.frozen:
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(pid, signal.SIGCONT)
                 process.terminate()
         for process in self.processes.values():
             try:

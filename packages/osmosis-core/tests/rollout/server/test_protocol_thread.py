@@ -114,17 +114,20 @@ def _message(prompt: str) -> list[dict[str, str]]:
     return [{"role": "user", "content": prompt}]
 
 
+@pytest.mark.parametrize("protocol", ["thread", "default"])
 async def test_admission_polls_and_health_answer_while_a_workflow_holds_the_loop_with_cpu_work(
-    tmp_path: Path, osmosis_home: Path
+    tmp_path: Path, osmosis_home: Path, protocol: str
 ) -> None:
+    """``serve(app)``'s default (a protocol process on Linux) and the protocol thread."""
     script = tmp_path / "main.py"
     script.write_text(_HOLDING_SERVER)
+    env = {"OSMOSIS_ROLLOUT_PROTOCOL": "thread"} if protocol == "thread" else {}
     control = _Control()
     listener = await asyncio.start_server(control.accept, "127.0.0.1", 0)
     port = listener.sockets[0].getsockname()[1]
     try:
         async with (
-            script_server(script, tmp_path, CONTROL_PORT=str(port)) as server,
+            script_server(script, tmp_path, CONTROL_PORT=str(port), **env) as server,
             # The timeout only ends a failing run (before this change the admission below
             # waited for the spinning workflow, which waits for the test: forever).
             httpx.AsyncClient(base_url=server.url, timeout=60) as client,
@@ -152,7 +155,15 @@ async def test_admission_polls_and_health_answer_while_a_workflow_holds_the_loop
     assert health.status_code == 200
     assert health.json()["lifecycle"]["active_rollouts"] == 2
     assert poll.status_code == 200
-    assert poll.json()["status"] == "running"  # reported by the backend on the agent loop
+    split = health.json().get("protocol")
+    if protocol == "thread":
+        assert split is None
+        assert poll.json()["status"] == "running"  # reported by the backend on the agent loop
+    else:  # the HTTP came from a forked process; the rollouts ran in the one started
+        assert split["mode"] == "process"
+        assert split["agent_pid"] == server.proc.pid != split["pid"]
+        # A status crosses at the end of the agent loop's turn, which the spin holds.
+        assert poll.json()["status"] in ("queued", "running")
     for result in (held_result, other_result):
         assert result["status"] == "success", result
         where = result["sample"]["messages"][-1]["content"]

@@ -25,7 +25,7 @@ from starlette.types import Message, Receive, Scope, Send
 
 from osmosis_ai._util.asgi import BodyTooLarge, read_body, send_json
 from osmosis_ai.rollout.backend.base import ExecutionBackend
-from osmosis_ai.rollout.server._impl import compat, wire
+from osmosis_ai.rollout.server._impl import compat, protocol_process, wire
 from osmosis_ai.rollout.server._impl.agent_loop import entered_on
 from osmosis_ai.rollout.server._impl.auth import (
     expected_authorization,
@@ -145,27 +145,32 @@ def create_rollout_server(
 
 
 def _build_app(service: RolloutService, lifespan: Lifespan | None, key: str | None) -> FastAPI:
-    app = RolloutServerApp(
-        title="osmosis rollout server", lifespan=_server_lifespan(service, lifespan)
-    )
+    app = RolloutServerApp(title="osmosis rollout server", lifespan=_server_lifespan(service))
     install_openapi(app)
+    service.caller_lifespan = lifespan
     app.state.rollout_service = service
     setattr(app.state, compat.LEGACY_STATE_ATTRIBUTE, service)  # 0.3.8's name for it
     max_body_bytes = service.settings.max_body_bytes
     fast = FastRoutes(service, max_body_bytes)
     app.configure_fast_path(fast, expected_authorization(key) if key is not None else None)
     _install_routes(app, service, fast, max_body_bytes)
+    # What this function built: ``serve`` forks the protocol off only for an app the caller
+    # has not added routes or middleware to (those could read the agent process's state).
+    app.state.osmosis_built_shape = protocol_process.app_shape(app)
     return app
 
 
-def _server_lifespan(service: RolloutService, lifespan: Lifespan | None) -> Lifespan:
+def _server_lifespan(service: RolloutService) -> Lifespan:
     """The app's lifespan: the caller's ``lifespan`` outermost, then the service's start/stop."""
 
     @asynccontextmanager
     async def _lifespan(app: FastAPI) -> AsyncIterator[Any]:
         async with AsyncExitStack() as stack:
             state = None
-            if lifespan is not None:  # on the loop the rollouts run on (see _impl.agent_loop)
+            # On the loop the rollouts run on (see _impl.agent_loop); in the agent process
+            # when the protocol has a process of its own (``caller_lifespan`` is None here).
+            lifespan = service.caller_lifespan
+            if lifespan is not None:
                 state = await stack.enter_async_context(entered_on(service.agent, lifespan(app)))
             await service.start()
             freeze_long_lived()  # full GCs skip start-up state (see _impl.heap)

@@ -85,10 +85,16 @@ def serve(app: Any, *, workers: int | str | None = None, **options: Any) -> None
     service = getattr(getattr(app, "state", None), "rollout_service", None)
     if service is not None and config.port:  # a restart on this port finds this outbox
         service.outbox_instance = f"{config.host}-{config.port}"
-    run_server(app, _DrainingServer(config))
+    run_server(app, _DrainingServer(config), split=True)
 
 
-def run_server(app: Any, server: Any, *, sockets: Sequence[socket.socket] | None = None) -> None:
+def run_server(
+    app: Any,
+    server: Any,
+    *,
+    sockets: Sequence[socket.socket] | None = None,
+    split: bool = False,
+) -> None:
     """Run uvicorn ``server`` (serving ``app``, on ``sockets`` when given) until it exits, the way
     :func:`serve` runs it: a rollout server in one process gets the protocol thread (HTTP,
     admission, polls on a loop of their own; the rollouts on this thread's loop, see
@@ -101,6 +107,14 @@ def run_server(app: Any, server: Any, *, sockets: Sequence[socket.socket] | None
     if service is None or pooled or not service.settings.protocol_thread:
         serving.run(server, sockets=sockets)
         return
+    if split:
+        from osmosis_ai.rollout.server._impl import protocol_process
+
+        reason = protocol_process.unavailable(app)
+        if reason is None:
+            protocol_process.run_split(app, server, sockets)
+            return
+        logger.info("rollout server: the protocol runs in a thread of this process (%s)", reason)
     # One process: the protocol in a thread of its own, the rollouts on this thread's loop.
     loop = serving.new_loop(server.config)
     service.use_agent_loop(loop)

@@ -76,6 +76,9 @@ class RolloutService:
         self.settings = settings
         #: The main thread's loop when the protocol runs in a thread of its own (``serve``).
         self.agent: AgentLoop | None = None
+        #: The caller's ``lifespan`` (``create_rollout_server(lifespan=...)``); the app enters
+        #: it at start-up unless it runs in the agent process (``_impl.protocol_process``).
+        self.caller_lifespan: Any = None
         self._execute = executor(backend, None)
         self.process_id = str(uuid.uuid4())
         self.instance_id = os.environ.get(ENV_INSTANCE_ID) or self.process_id

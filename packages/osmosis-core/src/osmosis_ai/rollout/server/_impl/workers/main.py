@@ -18,6 +18,7 @@ import logging
 import os
 import socket
 import sys
+from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 from osmosis_ai.rollout.backend.base import accepts_progress, execute_legacy
@@ -90,10 +91,38 @@ def _failure(message: str) -> Any:
     return ExecutionOutcome(workflow=failure(RolloutErrorCategory.INTERNAL_ERROR, message))
 
 
-async def _serve(fd: int, spec: dict[str, Any], backend: Any = None) -> None:
+async def _serve(
+    fd: int,
+    spec: dict[str, Any],
+    backend: Any = None,
+    *,
+    around: AbstractAsyncContextManager[Any] | None = None,
+    start: str | None = None,
+) -> None:
+    """Serve the channel ``fd``: ``around`` (the caller's lifespan, in the agent process of
+    :mod:`..protocol_process`) is entered before ``ready`` and exited after ``backend.shutdown``."""
     sock = socket.socket(fileno=fd)
     reader, writer = await asyncio.open_unix_connection(sock=sock)
-    start = "exec" if backend is None else "fork"
+    start = start or ("exec" if backend is None else "fork")
+    async with contextlib.AsyncExitStack() as stack:
+        try:
+            if around is not None:
+                await stack.enter_async_context(around)
+        except BaseException as exc:
+            writer.write(encode([("error", f"the lifespan raised {type(exc).__name__}: {exc}")]))
+            await writer.drain()
+            writer.close()
+            raise
+        await _serve_backend(reader, writer, spec, backend, start)
+
+
+async def _serve_backend(
+    reader: asyncio.StreamReader,
+    writer: asyncio.StreamWriter,
+    spec: dict[str, Any],
+    backend: Any,
+    start: str,
+) -> None:
     try:
         if backend is None:
             from osmosis_ai.rollout.server._impl.workers.entry import rebuild_backend

@@ -1,0 +1,154 @@
+"""The agent process as a worker pool of one (:mod:`..protocol_process`).
+
+In the protocol process, :class:`AgentProcessPool` runs every rollout in the process
+``serve()`` was called in, over the channel made before the fork: the pool's dispatch,
+concurrency cap, queue, progress and cancellation as for worker processes, but its one worker
+is never restarted, pinged or killed (it is the caller's own process). When it is gone, the
+rollouts it held fail saying so and ``on_gone`` stops the server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import os
+import socket
+from collections.abc import Callable
+from typing import Any
+
+from osmosis_ai.rollout.server._impl.workers.channel import Sender, receive
+from osmosis_ai.rollout.server._impl.workers.pool import WorkerPool
+from osmosis_ai.rollout.server._impl.workers.process import (
+    WorkerDied,
+    WorkerProcess,
+    WorkerStartError,
+)
+
+logger = logging.getLogger("osmosis_ai.rollout.server")
+
+#: How long the protocol process waits, after asking the agent process to stop, for it to
+#: close the channel (its rollouts cancelled, the backend shut down) before exiting anyway.
+STOP_WAIT_SEC = 30.0
+
+
+class _AgentHandle:
+    """The agent process as a process handle: its end of the channel closing is its exit."""
+
+    start = "main"
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.closed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    def poll(self) -> int | None:
+        return 0 if self.closed.done() else None
+
+    def kill(self) -> None:
+        """Nothing: a busy or late agent process is the caller's own, and stays."""
+
+    async def wait(self) -> int | None:
+        await asyncio.shield(self.closed)
+        return None
+
+    def close(self) -> None:
+        if not self.closed.done():
+            self.closed.set_result(None)
+
+
+class AttachedWorker(WorkerProcess):
+    """The agent process, over the channel made before the fork."""
+
+    def __init__(self, pool: AgentProcessPool, index: int, spec: dict[str, Any]) -> None:
+        super().__init__(index, spec, pool._on_exit)
+        self.channel = pool.channel
+        self.handle = _AgentHandle(pool.agent_pid)
+        self.released = pool._wake
+        self.intake = pool._intake
+
+    async def start(self) -> None:
+        loop = asyncio.get_running_loop()
+        handle = self.handle
+        self.proc, self.pid = handle, handle.pid  # type: ignore[assignment]
+        reader, self._writer = await asyncio.open_unix_connection(sock=self.channel)
+        self._sender = Sender(self._writer)
+        try:
+            first = (await receive(reader))[0]
+        except (asyncio.IncompleteReadError, ConnectionError) as exc:
+            handle.close()
+            raise WorkerStartError(
+                f"the agent process (pid {handle.pid}) closed the channel before it was ready; "
+                "see its output above"
+            ) from exc
+        if first[0] != "ready":
+            handle.close()
+            raise WorkerStartError(f"the rollouts' process could not start: {first[1]}")
+        self.start_mode = first[2] if len(first) > 2 else None
+        self.ready = True
+        self.last_pong = loop.time()
+        self._reader_task = loop.create_task(self._read(reader), name="osmosis-agent-channel")
+
+    async def _died(self) -> None:
+        self.ready = False
+        self.handle.close()
+        self._death = (
+            f"the process running the rollouts (pid {self.pid}, the one serve() was called in) "
+            "exited before this rollout finished"
+        )
+        pending, self.pending = self.pending, {}
+        self.load = 0
+        if pending and not self.stopping:
+            logger.error("%s; failing %d rollout(s)", self._death, len(pending))
+        for future, _progress in pending.values():
+            if not future.done():
+                future.set_exception(WorkerDied(self._death))
+        if self._writer is not None:
+            self._writer.close()
+        self.on_exit(self)
+
+
+class AgentProcessPool(WorkerPool):
+    """A pool of one: the agent process, attached over ``channel``."""
+
+    def __init__(
+        self, template: Any, channel: socket.socket, agent_pid: int, on_gone: Callable[[], None]
+    ) -> None:
+        super().__init__(template, 1, {}, hang_timeout_sec=math.inf)
+        self.channel = channel
+        self.agent_pid = agent_pid
+        self._on_gone = on_gone
+
+    def _new_worker(self, index: int, spec: dict[str, Any]) -> WorkerProcess:
+        return AttachedWorker(self, index, spec)
+
+    def _on_exit(self, worker: WorkerProcess) -> None:
+        self._wake()
+        if not self._closing:
+            self._closing = True
+            logger.error(
+                "the process running the rollouts (pid %d) is gone; the rollout server stops",
+                self.agent_pid,
+            )
+            self._on_gone()
+
+    async def _heartbeat(self) -> None:
+        """Nothing: the agent process is never replaced, so a busy loop is only waited for."""
+
+    async def shutdown(self) -> None:
+        # The backend ran in the agent process and shuts down there, after its rollouts.
+        self._closing = True
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*(w.stop(STOP_WAIT_SEC) for w in self.workers), return_exceptions=True)
+
+    def health(self) -> dict[str, Any]:
+        template = self.template.health()
+        return {
+            "status": "ok" if any(w.ready for w in self.workers) else "degraded",
+            "backend": template.get("backend", type(self.template).__name__),
+            "in_flight": sum(w.load for w in self.workers),
+            "queued": len(self._waiters),
+            "max_queue_depth": self.max_queue_depth,
+            "accepting": not self._closing,
+            "protocol": {"mode": "process", "pid": os.getpid(), "agent_pid": self.agent_pid},
+        }
