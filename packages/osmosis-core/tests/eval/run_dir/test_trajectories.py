@@ -19,6 +19,12 @@ def _record(rollout_id: str, row: int) -> dict[str, object]:
     return {"rollout_id": rollout_id, "row_index": row, "run_index": 0, "status": "success"}
 
 
+def _position(key: tuple[int, int]) -> int | None:
+    """Three dataset rows, one sample each (what a session's plan gives)."""
+    row, run = key
+    return row if run == 0 and 0 <= row < 3 else None
+
+
 def test_listing_builds_from_the_server_trajectory_and_finds_earlier_files(
     tmp_path: Path,
 ) -> None:
@@ -28,7 +34,7 @@ def test_listing_builds_from_the_server_trajectory_and_finds_earlier_files(
     source.write_text(json.dumps({"steps": []}), encoding="utf-8")
     earlier = paths.trajectory_file(1, 0)
     earlier.write_text("{}", encoding="utf-8")
-    listing = TrajectoryListing.of(paths)
+    listing = TrajectoryListing.of(paths, _position, 3)
 
     built, document = trajectory_for(
         paths, _record("r-built", 0), [], rebuild=True, listing=listing
@@ -51,7 +57,7 @@ def test_listing_builds_from_the_server_trajectory_and_finds_earlier_files(
 
 
 def test_listing_of_a_run_without_folders_is_empty(tmp_path: Path) -> None:
-    listing = TrajectoryListing.of(RunPaths(tmp_path / "absent"))
+    listing = TrajectoryListing.of(RunPaths(tmp_path / "absent"), _position, 3)
 
-    assert listing.trajectories == frozenset()
-    assert listing.rollout_trials == frozenset()
+    assert listing.trajectories == bytearray(3)
+    assert listing.rollout_trials is False
