@@ -101,6 +101,24 @@ async def test_rerun_resumes_only_missing_items(workspace: MakeWorkspace) -> Non
     assert len(list(iter_records(first.run_dir / "events.jsonl"))) == 2
 
 
+async def test_a_resume_after_a_torn_journal_tail_tells_its_rows_from_earlier_ones(
+    workspace: MakeWorkspace,
+) -> None:
+    """A session's rows are the journal's records from the offset it began at (issue 39: no
+    set of rollout ids); a torn last line is cut first, so the offset is where the new
+    records really start."""
+    config = workspace(n_rows=3)
+    first = await run_session(_plan(config))
+    events = first.run_dir / "events.jsonl"
+    lines = events.read_bytes().splitlines(keepends=True)
+    events.write_bytes(b"".join(lines[:2]) + lines[2][:25])  # the third record torn mid-write
+    again = await run_session(_plan(config))
+    assert (again.status, again.dispatched, again.resumed) == ("success", 1, 2)
+    assert [row.resumed for row in again.rows] == [True, True, False]
+    assert all(row.trajectory_filename for row in again.rows)
+    assert len(list(iter_records(events))) == 3
+
+
 async def test_a_corrupt_journal_line_is_skipped_and_reported_on_resume(
     workspace: MakeWorkspace,
 ) -> None:

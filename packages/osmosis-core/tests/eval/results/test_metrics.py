@@ -7,7 +7,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from osmosis_ai.eval._impl.results.metrics import ItemResult, compute_metrics, k_values, pass_at_k
+from osmosis_ai.eval._impl.results.metrics import (
+    ItemResult,
+    MetricTotals,
+    compute_metrics,
+    k_values,
+    pass_at_k,
+)
 
 
 def _brute_force(n: int, c: int, k: int) -> float:
@@ -123,3 +129,27 @@ def test_run_figures_read_the_summary_compute_metrics_writes() -> None:
     # a run without metrics.json yet, or a hand-edited one: nothing is invented
     assert RunFigures.of({}) == RunFigures()
     assert RunFigures.of({"reward_stats": {"mean": "high"}, "graded": True}).mean_reward is None
+
+
+def test_closed_rows_keep_a_count_per_pair_and_the_same_pass_at_k() -> None:
+    """A finalisation closes each dataset row once its samples are in (issue 39): what is held
+    per row then is a count per (graded, passed) pair, bounded whatever the number of rows, and
+    every figure is the one compute_metrics gives."""
+    n = 3
+    items = [
+        ItemResult(row, run, "success", float((row // 3 + run) % (row % 4 + 1) == 0))
+        if (row + run) % 5
+        else ItemResult(row, run, "failed", error_type="agent_error")
+        for row in range(400)
+        for run in range(n)
+    ]
+    expected = compute_metrics(items, samples_per_row=n, pass_threshold=1.0)
+    totals = MetricTotals(samples_per_row=n, pass_threshold=1.0)
+    for row in range(400):
+        for item in items[row * n : (row + 1) * n]:
+            totals.add(item)
+        totals.close_row(row)
+    assert totals.per_row == {}
+    assert len(totals.closed_rows) <= (n + 1) ** 2
+    assert sum(totals.closed_rows.values()) == 400
+    assert totals.summary() == expected

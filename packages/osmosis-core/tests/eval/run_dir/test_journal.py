@@ -12,9 +12,11 @@ from typing import Any
 
 import pytest
 
+from osmosis_ai.eval._impl.run_dir import journal as journal_module
 from osmosis_ai.eval._impl.run_dir.journal import (
     Journal,
     LatestRecords,
+    append_offset,
     count_unreadable,
     iter_records,
     load_latest,
@@ -177,6 +179,30 @@ async def test_torn_tail_is_ignored_and_cut_before_appending(tmp_path: Path) -> 
     await journal.aclose()
     assert sorted(load_latest(path)) == [(0, 0), (2, 0)]
     assert path.read_text().count("\n") == 2
+
+
+@pytest.mark.parametrize("chunk", [4, 1 << 16])
+def test_append_offset_cuts_a_torn_tail_reading_back_from_the_end(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chunk: int
+) -> None:
+    """Where a session's first record will go: the size once a torn last line is cut (the
+    line break found reading back from the end, in chunks smaller or larger than the line)."""
+    monkeypatch.setattr(journal_module, "_TAIL_CHUNK", chunk)
+    path = tmp_path / "events.jsonl"
+    assert append_offset(path) == 0  # no journal yet
+    whole = json.dumps(_record(0)) + "\n"
+    path.write_text(whole + '{"row_index": 1, "run_index": 0, "sta')
+    assert append_offset(path) == len(whole)
+    assert path.read_text() == whole
+    assert append_offset(path) == len(whole)  # nothing torn: nothing cut
+    path.write_text('{"row_index": 1, "run_ind')  # no complete line at all
+    assert append_offset(path) == 0
+    assert path.read_bytes() == b""
+    journal = Journal(path)
+    journal.append_sync(_record(3))
+    journal.close()
+    with LatestRecords(path, lambda key: 0 if key == (3, 0) else None, 1) as latest:
+        assert latest.offset(0) == 0  # the first record a session appends starts there
 
 
 def test_latest_record_wins(tmp_path: Path) -> None:

@@ -51,7 +51,11 @@ class SessionEnd:
 
     started_at: datetime
     t0: float  # perf_counter at the start
-    session_ids: set[str]
+    #: Records this session added to the journal (issue 39: a count, not their rollout ids).
+    recorded: int = 0
+    #: Where this session's first record went in the journal: every record from this offset
+    #: on finished in this session (:func:`~osmosis_ai.eval._impl.run_dir.journal.append_offset`).
+    journal_start: int = 0
     interrupted: bool = False
     halt_reason: str | None = None
     dispatched: int = 0
@@ -201,6 +205,8 @@ class _Rows:
             findings = [*p.found, *grouped.get(key, ()), *p.code]
             (row,) = tripwires.with_findings([p.row], {key: findings}, self.silenced)
             self._write(row)
+        if group:  # the samples of a dataset row are consecutive: this row is complete
+            self.metrics.close_row(group[0].row.row_index)
 
     def _write(self, row: RowRecord) -> None:
         data = row.to_json()
@@ -246,7 +252,7 @@ def write_rows(
     plan: EvalPlan,
     paths: RunPaths,
     items: list[WorkItem],
-    session_ids: set[str],
+    end: SessionEnd,
     calls_by_rollout: CallIndex,
     reproducibility: dict[str, Any],
     latest: LatestRecords,
@@ -255,13 +261,14 @@ def write_rows(
     """One enriched :class:`RowRecord` per finished work item, in work-item order (prompt,
     label, answer, grader metrics and, for failures, the traceback, redacted like the log),
     with the tripwires that fired on it, into ``rows``. ``items`` are in row then sample order
-    (a session's), so the samples of a dataset row are consecutive."""
+    (a session's), so the samples of a dataset row are consecutive. A record finished in this
+    session when it is at or after ``end.journal_start`` in the journal."""
     from osmosis_ai.eval._impl.report.run_data import read_json, row_with_facts
 
     redact = plan_redactor(plan)
-    listing = TrajectoryListing.of(paths)
+    listing = TrajectoryListing.of(paths, latest.position, len(items))
     root = str(paths.root)
-    changed_now = _source_changed(plan, session_ids)
+    changed_now = _source_changed(plan, end.recorded)
     first = None
     if "code_digest" in latest.keys_seen:
         first = tripwires.first_code_digest(_in_key_order(latest, items))
@@ -270,7 +277,7 @@ def write_rows(
         record = latest.at(at)
         if record is None:
             continue
-        this_session = record.get("rollout_id") in session_ids
+        this_session = end.recorded > 0 and latest.offset(at) >= end.journal_start
         trajectory, document = trajectory_for(
             paths,
             record,
@@ -294,16 +301,16 @@ def write_rows(
                 tripwires.row_findings(row, document, harbor=HARBOR_SAMPLE_KEY in record),
                 tripwires.transcript_digest(document),
                 tripwires.code_finding(
-                    record, first=first, changed_now=changed_now, session_ids=session_ids
+                    record, first=first, changed_now=changed_now, this_session=this_session
                 ),
             )
         )
     rows.flush()
 
 
-def _source_changed(plan: EvalPlan, session_ids: set[str]) -> bool:
+def _source_changed(plan: EvalPlan, recorded: int) -> bool:
     """Whether the rollout's source changed while this session ran (``grader_changed``)."""
-    if not (session_ids and plan.source.rollout_dir.is_dir()):
+    if not (recorded and plan.source.rollout_dir.is_dir()):
         return False
     from osmosis_ai.eval._impl.run_dir.manifest import source_digest
 
@@ -351,14 +358,14 @@ def finalize(
     end: SessionEnd,
 ) -> EvalRun:
     """The run's results from its journal, in one pass over it and its rows (see :class:`_Rows`)."""
-    calls = CallIndex.of(paths) if end.session_ids else CallIndex()
+    calls = CallIndex.of(paths) if end.recorded else CallIndex()
     stored = _StoredIndex.of(paths, end)
     writer = AtomicWriter(paths.index, durable=True)
     rows = _Rows(plan, writer, stored)
     try:
         with LatestRecords(paths.journal, _positions(items, plan.knobs.n), len(items)) as latest:
             reproducibility = _update_reproducibility(plan, paths, manifest, calls, latest, items)
-            write_rows(plan, paths, items, end.session_ids, calls, reproducibility, latest, rows)
+            write_rows(plan, paths, items, end, calls, reproducibility, latest, rows)
     except BaseException:
         writer.abort()
         raise
@@ -432,7 +439,7 @@ class _StoredIndex:
 
     @classmethod
     def of(cls, paths: RunPaths, end: SessionEnd) -> _StoredIndex | None:
-        if end.dispatched or end.session_ids or end.interrupted or end.halt_reason:
+        if end.dispatched or end.recorded or end.interrupted or end.halt_reason:
             return None
         try:
             stored = json.loads(paths.metrics.read_text(encoding="utf-8"))

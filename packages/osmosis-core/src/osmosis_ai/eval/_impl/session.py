@@ -37,7 +37,7 @@ from osmosis_ai.eval._impl.progress import EvalProgress, EvalUpdate, ProgressCal
 from osmosis_ai.eval._impl.results.reproducibility import run_record
 from osmosis_ai.eval._impl.results.run import EvalRun
 from osmosis_ai.eval._impl.run_dir.code_revisions import adopt_changed_code, record_work_items
-from osmosis_ai.eval._impl.run_dir.journal import count_unreadable, load_latest
+from osmosis_ai.eval._impl.run_dir.journal import append_offset, count_unreadable, load_latest
 from osmosis_ai.eval._impl.run_dir.layout import RunLock, RunPaths, archive_run
 from osmosis_ai.eval._impl.run_dir.log import RunLog
 from osmosis_ai.eval._impl.run_dir.manifest import check_manifest, read_manifest, write_manifest
@@ -51,7 +51,7 @@ async def run_session(
     plan: EvalPlan, progress: ProgressCallback | None = None, confirm: ConfirmCost | None = None
 ) -> EvalRun:
     """Run (or resume) the plan's run; see the module docstring."""
-    end = SessionEnd(started_at=datetime.now(UTC), t0=time.perf_counter(), session_ids=set())
+    end = SessionEnd(started_at=datetime.now(UTC), t0=time.perf_counter())
     paths = RunPaths(plan.run_dir)
     plan.output_root.mkdir(parents=True, exist_ok=True)
     lock = RunLock(plan.output_root, plan.run_name)
@@ -257,8 +257,11 @@ class _Session:
 
     async def _dispatch(self, pending: list[WorkItem], end: SessionEnd) -> BaseException | None:
         def on_record(record: dict[str, Any]) -> None:
-            end.session_ids.add(record["rollout_id"])
+            end.recorded += 1
             self._on_record(record)
+
+        # Every record from here on is this session's (nothing else appends: the run is locked).
+        end.journal_start = append_offset(self.paths.journal)
 
         job = DispatchJob(self.plan, self.paths, pending, self.log, self._notice, on_record)
         try:

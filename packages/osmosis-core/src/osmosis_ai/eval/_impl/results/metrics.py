@@ -195,9 +195,12 @@ class MetricTotals:
 
     Held per item, because a figure needs them all: each graded reward (8 bytes: the median),
     each numeric grader metric of a graded item (8 bytes per metric: its interval), and per
-    dataset row its graded and passed counts (one small dict entry: pass@k). Everything else
-    is a running count or total, added in the order :func:`compute_metrics` adds them, so the
-    figures are the same to the bit.
+    dataset row its graded and passed counts (pass@k) until :meth:`close_row` says the row has
+    all its samples: then they join a count per ``(graded, passed)`` pair, so a caller that
+    closes its rows (a finalisation does) holds at most ``(n + 1) ** 2`` of them whatever the
+    number of rows. Everything else is a running count or total, added in the order
+    :func:`compute_metrics` adds them, so the figures are the same to the bit (pass@k is a
+    ``math.fsum``, exact whatever the order of its terms).
     """
 
     def __init__(
@@ -220,8 +223,10 @@ class MetricTotals:
         self.judge = JudgeTotals()
         self.cost = CostTotals()
         self.metric_values: dict[str, array[float]] = {}
-        #: row_index -> (graded, passed)
+        #: row_index -> (graded, passed), for the rows not closed yet
         self.per_row: dict[int, tuple[int, int]] = {}
+        #: (graded, passed) -> how many closed rows have those counts
+        self.closed_rows: Counter[tuple[int, int]] = Counter()
 
     def add(self, r: ItemResult) -> None:
         self.items += 1
@@ -246,6 +251,13 @@ class MetricTotals:
             if series is None:
                 series = self.metric_values[key] = array("d")
             series.append(value)
+
+    def close_row(self, row_index: int) -> None:
+        """Every sample of dataset row ``row_index`` has been added: keep only its counts'
+        pair (a row added after it is closed would count as a second row)."""
+        counts = self.per_row.pop(row_index, None)
+        if counts is not None:
+            self.closed_rows[counts] += 1
 
     def summary(self, total_work_items: int | None = None) -> dict[str, Any]:
         graded = len(self.rewards)
@@ -280,7 +292,8 @@ class MetricTotals:
         if per_metric:
             summary["grader_metrics"] = per_metric
         if self.samples_per_row >= 2:
-            summary["pass_at_k"] = _pass_at_k_points(self.per_row, self.samples_per_row)
+            rows = [*self.closed_rows.elements(), *self.per_row.values()]
+            summary["pass_at_k"] = _pass_at_k_points(rows, self.samples_per_row)
         return summary
 
 
@@ -338,12 +351,13 @@ def _metric_stats(
 
 
 def _pass_at_k_points(
-    per_row: Mapping[int, tuple[int, int]], samples_per_row: int
+    per_row: Iterable[tuple[int, int]], samples_per_row: int
 ) -> list[dict[str, Any]]:
     """pass@k per k over the rows' ``(graded, passed)`` counts."""
     points: list[dict[str, Any]] = []
+    rows = list(per_row)
     for k in k_values(samples_per_row):
-        values = [pass_at_k(n, c, k) for n, c in per_row.values() if n >= k]
+        values = [pass_at_k(n, c, k) for n, c in rows if n >= k]
         points.append(
             {
                 "k": k,

@@ -305,7 +305,12 @@ def code_findings(
     first = first_code_digest(r for _, r in sorted(records.items()))
     out: dict[tuple[int, int], list[dict[str, Any]]] = {}
     for key, record in records.items():
-        found = code_finding(record, first=first, changed_now=changed_now, session_ids=session_ids)
+        found = code_finding(
+            record,
+            first=first,
+            changed_now=changed_now,
+            this_session=record.get("rollout_id") in session_ids,
+        )
         if found:
             out[key] = found
     return out
@@ -318,9 +323,10 @@ def first_code_digest(records: Iterable[Mapping[str, Any]]) -> str | None:
 
 
 def code_finding(
-    record: Mapping[str, Any], *, first: str | None, changed_now: bool, session_ids: set[str]
+    record: Mapping[str, Any], *, first: str | None, changed_now: bool, this_session: bool
 ) -> list[dict[str, Any]]:
-    """One record's ``grader_changed`` finding (``[]``: none); see :func:`code_findings`."""
+    """One record's ``grader_changed`` finding (``[]``: none); see :func:`code_findings`
+    (``this_session``: the record finished in this session)."""
     digest = record.get("code_digest")
     if first is not None and isinstance(digest, str) and digest != first:
         return [
@@ -329,7 +335,7 @@ def code_finding(
                 "detail": f"graded by source revision {digest[:12]}, the run began on {first[:12]}",
             }
         ]
-    if changed_now and record.get("rollout_id") in session_ids:
+    if changed_now and this_session:
         return [
             {
                 "name": "grader_changed",

@@ -96,6 +96,8 @@ class LatestRecords:
 
     def __init__(self, path: Path, position: Callable[[WorkKey], int | None], size: int) -> None:
         self.path = path
+        #: What the scan was given: a work key's position in the plan's work items.
+        self.position = position
         self._offsets = array("q", [-1]) * size
         self.outside: dict[WorkKey, int] = {}
         self.keys_seen: set[str] = set()
@@ -138,6 +140,10 @@ class LatestRecords:
         """The latest record of the work item at ``position`` (``None``: not finished)."""
         return self._read(self._offsets[position])
 
+    def offset(self, position: int) -> int:
+        """Where the latest record of the work item at ``position`` starts (-1: none)."""
+        return self._offsets[position]
+
     def outside_record(self, key: WorkKey) -> dict[str, Any] | None:
         return self._read(self.outside[key])
 
@@ -153,17 +159,44 @@ class LatestRecords:
 
 
 def _truncate_torn_tail(path: Path) -> None:
-    """Cut a partial last line so the next append starts on a fresh line."""
+    """Cut a partial last line so the next append starts on a fresh line (reading back from
+    the end only as far as the last line break, not the whole journal)."""
     if not path.exists():
         return
     with path.open("rb+") as fh:
-        data = fh.read()
-        if not data or data.endswith(b"\n"):
+        cut = fh.seek(0, os.SEEK_END)
+        if not cut:
             return
-        cut = data.rfind(b"\n") + 1
+        fh.seek(cut - 1)
+        if fh.read(1) == b"\n":
+            return
+        while cut > 0:
+            step = min(cut, _TAIL_CHUNK)
+            fh.seek(cut - step)
+            at = fh.read(step).rfind(b"\n")
+            cut -= step
+            if at >= 0:
+                cut += at + 1
+                break
         fh.truncate(cut)
         fh.flush()
         os.fsync(fh.fileno())
+
+
+#: How much of a torn journal's end is read at a time, looking for its last line break.
+_TAIL_CHUNK = 1 << 16
+
+
+def append_offset(path: Path) -> int:
+    """Where the next record appended to ``path`` will start: its size once a torn last line
+    is cut off (what opening a :class:`Journal` does). A session notes it before dispatching,
+    so the records at or after it are the ones it finished (a count and one offset, instead of
+    every rollout id it ran: issue 39)."""
+    _truncate_torn_tail(path)
+    try:
+        return path.stat().st_size
+    except FileNotFoundError:
+        return 0
 
 
 class Journal:
