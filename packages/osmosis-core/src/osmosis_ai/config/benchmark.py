@@ -21,7 +21,8 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from osmosis_ai.config.errors import ConfigError, ConfigIssue
-from osmosis_ai.config.models import ENV_NAME_PATTERN, RESERVED_ENV_PREFIX, SECRET_NAME_PATTERN
+from osmosis_ai.config.models import SECRET_NAME_PATTERN
+from osmosis_ai.config.rules import env_name_issues
 
 __all__ = [
     "BenchmarkAgent",
@@ -232,25 +233,6 @@ def _name_issue(key: str, name: str) -> ConfigIssue | None:
     )
 
 
-def _env_issues(prefix: str, env: Mapping[str, str]) -> list[ConfigIssue]:
-    issues = []
-    for name in env:
-        if name.startswith(RESERVED_ENV_PREFIX):
-            issues.append(
-                ConfigIssue(
-                    f"{prefix}.{name}", f"names starting with {RESERVED_ENV_PREFIX} are reserved"
-                )
-            )
-        elif not re.fullmatch(ENV_NAME_PATTERN, name):
-            issues.append(
-                ConfigIssue(
-                    f"{prefix}.{name}",
-                    "invalid name: use upper-case letters, digits and '_' (e.g. MY_FLAG)",
-                )
-            )
-    return issues
-
-
 def _model_issues(key: str, model: BenchmarkModel) -> list[ConfigIssue]:
     needed = {
         "provider": ("model", "api_key_secret"),
@@ -295,7 +277,7 @@ def _model_issues(key: str, model: BenchmarkModel) -> list[ConfigIssue]:
 
 
 def _cross_issues(config: BenchmarkConfig) -> list[ConfigIssue]:
-    issues = _env_issues("env", config.env)
+    issues = env_name_issues(config.env)
     execution = config.execution
     for key, names in (
         ("verifier.required", config.verifier.required),
@@ -317,7 +299,7 @@ def _cross_issues(config: BenchmarkConfig) -> list[ConfigIssue]:
     for index, agent in enumerate(config.agents):
         key = f"agents[{index}]"
         issues += _model_issues(f"{key}.model", agent.model)
-        issues += _env_issues(f"{key}.env", agent.env)
+        issues += env_name_issues(agent.env, f"{key}.env")
         env = {**config.env, **agent.env}
         for name in [agent.model.api_key_secret, *injected]:
             if name and name in env:
