@@ -13,7 +13,6 @@ path (``agents[1].model.api_key_secret``) and what to write instead. The guide i
 from __future__ import annotations
 
 import re
-import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -155,20 +154,10 @@ class BenchmarkConfig(_Strict):
 
 def load_benchmark_config(path: str | Path) -> BenchmarkConfig:
     """Load ``configs/benchmark/<name>.toml``; raises :class:`ConfigError` listing every problem."""
+    from osmosis_ai.config.loader import read_toml
+
     path = Path(path)
-    try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ConfigError(KIND, path, [ConfigIssue("", "file not found")]) from None
-    except IsADirectoryError:
-        raise ConfigError(
-            KIND, path, [ConfigIssue("", "is a directory, not a TOML file")]
-        ) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(KIND, path, [ConfigIssue("", f"cannot be read: {exc}")]) from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(KIND, path, [ConfigIssue("", f"not valid TOML: {exc}")]) from None
-    return parse_benchmark_config(raw, path)
+    return parse_benchmark_config(read_toml(path, KIND), path)
 
 
 def parse_benchmark_config(raw: Mapping[str, Any], path: Path | None = None) -> BenchmarkConfig:

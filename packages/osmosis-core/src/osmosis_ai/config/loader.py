@@ -35,6 +35,12 @@ def parse_training_config(raw: Mapping[str, Any], path: Path | None = None) -> T
 
 
 def _load[Config: SubmitConfig](path: Path, kind: str, model: type[Config]) -> Config:
+    return _validate(read_toml(path, kind), kind, model, path)
+
+
+def read_toml(path: Path, kind: str) -> dict[str, Any]:
+    """The TOML document at ``path`` (a ``kind`` config); a missing, unreadable or invalid file
+    raises :class:`ConfigError` saying which."""
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -46,10 +52,9 @@ def _load[Config: SubmitConfig](path: Path, kind: str, model: type[Config]) -> C
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(kind, path, [ConfigIssue("", f"cannot be read: {exc}")]) from None
     try:
-        raw = tomllib.loads(text)
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(kind, path, [ConfigIssue("", f"not valid TOML: {exc}")]) from None
-    return _validate(raw, kind, model, path)
 
 
 def _validate[Config: SubmitConfig](
