@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from osmosis_ai.config.errors import ConfigError, ConfigIssue
 from osmosis_ai.config.models import SECRET_NAME_PATTERN
@@ -162,19 +162,19 @@ def load_benchmark_config(path: str | Path) -> BenchmarkConfig:
 
 def parse_benchmark_config(raw: Mapping[str, Any], path: Path | None = None) -> BenchmarkConfig:
     """Validate an already parsed benchmark config mapping."""
-    from osmosis_ai.config.loader import _issue_from_pydantic
+    from osmosis_ai.config.loader import validate_model
 
     issues = _shape_issues(raw)
     document = {key: value for key, value in raw.items() if key in SECTIONS}
     document["source_path"] = path
-    try:
-        config = BenchmarkConfig.model_validate(document)
-    except ValidationError as exc:
-        for error in exc.errors():
-            issue = _issue_from_pydantic(error)
-            if issue not in issues and not (error["type"] == "missing" and issue.key == "agents"):
-                issues.append(issue)
-        raise ConfigError(KIND, path, issues) from None
+    config = validate_model(  # a missing [agents] is reported by _shape_issues
+        BenchmarkConfig,
+        document,
+        issues,
+        skip=lambda issue, error_type: error_type == "missing" and issue.key == "agents",
+    )
+    if config is None:
+        raise ConfigError(KIND, path, issues)
     issues.extend(_cross_issues(config))
     if issues:
         raise ConfigError(KIND, path, issues)
