@@ -42,7 +42,7 @@ async def main(rollouts: int, concurrency: int) -> None:
 
     imported = time.perf_counter()
     from osmosis_ai.rollout.integrations.environments import load_environment
-    from osmosis_ai.testing import ScriptedPolicyServer, run_rollout
+    from osmosis_ai.testing import ScriptedPolicyServer, run_environment_row
 
     env = load_environment(f"inspect:{FIXTURES / 'arith.py'}@addition")
     loaded = time.perf_counter()
@@ -51,18 +51,8 @@ async def main(rollouts: int, concurrency: int) -> None:
     gate = asyncio.Semaphore(concurrency)
 
     async def one(i: int, policy: Any) -> float | None:
-        row = env.rows[i % len(env.rows)]
         async with gate:
-            result = await run_rollout(
-                env.workflow,
-                env.grader,
-                prompt=row["messages"],
-                label=row["ground_truth"],
-                metadata=row["metadata"],
-                policy=policy,
-                workflow_config=env.workflow_config,
-                grader_config=env.grader_config,
-            )
+            result = await run_environment_row(env, i % len(env.rows), policy=policy)
         return result.reward
 
     async with ScriptedPolicyServer(_policy) as policy:

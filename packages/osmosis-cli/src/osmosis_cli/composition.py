@@ -28,7 +28,7 @@ from typing import Any
 import typer
 from typer import _click
 
-from osmosis_cli.cli_app import CONTEXT_SETTINGS, LazyCommand, LazyGroup
+from osmosis_cli.cli_app import LazyCommand, LazyGroup, new_typer
 from osmosis_cli.errors import CLIError, CLIErrorCode
 from osmosis_cli.registry import COMMANDS, ROOT_HELP
 
@@ -66,15 +66,7 @@ def create_app(
     """
     omit = frozenset({"upgrade"}) if upgrade_command is not None else frozenset()
     root_cls = type("ComposedRoot", (_ComposedRoot,), {"omit": omit})
-    app = typer.Typer(
-        name=name,
-        cls=root_cls,
-        rich_markup_mode=None,
-        add_completion=False,
-        no_args_is_help=True,
-        pretty_exceptions_enable=False,
-        context_settings=dict(CONTEXT_SETTINGS),
-    )
+    app = new_typer(name, cls=root_cls)
 
     @app.callback()
     def _root() -> None:

@@ -277,16 +277,16 @@ def test_full_disk_names_the_file_and_the_resume_command(
     import errno
     import os
 
-    from osmosis_ai.eval._impl.run_dir import journal as journal_module
+    from osmosis_ai._util import append_only  # the journal appends through it
 
-    class NoSpace:  # the journal's ``os``: every write fails as on a full file system
+    class NoSpace:  # append_only's ``os``: every write fails as on a full file system
         def __getattr__(self, name: str) -> Any:
             return getattr(os, name)
 
         def write(self, fd: int, data: Any) -> int:
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
-    monkeypatch.setattr(journal_module, "os", NoSpace())
+    monkeypatch.setattr(append_only, "os", NoSpace())
     config = workspace(n_rows=1, mode="noop")
     where = ("--output", str(tmp_path / "runs"))
     code, _, err = _cli(capsys, "eval", "run", str(config), "--name", "full", *where, "--json")
@@ -302,7 +302,7 @@ def test_full_disk_names_the_file_and_the_resume_command(
     )
     assert "OSError" not in err
 
-    monkeypatch.setattr(journal_module, "os", os)
+    monkeypatch.setattr(append_only, "os", os)
     code, out, err = _cli(capsys, "eval", "run", str(config), "--name", "full", *where, "--json")
     assert code == 0, err
     assert json.loads(out)["resource"]["succeeded"] == 1

@@ -1,7 +1,8 @@
 """A full disk stops ``eval run`` with the file it could not write and a resumable run (#20 item 12).
 
-The fault is injected in process: the journal's ``os.write`` fails with ``ENOSPC`` (as writes
-to a full file system do) once ``allow`` records are written; every other file is written
+The fault is injected in process: the journal's ``os.write`` (in
+``osmosis_ai._util.append_only``, which it appends through) fails with ``ENOSPC`` (as writes to
+a full file system do) once ``allow`` records are written; every other file is written
 normally. The run is then resumed with the disk "freed".
 """
 
@@ -16,11 +17,11 @@ from typing import Any
 import pytest
 
 from osmosis_ai import atomic_file
+from osmosis_ai._util import append_only
 from osmosis_ai.errors import EvalError
 from osmosis_ai.eval import EvalDiskFullError
 from osmosis_ai.eval._impl.plan.plan import EvalOptions, RunTuning, build_plan
 from osmosis_ai.eval._impl.proxy.calls import RetryPolicy
-from osmosis_ai.eval._impl.run_dir import journal as journal_module
 from osmosis_ai.eval._impl.run_dir.journal import count_unreadable, iter_records
 from osmosis_ai.eval._impl.session import run_session
 
@@ -62,7 +63,7 @@ async def test_full_journal_names_the_file_and_the_run_resumes(
 ) -> None:
     config = workspace(n_rows=6)
     full = _FullAfter(allow=2)
-    monkeypatch.setattr(journal_module, "os", full)
+    monkeypatch.setattr(append_only, "os", full)
     with pytest.raises(EvalDiskFullError) as caught:
         await run_session(_plan(config, n=2, max_in_flight=1))
     error = caught.value
@@ -81,7 +82,7 @@ async def test_full_journal_names_the_file_and_the_run_resumes(
     assert count_unreadable(journal) == 0
     assert journal.read_bytes().endswith(b"\n")
 
-    monkeypatch.setattr(journal_module, "os", os)  # space freed
+    monkeypatch.setattr(append_only, "os", os)  # space freed
     resumed = await run_session(_plan(config, n=2, max_in_flight=1))
     assert (resumed.status, resumed.succeeded, resumed.failed) == ("success", 12, 0)
     assert resumed.resumed == 2  # the two counted before the disk filled were not run again

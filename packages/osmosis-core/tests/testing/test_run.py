@@ -207,3 +207,55 @@ async def test_bad_arguments() -> None:
         await run_rollout(MultiplyAgent, prompt=PROMPT, policy=ScriptedPolicyServer())
     with pytest.raises(ValueError, match="single path segment"):
         await run_rollout(MultiplyAgent, prompt=PROMPT, policy="http://x", rollout_id="a/b")
+
+
+def _environment(rows: list[dict[str, Any]]) -> Any:
+    from osmosis_ai.rollout.integrations.environments import (
+        Environment,
+        EnvironmentSpec,
+    )
+
+    return Environment(
+        spec=EnvironmentSpec.parse("reasoning-gym:multiply"),
+        workflow=MultiplyAgent,
+        grader=AnswerGrader,
+        rows=rows,
+        workflow_config=AgentWorkflowConfig.model_validate({"name": "multiply", "stream": True}),
+    )
+
+
+async def test_an_environment_row_is_read_by_the_dataset_rules() -> None:
+    from osmosis_ai.testing import run_environment_row
+
+    env = _environment(
+        [
+            {"messages": PROMPT, "ground_truth": "41"},
+            {"system_prompt": "Be brief.", "user_prompt": "What is 6 times 7?", "label": 42},
+        ]
+    )
+    async with ScriptedPolicyServer("multiply") as policy:
+        wrong = await run_environment_row(env, 0, policy=policy)
+        right = await run_environment_row(env, 1, policy=policy)
+        sent = policy.requests_for(right.rollout_id)
+    assert (wrong.status, wrong.reward) == (RolloutStatus.SUCCESS, 0.0)
+    assert (right.status, right.reward) == (RolloutStatus.SUCCESS, 1.0)
+    assert right.sample is not None
+    assert right.sample.label == "42"  # a label column, stringified as eval does
+    assert sent[0].messages[:2] == [
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": "What is 6 times 7?"},
+    ]
+    assert all(r.stream for r in sent)  # the environment's workflow_config is passed
+
+
+async def test_an_environment_row_that_is_not_there_or_not_valid_says_why() -> None:
+    from osmosis_ai.eval._impl.plan.dataset import DatasetError
+    from osmosis_ai.testing import run_environment_row
+
+    env = _environment([{"answer": "42"}])
+    with pytest.raises(IndexError, match=r"reasoning-gym:multiply has no row 1: pass 0 to 0"):
+        await run_environment_row(env, 1, policy="http://127.0.0.1:9")
+    with pytest.raises(IndexError, match="it has no rows"):
+        await run_environment_row(_environment([]), 0, policy="http://127.0.0.1:9")
+    with pytest.raises(DatasetError, match=r"row 0: needs a 'user_prompt'.* present: answer"):
+        await run_environment_row(env, 0, policy="http://127.0.0.1:9")

@@ -25,7 +25,7 @@ from osmosis_ai.rollout.integrations.environments import (
 )
 from osmosis_ai.rollout.integrations.spi import aclose_policy_clients
 from osmosis_ai.rollout.types import RolloutStatus
-from osmosis_ai.testing import ScriptedPolicyServer, run_rollout, serve_app
+from osmosis_ai.testing import ScriptedPolicyServer, run_environment_row, serve_app
 from osmosis_ai.testing.replies import Reply, error_reply, text_reply, tool_call_reply
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -306,18 +306,8 @@ async def test_a_failed_policy_call_is_an_http_error_sent_once() -> None:
     """Neither Inspect nor the openai client retries: the trainer's endpoint sees one request,
     and the failure is osmosis's ``http_error`` (infrastructure), never a graded answer."""
     env = load_environment(f"inspect:{TASK_FILE}@addition")
-    row = env.rows[0]
     async with ScriptedPolicyServer([error_reply(500, {"error": {"message": "boom"}})]) as policy:
-        result = await run_rollout(
-            env.workflow,
-            env.grader,
-            prompt=row["messages"],
-            label=row["ground_truth"],
-            metadata=row["metadata"],
-            policy=policy,
-            workflow_config=env.workflow_config,
-            grader_config=env.grader_config,
-        )
+        result = await run_environment_row(env, 0, policy=policy)
         assert len(policy.requests) == 1
     await aclose_policy_clients()
     assert (result.status, result.err_category) == ("failure", "http_error")

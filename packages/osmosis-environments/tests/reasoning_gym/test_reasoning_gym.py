@@ -96,7 +96,7 @@ def test_list_enumerates_every_registered_generator() -> None:
 
 async def test_one_rollout_in_process_is_scored_by_the_generator() -> None:
     from osmosis_ai.rollout.integrations.spi import aclose_policy_clients
-    from osmosis_ai.testing import ScriptedPolicyServer, run_rollout, text_reply
+    from osmosis_ai.testing import ScriptedPolicyServer, run_environment_row, text_reply
 
     env = load_environment("reasoning-gym:basic_arithmetic?size=2&seed=5")
     row = env.rows[1]
@@ -106,16 +106,7 @@ async def test_one_rollout_in_process_is_scored_by_the_generator() -> None:
     ]
     reply = f"<answer>{row['ground_truth']}</answer>"
     async with ScriptedPolicyServer([text_reply(reply)]) as policy:
-        result = await run_rollout(
-            env.workflow,
-            env.grader,
-            prompt=prompt,
-            label=row["ground_truth"],
-            metadata=row["metadata"],
-            policy=policy,
-            workflow_config=env.workflow_config,
-            grader_config=env.grader_config,
-        )
+        result = await run_environment_row(env, 1, policy=policy)
         sent = policy.requests_for(result.rollout_id)[0].messages
     await aclose_policy_clients()
     assert result.status == "success", result.err_message

@@ -17,7 +17,7 @@ import pytest
 from environments_harness import EvalEnv
 
 from osmosis_ai.rollout.integrations.environments import EnvironmentSpecError, load_environment
-from osmosis_ai.testing import ScriptedPolicyServer, load_reply_script
+from osmosis_ai.testing import ScriptedPolicyServer, load_reply_script, run_environment_row
 
 if not hasattr(pytest.importorskip("verifiers"), "Environment"):
     pytest.skip("the classic verifiers API needs verifiers<0.4", allow_module_level=True)
@@ -179,22 +179,6 @@ def test_an_unknown_argument_names_load_environment_options(
     assert env.rows[1]["ground_truth"] == "2"
 
 
-def rollout_of(env: Any, index: int, policy: ScriptedPolicyServer) -> Any:
-    from osmosis_ai.testing import run_rollout
-
-    row = env.rows[index]
-    return run_rollout(
-        env.workflow,
-        env.grader,
-        prompt=row["messages"],
-        label=row["ground_truth"],
-        metadata=row["metadata"],
-        policy=policy,
-        workflow_config=env.workflow_config,
-        grader_config=env.grader_config,
-    )
-
-
 async def test_in_process_the_rubric_grades_the_rollout_state(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -206,7 +190,7 @@ async def test_in_process_the_rubric_grades_the_rollout_state(
     env = load_environment("verifiers:tool_env_inproc")
     script = [tool_call_reply("multiply", {"a": 6, "b": 7}), text_reply("So: 42")]
     async with ScriptedPolicyServer(script) as policy:
-        result = await rollout_of(env, 0, policy)
+        result = await run_environment_row(env, 0, policy=policy)
         requests = policy.requests_for(result.rollout_id)
     await aclose_policy_clients()
     assert result.status == "success", result.err_message
@@ -229,7 +213,7 @@ async def test_a_failing_policy_is_an_infrastructure_failure_not_reward_zero(
     monkeypatch.syspath_prepend(str(tmp_path))
     env = load_environment("verifiers:arith_env_fail?size=1")
     async with ScriptedPolicyServer([error_reply(503, "the GPU fell over")]) as policy:
-        result = await rollout_of(env, 0, policy)
+        result = await run_environment_row(env, 0, policy=policy)
     await aclose_policy_clients()
     assert (result.status, result.err_category) == ("failure", "http_error")
     assert result.err_message is not None

@@ -20,7 +20,7 @@ import pytest
 from environments_harness import EvalEnv
 
 from osmosis_ai.rollout.integrations.environments import EnvironmentSpecError, load_environment
-from osmosis_ai.testing import ScriptedPolicyServer
+from osmosis_ai.testing import ScriptedPolicyServer, run_environment_row
 
 if hasattr(pytest.importorskip("verifiers"), "Environment"):
     pytest.skip("the v1 Taskset/Harness API needs verifiers>=0.4", allow_module_level=True)
@@ -219,22 +219,6 @@ async def test_a_tool_taskset_runs_its_tool_server_and_scores_like_verifiers(
     assert set(result.summary["grader_metrics"]) == {"correct", "used_tool"}
 
 
-def rollout_of(env: Any, policy: ScriptedPolicyServer) -> Any:
-    from osmosis_ai.testing import run_rollout
-
-    row = env.rows[0]
-    return run_rollout(
-        env.workflow,
-        env.grader,
-        prompt=row["messages"],
-        label=row["ground_truth"],
-        metadata=row["metadata"],
-        policy=policy,
-        workflow_config=env.workflow_config,
-        grader_config=env.grader_config,
-    )
-
-
 def test_options_are_the_taskset_config_fields(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -287,7 +271,7 @@ async def test_in_process_the_recorded_rewards_grade_the_rollout(
     write_module(tmp_path, "sum_tasks_inproc", SINGLE_TURN, monkeypatch)
     env = load_environment("verifiers:sum_tasks_inproc?size=1&harness=null")
     async with ScriptedPolicyServer([text_reply("It is 0")]) as policy:
-        result = await rollout_of(env, policy)
+        result = await run_environment_row(env, policy=policy)
         requests = policy.requests_for(result.rollout_id)
     await aclose_policy_clients()
     assert result.status == "success", result.err_message
@@ -307,7 +291,7 @@ async def test_a_failing_policy_is_an_infrastructure_failure_not_reward_zero(
     write_module(tmp_path, "sum_tasks_fail", SINGLE_TURN, monkeypatch)
     env = load_environment("verifiers:sum_tasks_fail?size=1&harness=null")
     async with ScriptedPolicyServer([error_reply(400, "the GPU fell over")]) as policy:
-        result = await rollout_of(env, policy)
+        result = await run_environment_row(env, policy=policy)
     await aclose_policy_clients()
     assert (result.status, result.err_category) == ("failure", "http_error")
     assert result.err_message is not None

@@ -71,6 +71,18 @@ def show_run(
         return
     import json
 
+    write_output_file(out, json.dumps(data, indent=2, ensure_ascii=False) + "\n", overwrite)
+    output.emit_operation(
+        f"{COMMANDS[kind].replace(' ', '.')}.info",
+        message=f"Wrote {label(kind)} run {data.get('name') or run} to {out}.",
+        resource={"id": data.get("id"), "name": data.get("name"), "path": str(out)},
+    )
+
+
+def write_output_file(out: Path, text: str, overwrite: bool) -> None:
+    """Write ``text`` to ``out`` (a file the user named with ``--output``) atomically, creating
+    its folder; an existing file is replaced only with ``--overwrite`` (else a CONFLICT error
+    that says so)."""
     if out.exists() and not overwrite:
         raise CLIError(
             CLIErrorCode.CONFLICT,
@@ -78,12 +90,7 @@ def show_run(
             details={"path": str(out), "flags": ["--overwrite"]},
         )
     out.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(out, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
-    output.emit_operation(
-        f"{COMMANDS[kind].replace(' ', '.')}.info",
-        message=f"Wrote {label(kind)} run {data.get('name') or run} to {out}.",
-        resource={"id": data.get("id"), "name": data.get("name"), "path": str(out)},
-    )
+    write_atomic(out, text)
 
 
 def stop_run(kind: Kind, run: str, output: Output, *, yes: bool) -> None:

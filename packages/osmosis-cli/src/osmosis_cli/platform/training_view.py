@@ -18,7 +18,7 @@ from typing import Any
 from osmosis_cli.errors import CLIError, CLIErrorCode
 from osmosis_cli.output import Column, Output
 from osmosis_cli.platform.client import PlatformClient
-from osmosis_cli.platform.run_ops import fetch_run, run_path
+from osmosis_cli.platform.run_ops import fetch_run, run_path, write_output_file
 
 BLOCKS = "▁▂▃▄▅▆▇█"
 SPARK_WIDTH = 24
@@ -103,7 +103,7 @@ def show_training_run(run: str, output: Output, *, html_out: Path | None, overwr
     view = training_view(run, PlatformClient.from_login())
     name = view["run"].get("name") or run
     if html_out is not None:
-        _write_html(view, html_out, overwrite=overwrite)
+        write_output_file(html_out, render_html(view), overwrite)
         output.emit_operation(
             "train.info",
             message=f"Wrote training run {name}'s trends and checkpoints to {html_out}.",
@@ -270,16 +270,3 @@ def render_html(view: Mapping[str, Any]) -> str:
         f"<h1>Training run {name}</h1><div class='meta'>{meta}</div>"
         f"<div class='grid'>{cards}</div><h2>Checkpoints</h2>{table}</body></html>\n"
     )
-
-
-def _write_html(view: Mapping[str, Any], out: Path, *, overwrite: bool) -> None:
-    from osmosis_ai.atomic_file import write_atomic
-
-    if out.exists() and not overwrite:
-        raise CLIError(
-            CLIErrorCode.CONFLICT,
-            f"{out} already exists. Pass --overwrite to replace it.",
-            details={"path": str(out), "flags": ["--overwrite"]},
-        )
-    out.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(out, render_html(view))

@@ -13,15 +13,15 @@ path (``agents[1].model.api_key_secret``) and what to write instead. The guide i
 from __future__ import annotations
 
 import re
-import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from osmosis_ai.config.errors import ConfigError, ConfigIssue
-from osmosis_ai.config.models import ENV_NAME_PATTERN, RESERVED_ENV_PREFIX, SECRET_NAME_PATTERN
+from osmosis_ai.config.models import SECRET_NAME_PATTERN
+from osmosis_ai.config.rules import env_name_issues
 
 __all__ = [
     "BenchmarkAgent",
@@ -154,37 +154,27 @@ class BenchmarkConfig(_Strict):
 
 def load_benchmark_config(path: str | Path) -> BenchmarkConfig:
     """Load ``configs/benchmark/<name>.toml``; raises :class:`ConfigError` listing every problem."""
+    from osmosis_ai.config.loader import read_toml
+
     path = Path(path)
-    try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ConfigError(KIND, path, [ConfigIssue("", "file not found")]) from None
-    except IsADirectoryError:
-        raise ConfigError(
-            KIND, path, [ConfigIssue("", "is a directory, not a TOML file")]
-        ) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(KIND, path, [ConfigIssue("", f"cannot be read: {exc}")]) from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(KIND, path, [ConfigIssue("", f"not valid TOML: {exc}")]) from None
-    return parse_benchmark_config(raw, path)
+    return parse_benchmark_config(read_toml(path, KIND), path)
 
 
 def parse_benchmark_config(raw: Mapping[str, Any], path: Path | None = None) -> BenchmarkConfig:
     """Validate an already parsed benchmark config mapping."""
-    from osmosis_ai.config.loader import _issue_from_pydantic
+    from osmosis_ai.config.loader import validate_model
 
     issues = _shape_issues(raw)
     document = {key: value for key, value in raw.items() if key in SECTIONS}
     document["source_path"] = path
-    try:
-        config = BenchmarkConfig.model_validate(document)
-    except ValidationError as exc:
-        for error in exc.errors():
-            issue = _issue_from_pydantic(error)
-            if issue not in issues and not (error["type"] == "missing" and issue.key == "agents"):
-                issues.append(issue)
-        raise ConfigError(KIND, path, issues) from None
+    config = validate_model(  # a missing [agents] is reported by _shape_issues
+        BenchmarkConfig,
+        document,
+        issues,
+        skip=lambda issue, error_type: error_type == "missing" and issue.key == "agents",
+    )
+    if config is None:
+        raise ConfigError(KIND, path, issues)
     issues.extend(_cross_issues(config))
     if issues:
         raise ConfigError(KIND, path, issues)
@@ -232,25 +222,6 @@ def _name_issue(key: str, name: str) -> ConfigIssue | None:
     )
 
 
-def _env_issues(prefix: str, env: Mapping[str, str]) -> list[ConfigIssue]:
-    issues = []
-    for name in env:
-        if name.startswith(RESERVED_ENV_PREFIX):
-            issues.append(
-                ConfigIssue(
-                    f"{prefix}.{name}", f"names starting with {RESERVED_ENV_PREFIX} are reserved"
-                )
-            )
-        elif not re.fullmatch(ENV_NAME_PATTERN, name):
-            issues.append(
-                ConfigIssue(
-                    f"{prefix}.{name}",
-                    "invalid name: use upper-case letters, digits and '_' (e.g. MY_FLAG)",
-                )
-            )
-    return issues
-
-
 def _model_issues(key: str, model: BenchmarkModel) -> list[ConfigIssue]:
     needed = {
         "provider": ("model", "api_key_secret"),
@@ -295,7 +266,7 @@ def _model_issues(key: str, model: BenchmarkModel) -> list[ConfigIssue]:
 
 
 def _cross_issues(config: BenchmarkConfig) -> list[ConfigIssue]:
-    issues = _env_issues("env", config.env)
+    issues = env_name_issues(config.env)
     execution = config.execution
     for key, names in (
         ("verifier.required", config.verifier.required),
@@ -317,7 +288,7 @@ def _cross_issues(config: BenchmarkConfig) -> list[ConfigIssue]:
     for index, agent in enumerate(config.agents):
         key = f"agents[{index}]"
         issues += _model_issues(f"{key}.model", agent.model)
-        issues += _env_issues(f"{key}.env", agent.env)
+        issues += env_name_issues(agent.env, f"{key}.env")
         env = {**config.env, **agent.env}
         for name in [agent.model.api_key_secret, *injected]:
             if name and name in env:

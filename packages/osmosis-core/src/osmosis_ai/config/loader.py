@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from osmosis_ai.config import rules
 from osmosis_ai.config.errors import ConfigError, ConfigIssue
@@ -35,6 +35,12 @@ def parse_training_config(raw: Mapping[str, Any], path: Path | None = None) -> T
 
 
 def _load[Config: SubmitConfig](path: Path, kind: str, model: type[Config]) -> Config:
+    return _validate(read_toml(path, kind), kind, model, path)
+
+
+def read_toml(path: Path, kind: str) -> dict[str, Any]:
+    """The TOML document at ``path`` (a ``kind`` config); a missing, unreadable or invalid file
+    raises :class:`ConfigError` saying which."""
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -46,10 +52,9 @@ def _load[Config: SubmitConfig](path: Path, kind: str, model: type[Config]) -> C
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(kind, path, [ConfigIssue("", f"cannot be read: {exc}")]) from None
     try:
-        raw = tomllib.loads(text)
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(kind, path, [ConfigIssue("", f"not valid TOML: {exc}")]) from None
-    return _validate(raw, kind, model, path)
 
 
 def _validate[Config: SubmitConfig](
@@ -61,17 +66,32 @@ def _validate[Config: SubmitConfig](
     allowed = rules.allowed_sections(kind)
     document = {key: value for key, value in raw.items() if key in allowed}
     document["source_path"] = path
+    config = validate_model(
+        model, document, issues, skip=lambda issue, error_type: (issue.key, error_type) in reported
+    )
+    if config is None or issues:
+        raise ConfigError(kind, path, issues)
+    return config
+
+
+def validate_model[M: BaseModel](
+    model: type[M],
+    document: Mapping[str, Any],
+    issues: list[ConfigIssue],
+    *,
+    skip: Callable[[ConfigIssue, str], bool],
+) -> M | None:
+    """``model`` validated from ``document``, or ``None`` when pydantic refuses it; each of its
+    errors becomes a :class:`ConfigIssue` appended to ``issues`` unless already there or
+    ``skip(issue, error_type)`` says a rule reported it in its own words."""
     try:
-        config = model.model_validate(document)
+        return model.model_validate(document)
     except ValidationError as exc:
         for error in exc.errors():
             issue = _issue_from_pydantic(error)
-            if (issue.key, error["type"]) not in reported and issue not in issues:
+            if issue not in issues and not skip(issue, error["type"]):
                 issues.append(issue)
-        raise ConfigError(kind, path, issues) from None
-    if issues:
-        raise ConfigError(kind, path, issues)
-    return config
+        return None
 
 
 def _key_path(loc: tuple[int | str, ...]) -> str:

@@ -57,7 +57,7 @@ def check(raw: Mapping[str, Any], kind: str) -> list[ConfigIssue]:
         )
     env = raw.get("env")
     if isinstance(env, dict):
-        issues.extend(_check_env_names(env))
+        issues.extend(env_name_issues(env))
     secrets = raw.get("secrets")
     if isinstance(secrets, dict):
         issues.extend(_check_secrets(secrets, env if isinstance(env, dict) else {}))
@@ -123,19 +123,21 @@ def _relative_python_file_problem(path: str) -> str | None:
     return None
 
 
-def _check_env_names(env: Mapping[str, Any]) -> list[ConfigIssue]:
+def env_name_issues(env: Mapping[str, Any], prefix: str = "env") -> list[ConfigIssue]:
+    """The names of an ``env`` table (at ``prefix``) that are reserved or not valid variable
+    names (the eval config's ``[env]``, the benchmark config's and its agents')."""
     issues: list[ConfigIssue] = []
     for name in env:
         if name.startswith(RESERVED_ENV_PREFIX):
             issues.append(
                 ConfigIssue(
-                    f"env.{name}", f"names starting with {RESERVED_ENV_PREFIX} are reserved"
+                    f"{prefix}.{name}", f"names starting with {RESERVED_ENV_PREFIX} are reserved"
                 )
             )
         elif not re.fullmatch(ENV_NAME_PATTERN, name):
             issues.append(
                 ConfigIssue(
-                    f"env.{name}",
+                    f"{prefix}.{name}",
                     "invalid name: use upper-case letters, digits and '_' (e.g. MY_FLAG)",
                 )
             )

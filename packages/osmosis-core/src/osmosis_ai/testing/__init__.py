@@ -9,7 +9,9 @@ The tools:
   ``"echo"``, ``"instant"``.
 * :func:`run_rollout` (:mod:`osmosis_ai.testing.run`) — runs one workflow (and grader) end to
   end through :class:`~osmosis_ai.rollout.LocalBackend` against that server and returns a
-  :class:`RolloutRunResult` (status, sample, reward, error category and message).
+  :class:`RolloutRunResult` (status, sample, reward, error category and message);
+  :func:`run_environment_row` runs one row of a loaded environment (verifiers, Inspect,
+  Reasoning Gym) the same way.
 * judge helpers (:mod:`osmosis_ai.testing.judge`) — :func:`scripted_judge`,
   :func:`judge_verdict`, :func:`malformed_verdict`: the same server playing an LLM judge.
 * reply scripts (:mod:`osmosis_ai.testing.script`) — :func:`load_reply_script` turns a JSONL
@@ -86,6 +88,7 @@ _EXPORTS = {
     "instant_text": f"{_P}.responders",
     "run_rollout": f"{_P}.run",
     "run_rollout_sync": f"{_P}.run",
+    "run_environment_row": f"{_P}.run",
     "RolloutRunResult": f"{_P}.run",
     "serve_app": f"{_P}.serving",
     "judge_verdict": f"{_P}.judge",
@@ -139,6 +142,7 @@ if TYPE_CHECKING:  # the same names as _EXPORTS (checked by a core test)
     from osmosis_ai.testing.responders import instant_text as instant_text
     from osmosis_ai.testing.responders import multiply_solver as multiply_solver
     from osmosis_ai.testing.run import RolloutRunResult as RolloutRunResult
+    from osmosis_ai.testing.run import run_environment_row as run_environment_row
     from osmosis_ai.testing.run import run_rollout as run_rollout
     from osmosis_ai.testing.run import run_rollout_sync as run_rollout_sync
     from osmosis_ai.testing.script import ReplyScript as ReplyScript

@@ -51,13 +51,7 @@ def malformed_verdict(
 
 def candidate_text(body: Mapping[str, Any]) -> str:
     """The graded output inside a judge request (empty when the request is not a judge's)."""
-    messages = body.get("messages")
-    for message in reversed(messages if isinstance(messages, list) else []):
-        if isinstance(message, Mapping) and message.get("role") == "user":
-            match = _CANDIDATE.search(message_text(message))
-            if match:
-                return match.group(1)
-    return ""
+    return _last_user_match(body, _CANDIDATE)
 
 
 def scripted_judge(
@@ -82,10 +76,15 @@ _GROUND_TRUTH = re.compile(r"<<<BEGIN_GROUND_TRUTH>>>\n(.*?)\n<<<END_GROUND_TRUT
 
 def reference_text(body: Mapping[str, Any]) -> str:
     """The reference answer inside a judge request (empty when there is none)."""
+    return _last_user_match(body, _GROUND_TRUTH)
+
+
+def _last_user_match(body: Mapping[str, Any], pattern: re.Pattern[str]) -> str:
+    """``pattern``'s first group in the last user message of ``body`` that it matches, or ``""``."""
     messages = body.get("messages")
     for message in reversed(messages if isinstance(messages, list) else []):
         if isinstance(message, Mapping) and message.get("role") == "user":
-            match = _GROUND_TRUTH.search(message_text(message))
+            match = pattern.search(message_text(message))
             if match:
                 return match.group(1)
     return ""

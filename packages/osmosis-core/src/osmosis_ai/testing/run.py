@@ -21,6 +21,14 @@ user message). Strings ``"module:attr"`` are accepted for workflow, grader and c
 temporary directory in tests; ``save_trajectory=True`` also writes the ATIF
 ``trajectory.json`` there, as the rollout server does (``result.trajectory_path``). :func:`run_rollout_sync` is the same for synchronous code (use a
 server started with ``with``, which runs in its own thread).
+
+:func:`run_environment_row` runs one row of a loaded
+:class:`~osmosis_ai.rollout.integrations.environments.Environment` (a verifiers, Inspect or
+Reasoning Gym task) the same way, reading the row as ``osmosis eval run --env`` does::
+
+    env = load_environment("reasoning-gym:basic_arithmetic?size=2&seed=5")
+    async with ScriptedPolicyServer([text_reply("<answer>7</answer>")]) as policy:
+        result = await run_environment_row(env, 1, policy=policy)
 """
 
 from __future__ import annotations
@@ -40,6 +48,7 @@ from osmosis_ai.testing.policy_server import ScriptedPolicyServer
 if TYPE_CHECKING:
     from osmosis_ai.rollout.agent_workflow import AgentWorkflow
     from osmosis_ai.rollout.grader import Grader
+    from osmosis_ai.rollout.integrations.environments import Environment
     from osmosis_ai.rollout.types.config import BaseConfig
     from osmosis_ai.rollout.types.sample import RolloutSample
 
@@ -140,6 +149,34 @@ async def run_rollout(
         outcome=outcome,
         rollout_id=rollout_id,
         trajectory_path=trajectory_path,
+    )
+
+
+async def run_environment_row(
+    env: Environment, index: int = 0, *, policy: ScriptedPolicyServer | str
+) -> RolloutRunResult:
+    """Row ``index`` of ``env`` through :func:`run_rollout` against ``policy``: the
+    environment's workflow, grader and configs, and the row read by the dataset rules of
+    ``osmosis eval run`` (``docs/dataset-format.md``: ``messages``, or ``system_prompt`` and
+    ``user_prompt``; ``ground_truth`` or ``label``; ``metadata``), so a test sees what one
+    row of ``osmosis eval run --env`` would. A row that is not a valid rollout input raises
+    the error ``osmosis eval run`` gives for it (it names the row and the fix)."""
+    # The one owner of the row rules (eval writes an environment's rows as its dataset file).
+    from osmosis_ai.eval._impl.plan.dataset import normalize_row
+
+    if not 0 <= index < len(env.rows):
+        valid = f"pass 0 to {len(env.rows) - 1}" if env.rows else "it has no rows"
+        raise IndexError(f"{env.spec} has no row {index}: {valid}")
+    row = normalize_row(index, env.rows[index])
+    return await run_rollout(
+        env.workflow,
+        env.grader,
+        prompt=row.initial_messages,
+        label=row.label,
+        metadata=row.metadata,
+        policy=policy,
+        workflow_config=env.workflow_config,
+        grader_config=env.grader_config,
     )
 
 

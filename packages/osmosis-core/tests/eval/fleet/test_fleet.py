@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from osmosis_ai.eval._impl.fleet.pool import Fleet, FleetExhausted, Member
-from osmosis_ai.eval._impl.fleet.servers import resolve_servers, server_capacity
+from osmosis_ai.eval._impl.fleet.servers import remote_servers, resolve_servers, server_capacity
 from osmosis_ai.eval._impl.plan.plan import EvalOptions, EvalPlanError, build_plan
 from osmosis_ai.rollout.client import RolloutClient
 
@@ -61,6 +61,25 @@ def test_capacity_from_health() -> None:
     assert server_capacity({"concurrency": {"max_concurrent": 16}, "max_queue_depth": 99}) == 16
     assert server_capacity({"backend": "workers", "max_queue_depth": 64}) == 64
     assert server_capacity({"status": "ok"}) is None
+
+
+def test_remote_servers_are_those_not_on_loopback() -> None:
+    """The fleet uses the one loopback rule (is_loopback_host on the URL's host): a server on
+    another machine cannot reach a proxy that listens on 127.0.0.1 only."""
+    local = [
+        "http://localhost:8000",
+        "http://127.0.0.2:8000",
+        "http://[::1]:8000",
+        "http://user:pw@127.0.0.1:1/",  # the host, not the user-info, decides
+    ]
+    remote = [
+        "http://0.0.0.0:8000",
+        "http://localhost.:8000",
+        "http://localhost.example.com:8000",
+        "http://127.0.0.1.nip.io:8000",  # the old prefix check called this one local
+        "https://10.0.0.5",
+    ]
+    assert remote_servers(local + remote) == remote
 
 
 def test_plan_reads_the_key_and_checks_the_proxy(workspace: MakeWorkspace) -> None:

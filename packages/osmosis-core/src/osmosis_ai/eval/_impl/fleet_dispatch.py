@@ -29,7 +29,7 @@ from osmosis_ai.eval._impl.dispatch import (
 )
 from osmosis_ai.eval._impl.fleet.client import FleetClient, open_member
 from osmosis_ai.eval._impl.fleet.pool import Fleet, watching
-from osmosis_ai.eval._impl.fleet.servers import is_loopback_url
+from osmosis_ai.eval._impl.fleet.servers import remote_servers
 from osmosis_ai.eval._impl.local_server.process import RolloutServerError
 from osmosis_ai.eval._impl.preflight import preflight_model
 from osmosis_ai.eval._impl.scheduler import DispatchHalted
@@ -148,7 +148,7 @@ def _warn_local_only_settings(plan: EvalPlan, on_event: EventSink) -> None:
 
 def _warn_unreachable_proxy(plan: EvalPlan, proxy: ProxyProcess, on_event: EventSink) -> None:
     """Remote servers cannot call a proxy that only listens on this machine's loopback."""
-    remote = [url for url in plan.servers if not is_loopback_url(url)]
+    remote = remote_servers(plan.servers)
     if remote and plan.proxy_url is None:
         details: dict[str, Any] = {"code": "PROXY_LOOPBACK_ONLY", "proxy": proxy.base_url}
         on_event(

@@ -92,6 +92,10 @@ def resolve_servers(servers: Sequence[str] | None, servers_file: Path | None) ->
     return urls
 
 
-def is_loopback_url(url: str) -> bool:
-    host = urlsplit(url).hostname or ""
-    return host in ("localhost", "::1") or host.startswith("127.")
+def remote_servers(urls: Sequence[str]) -> list[str]:
+    """The ``urls`` (checked by :func:`normalize_server_url`) whose host is not this machine, by
+    the one loopback rule (:func:`~osmosis_ai._util.serving.is_loopback_host`: ``localhost`` or
+    a loopback IP); such servers cannot reach a proxy listening on loopback only."""
+    from osmosis_ai._util.serving import is_loopback_host  # asyncio: not at import time
+
+    return [url for url in urls if not is_loopback_host(urlsplit(url).hostname or "")]

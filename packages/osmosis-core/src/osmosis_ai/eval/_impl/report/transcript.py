@@ -69,18 +69,23 @@ def _agent_messages(step: Mapping[str, Any]) -> list[MessageView]:
             if isinstance(call, Mapping)
         ]
     out = [message]
+    for result in _tool_results(step):
+        out.append(
+            {
+                "role": "tool",
+                "content": text_of(result.get("content")),
+                "tool_call_id": result.get("source_call_id"),
+            }
+        )
+    return out
+
+
+def _tool_results(step: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The tool results an agent step's ``observation`` holds (each with ``source_call_id``
+    and ``content``); none when the step has no well-formed observation."""
     observation = step.get("observation")
     results = observation.get("results") if isinstance(observation, Mapping) else None
-    for result in results if isinstance(results, list) else []:
-        if isinstance(result, Mapping):
-            out.append(
-                {
-                    "role": "tool",
-                    "content": text_of(result.get("content")),
-                    "tool_call_id": result.get("source_call_id"),
-                }
-            )
-    return out
+    return [r for r in results if isinstance(r, Mapping)] if isinstance(results, list) else []
 
 
 def transcript_messages(document: Mapping[str, Any]) -> list[MessageView]:
@@ -232,15 +237,12 @@ def sample_messages(document: Mapping[str, Any]) -> list[dict[str, Any]]:
                 if isinstance(call, Mapping)
             ]
         messages.append(message)
-        observation = step.get("observation")
-        results = observation.get("results") if isinstance(observation, Mapping) else None
-        for result in results if isinstance(results, list) else []:
-            if isinstance(result, Mapping):
-                messages.append(
-                    {
-                        "role": "tool",
-                        "tool_call_id": result.get("source_call_id"),
-                        "content": result.get("content"),
-                    }
-                )
+        for result in _tool_results(step):
+            messages.append(
+                {
+                    "role": "tool",
+                    "tool_call_id": result.get("source_call_id"),
+                    "content": result.get("content"),
+                }
+            )
     return messages

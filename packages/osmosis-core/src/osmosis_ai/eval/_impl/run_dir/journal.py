@@ -27,7 +27,6 @@ record wins (``--retry-failed`` appends a new attempt after a failed one).
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 from array import array
@@ -36,6 +35,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from osmosis_ai._util import json_bounded
+from osmosis_ai._util.append_only import append_whole
 from osmosis_ai._util.group_sync import GroupSync
 from osmosis_ai._util.redaction import file_redactor, redact_file_data
 
@@ -233,13 +233,9 @@ class Journal:
     def _write(self, data: bytes) -> None:
         """Append ``data``; on failure (a full disk) cut what was written back off, so no
         partial line is left for later appends to follow, and name the file in the error."""
-        view = memoryview(data)
         try:
-            while view:
-                view = view[os.write(self._fd, view) :]
+            append_whole(self._fd, data, self._size)
         except OSError as exc:
-            with contextlib.suppress(OSError):
-                os.ftruncate(self._fd, self._size)
             raise self._named(exc) from exc
         self._size += len(data)
         self._written = True

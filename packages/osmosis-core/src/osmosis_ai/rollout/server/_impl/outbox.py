@@ -67,6 +67,7 @@ from pathlib import Path
 from typing import Any
 
 from osmosis_ai._util import json_bounded
+from osmosis_ai._util.append_only import append_whole, write_all
 from osmosis_ai._util.group_sync import SYNC_INTERVAL_SEC, GroupSync
 from osmosis_ai._util.redaction import file_redactor, redact_file_data
 from osmosis_ai.atomic_file import move_into_place, sync_folder, write_atomic
@@ -306,16 +307,10 @@ class Outbox:
             _release(waiters)
 
     def _write(self, data: bytes) -> None:
-        view = memoryview(data)
         try:
-            while view:
-                view = view[os.write(self._fd, view) :]
+            append_whole(self._fd, data, self._file_bytes)  # a failure leaves no torn line
         except OSError as exc:
-            # Cut what part of it reached the file (shrinking needs no space), keep it all for
-            # the next write: a later line must never be appended to a half-written one.
-            with contextlib.suppress(OSError):
-                os.ftruncate(self._fd, self._file_bytes)
-            self._unwritten = [data]
+            self._unwritten = [data]  # all of it, for the next write
             self._write_failed(exc)
             return
         if self.failed:
@@ -393,13 +388,13 @@ class Outbox:
         tmp = journal.with_name(f".{JOURNAL_NAME}.compact.tmp")  # removed at start if left
         fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o600)
         try:
-            _write_all(fd, data)
+            write_all(fd, data)
             os.fsync(fd)
             with self._lock:
                 if self._unwritten or self._fd != old_fd:
                     raise _Abandoned  # a write failed meanwhile, or closed: next time
                 later = _read_range(old_fd, mark, self._file_bytes)
-                _write_all(fd, later)
+                write_all(fd, later)
                 move_into_place(tmp, journal)  # its folder is synced below, unlocked
                 os.close(old_fd)
                 self._fd, fd = fd, -1
@@ -433,12 +428,6 @@ class Outbox:
 
 class _Abandoned(Exception):
     """A compaction given up (the journal changed under it in a way it cannot carry over)."""
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
 
 
 def _read_range(fd: int, start: int, end: int) -> bytes:
