@@ -16,6 +16,7 @@ so ``except TimeoutError`` and similar code written for 0.3 keeps working.
     │   ├── RolloutProtocolError (RuntimeError)
     │   └── RolloutAdmissionTimeoutError (TimeoutError)
     ├── BackendError (RuntimeError)            an execution backend could not run a rollout
+    ├── RolloutServerError (RuntimeError)      ``serve()`` could not keep serving
     ├── EvalError (RuntimeError)               local evaluation (``osmosis_ai.eval``)
     └── JudgeError (RuntimeError)              an LLM judge call (``osmosis_ai.eval.rubric``)
 
@@ -38,6 +39,7 @@ __all__ = [
     "RolloutAdmissionTimeoutError",
     "RolloutClientError",
     "RolloutProtocolError",
+    "RolloutServerError",
 ]
 
 
@@ -95,6 +97,10 @@ class RolloutAdmissionTimeoutError(RolloutClientError, TimeoutError):
 
 class BackendError(OsmosisError, RuntimeError):
     """An execution backend could not set up or run a rollout (not the user's workflow failing)."""
+
+
+class RolloutServerError(OsmosisError, RuntimeError):
+    """``serve()`` could not keep serving (its protocol process died); the message says how."""
 
 
 class EvalError(OsmosisError, RuntimeError):

@@ -58,11 +58,13 @@ def serve(app: Any, *, workers: int | str | None = None, **options: Any) -> None
 
     ``workers``: run rollouts in this many worker processes (``"auto"``: the usable cores, at
     most 8); ``None`` reads ``OSMOSIS_ROLLOUT_WORKERS`` and defaults to 1, rollouts in this
-    process. In one process the protocol (HTTP, admission, leases, long polls, results, the
-    outbox) runs in a thread with an event loop of its own, and the rollouts (with the
-    ``lifespan`` given to ``create_rollout_server``) on this thread's loop, so busy agents never
-    delay an admission or a poll (``create_rollout_server(protocol_thread=False)``: one loop for
-    both). On Linux the workers are forked from a zygote this call forks first, so they
+    process: the rollouts (with the ``lifespan`` given to ``create_rollout_server``) run on this
+    thread's event loop, and the protocol (HTTP, admission, leases, long polls, results, the
+    outbox) apart from them, so busy agents never delay an admission or a poll: on Linux in a
+    process this call forks (:mod:`._impl.protocol_process`; not for an app the caller added
+    routes or middleware to), else in a thread with an event loop of its own;
+    ``OSMOSIS_ROLLOUT_PROTOCOL=thread`` keeps the thread, ``=process`` always forks
+    (``create_rollout_server(protocol_thread=False)``: one loop for both). On Linux the workers are forked from a zygote this call forks first, so they
     start with everything already imported (:mod:`._impl.workers.zygote`); otherwise, or with
     ``OSMOSIS_ROLLOUT_WORKER_START=exec``, each imports the script that defines ``app`` (as
     ``__mp_main__``, so its ``if __name__ == "__main__":`` block does not run) and rebuilds
@@ -96,10 +98,11 @@ def run_server(
     split: bool = False,
 ) -> None:
     """Run uvicorn ``server`` (serving ``app``, on ``sockets`` when given) until it exits, the way
-    :func:`serve` runs it: a rollout server in one process gets the protocol thread (HTTP,
-    admission, polls on a loop of their own; the rollouts on this thread's loop, see
-    :mod:`._impl.agent_loop`); with workers, ``protocol_thread=False`` or any other app, one
-    loop. ``eval run``'s own rollout server runs through this too."""
+    :func:`serve` runs it: a rollout server in one process gets the protocol apart from the
+    rollouts (``split``: in a forked process when :mod:`._impl.protocol_process` allows it;
+    else a thread: HTTP, admission, polls on a loop of their own; the rollouts on this thread's
+    loop, see :mod:`._impl.agent_loop`); with workers, ``protocol_thread=False`` or any other
+    app, one loop. ``eval run``'s own rollout server runs through this too (with the thread)."""
     from osmosis_ai._util import serving
 
     service = getattr(getattr(app, "state", None), "rollout_service", None)

@@ -24,8 +24,9 @@ its loop delays only agent work, as with the protocol thread).
 * **Deaths.** If the protocol process dies, ``serve()`` raises saying how. If the agent process
   dies, the kernel kills the protocol process with it (``PR_SET_PDEATHSIG``), so a ``kill -9``
   of the server's pid is the crash it always was (the journal recovers at the next start) and
-  nothing is left listening without agents. If the agent process closes the channel and lives
-  on, the protocol process fails the rollouts in flight (``internal_error``, saying so) and stops.
+  nothing is left listening without agents; the protocol process also exits at once, writing
+  nothing more, when it sees the agent process's end of the channel close unasked (the kernel
+  closes it a moment before it sends the parent-death signal).
 * **The port** is bound here before the fork, so a bind error is raised by ``serve()`` itself.
 
 **When.** ``serve()`` forks the protocol off when it is safe and ``OSMOSIS_ROLLOUT_PROTOCOL`` is
@@ -50,7 +51,7 @@ import traceback
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from osmosis_ai.errors import ConfigurationError
+from osmosis_ai.errors import ConfigurationError, RolloutServerError
 
 logger = logging.getLogger("osmosis_ai.rollout.server")
 
@@ -186,19 +187,16 @@ def _protocol_main(
     os.close(devnull)
     service.caller_lifespan = None  # entered by the agent process
 
-    def agent_gone() -> None:
-        server.should_exit = True  # nothing may keep listening without agents
-
     from osmosis_ai.rollout.server._impl.workers.attached import AgentProcessPool
 
-    service.use_backend(AgentProcessPool(service.backend, channel, parent, agent_gone))
+    service.use_backend(AgentProcessPool(service.backend, channel, parent))
     serving.run(server, sockets=listeners)
 
 
 # -- the agent process ------------------------------------------------------------------------
 
 
-class ProtocolProcessDied(RuntimeError):
+class ProtocolProcessDied(RolloutServerError):
     """The protocol process of ``serve(app)`` exited on its own (not after a signal)."""
 
 

@@ -3,18 +3,18 @@
 In the protocol process, :class:`AgentProcessPool` runs every rollout in the process
 ``serve()`` was called in, over the channel made before the fork: the pool's dispatch,
 concurrency cap, queue, progress and cancellation as for worker processes, but its one worker
-is never restarted, pinged or killed (it is the caller's own process). When it is gone, the
-rollouts it held fail saying so and ``on_gone`` stops the server.
+is never restarted, pinged or killed (it is the caller's own process). When it is gone
+unasked, the protocol process exits at once, as the one process would have died with it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import math
 import os
 import socket
-from collections.abc import Callable
 from typing import Any
 
 from osmosis_ai.rollout.server._impl.workers.channel import Sender, receive
@@ -91,45 +91,47 @@ class AttachedWorker(WorkerProcess):
     async def _died(self) -> None:
         self.ready = False
         self.handle.close()
-        self._death = (
-            f"the process running the rollouts (pid {self.pid}, the one serve() was called in) "
-            "exited before this rollout finished"
-        )
+        if not self.stopping:
+            # The caller's process is gone (``kill -9``, a crash; the kernel's parent-death
+            # signal is on its way): stop now, as one process would have, writing nothing more.
+            # Failing the rollouts here would journal results for work that was lost in a
+            # crash; the journal recovers them at the next start, as after any crash.
+            logger.error(
+                "the process running the rollouts (pid %s, the one serve() was called in) "
+                "exited; the protocol process stops with it",
+                self.pid,
+            )
+            _exit_now()
         pending, self.pending = self.pending, {}
         self.load = 0
-        if pending and not self.stopping:
-            logger.error("%s; failing %d rollout(s)", self._death, len(pending))
         for future, _progress in pending.values():
             if not future.done():
-                future.set_exception(WorkerDied(self._death))
+                future.set_exception(WorkerDied("the rollouts' process stopped (shutting down)"))
         if self._writer is not None:
             self._writer.close()
         self.on_exit(self)
 
 
+def _exit_now() -> None:
+    for handler in logging.getLogger().handlers:
+        with contextlib.suppress(Exception):
+            handler.flush()
+    os._exit(1)
+
+
 class AgentProcessPool(WorkerPool):
     """A pool of one: the agent process, attached over ``channel``."""
 
-    def __init__(
-        self, template: Any, channel: socket.socket, agent_pid: int, on_gone: Callable[[], None]
-    ) -> None:
+    def __init__(self, template: Any, channel: socket.socket, agent_pid: int) -> None:
         super().__init__(template, 1, {}, hang_timeout_sec=math.inf)
         self.channel = channel
         self.agent_pid = agent_pid
-        self._on_gone = on_gone
 
     def _new_worker(self, index: int, spec: dict[str, Any]) -> WorkerProcess:
         return AttachedWorker(self, index, spec)
 
     def _on_exit(self, worker: WorkerProcess) -> None:
-        self._wake()
-        if not self._closing:
-            self._closing = True
-            logger.error(
-                "the process running the rollouts (pid %d) is gone; the rollout server stops",
-                self.agent_pid,
-            )
-            self._on_gone()
+        self._wake()  # only while stopping: an unexpected exit ends this process (_died)
 
     async def _heartbeat(self) -> None:
         """Nothing: the agent process is never replaced, so a busy loop is only waited for."""
