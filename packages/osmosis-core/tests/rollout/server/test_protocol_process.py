@@ -18,6 +18,7 @@ import textwrap
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -304,3 +305,45 @@ async def test_a_failing_lifespan_is_raised_by_serve(tmp_path: Path, osmosis_hom
     assert proc.returncode == 1, text
     assert "RuntimeError: the lifespan could not open its client" in text
     assert "AFTER SERVE: 0 rollout(s)" in text
+
+
+def _plain_app() -> Any:
+    from osmosis_ai.rollout.server import create_rollout_server
+
+    from .rollout_server_harness import FakeBackend
+
+    return create_rollout_server(backend=FakeBackend())
+
+
+def test_when_serve_keeps_the_protocol_in_a_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    from osmosis_ai.errors import ConfigurationError
+    from osmosis_ai.rollout.server._impl.protocol_process import ENV_PROTOCOL, unavailable
+    from osmosis_ai.rollout.server._impl.workers import zygote
+
+    app = _plain_app()
+    monkeypatch.delenv(ENV_PROTOCOL, raising=False)
+    # The fork-safety rules (threads, a running loop) are the zygote's, tested with it; pytest
+    # runs threads of its own here, so they are taken as satisfied for the app-shape rules.
+    monkeypatch.setattr(zygote, "fork_unavailable", lambda: None)
+    assert unavailable(app) is None
+
+    monkeypatch.setenv(ENV_PROTOCOL, "thread")
+    assert unavailable(app) == f"{ENV_PROTOCOL}=thread"
+
+    monkeypatch.setenv(ENV_PROTOCOL, "sometimes")
+    with pytest.raises(ConfigurationError, match="thread to answer HTTP from a thread"):
+        unavailable(app)
+
+    monkeypatch.setenv(ENV_PROTOCOL, "auto")
+    app.add_api_route("/extra", lambda: {}, methods=["GET"])
+    assert "routes or middleware were added" in (unavailable(app) or "")
+    monkeypatch.setenv(ENV_PROTOCOL, "process")  # forks anyway
+    assert unavailable(app) is None
+
+    class Wrapped:  # a caller's ASGI wrapper carrying the app's state
+        state = _plain_app().state
+
+    monkeypatch.setenv(ENV_PROTOCOL, "auto")
+    assert "not the one create_rollout_server() returned" in (unavailable(Wrapped()) or "")
+    monkeypatch.setattr(zygote, "fork_unavailable", lambda: "threads are already running (x)")
+    assert unavailable(_plain_app()) == "threads are already running (x)"
