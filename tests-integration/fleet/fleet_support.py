@@ -27,6 +27,7 @@ class ServerFleet:
     def __init__(self, log_dir: Path) -> None:
         self.log_dir = log_dir
         self.processes: dict[str, subprocess.Popen[bytes]] = {}
+        self.frozen: set[str] = set()
 
     def start(
         self, workspace: Path, count: int, env: dict[str, str], entrypoint: str = "rollouts/tiny"
@@ -74,6 +75,7 @@ class ServerFleet:
     def freeze(self, url: str) -> None:
         """SIGSTOP: the server keeps its connections open but never answers again."""
         self.processes[url].send_signal(signal.SIGSTOP)
+        self.frozen.add(url)
 
     def output(self, url: str) -> str:
         port = url.rsplit(":", 1)[1]
@@ -81,9 +83,12 @@ class ServerFleet:
         return path.read_text(errors="replace")[-4000:] if path.exists() else ""
 
     def stop(self) -> None:
-        for process in self.processes.values():
-            if process.poll() is None:
-                process.send_signal(signal.SIGCONT)  # a frozen one must see the SIGTERM
+        for url, process in self.processes.items():
+            if process.poll() is None and url in self.frozen:
+                # Its drain would retry callbacks to an eval that has finished for about 10 s:
+                # the test is over, nothing is left to prove with it.
+                process.kill()
+            elif process.poll() is None:
                 process.terminate()
         for process in self.processes.values():
             try:
