@@ -403,9 +403,10 @@ def real_model(session: nox.Session) -> None:
     session.env["OSMOSIS_REQUIRE_LOCAL_MODEL"] = "1"
     artifacts = ROOT / "build" / "test-artifacts" / "real-model"
     session.env["OSMOSIS_TEST_ARTIFACTS"] = str(artifacts)
-    # One worker: the tests share one llama.cpp server process per test and already keep
-    # eight requests in flight on two cores.
-    _pytest(session, REAL_MODEL_TESTS, workers=1)
+    # Two workers, as elsewhere: llama.cpp's Python server answers one request at a time, and
+    # each test also starts Python processes (the CLI, the rollout server, the framework), so
+    # one worker left a core idle much of the time (docs/ci.md, "Parallel tests").
+    _pytest(session, REAL_MODEL_TESTS)
     session.log(f"real-model logs and screenshots: {artifacts}")
 
 
