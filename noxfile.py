@@ -73,6 +73,10 @@ def _sync_workspace(
 #: pytest-xdist workers per session: most tests wait on a child process or a loopback server,
 #: so two workers on two cores roughly halve a suite (docs/ci.md has the figures).
 WORKERS = 2
+#: core's suite waits more than it computes (worker deadlines, restarts, keep-alive expiry,
+#: servers' start-up): about 95 s of CPU in 175 s of wall with two workers, so four overlap
+#: the waits (110 s). The CPU-bound suites (cli, e2e) gain nothing from more than two.
+CORE_WORKERS = 4
 
 
 def _pytest(
@@ -222,7 +226,12 @@ def core(session: nox.Session, level: str) -> None:
         "-e",
         f"{PACKAGES / 'osmosis-core'}[server,rubric,eval,otlp]",
     )
-    _pytest(session, PACKAGES / "osmosis-core" / "tests", coverage=_measured("osmosis-core", level))
+    _pytest(
+        session,
+        PACKAGES / "osmosis-core" / "tests",
+        workers=CORE_WORKERS,
+        coverage=_measured("osmosis-core", level),
+    )
 
 
 def _integration(session: nox.Session, dist: str, level: str) -> None:
@@ -403,9 +412,10 @@ def real_model(session: nox.Session) -> None:
     session.env["OSMOSIS_REQUIRE_LOCAL_MODEL"] = "1"
     artifacts = ROOT / "build" / "test-artifacts" / "real-model"
     session.env["OSMOSIS_TEST_ARTIFACTS"] = str(artifacts)
-    # One worker: the tests share one llama.cpp server process per test and already keep
-    # eight requests in flight on two cores.
-    _pytest(session, REAL_MODEL_TESTS, workers=1)
+    # Two workers, as elsewhere: llama.cpp's Python server answers one request at a time, and
+    # each test also starts Python processes (the CLI, the rollout server, the framework), so
+    # one worker left a core idle much of the time (docs/ci.md, "Parallel tests").
+    _pytest(session, REAL_MODEL_TESTS)
     session.log(f"real-model logs and screenshots: {artifacts}")
 
 

@@ -49,9 +49,10 @@ def tool_calling_model() -> Iterator[object]:
     from osmosis_ai.testing import LocalModelServer
 
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    with LocalModelServer(
-        chat_format="chatml-function-calling", log_path=ARTIFACTS / "tool-calling-model.log"
-    ) as model:
+    # One server per pytest-xdist worker (each has its own session), each with its own log.
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    log = ARTIFACTS / (f"tool-calling-model-{worker}.log" if worker else "tool-calling-model.log")
+    with LocalModelServer(chat_format="chatml-function-calling", log_path=log) as model:
         yield model
 
 

@@ -10,6 +10,7 @@ does differently from the scripted policy (strict request schemas, unsupported
 from __future__ import annotations
 
 import asyncio
+import json
 import signal
 import socket
 import subprocess
@@ -21,6 +22,8 @@ import httpx
 import pytest
 from eval_support import OSMOSIS, Cli, read_jsonl
 from real_model_support import ARTIFACTS, TEMPLATES
+
+from osmosis_ai.testing.pytest_plugin import built_once
 
 ROWS = "8"
 #: A 135M model can ramble until its context is full; 96 tokens keep each call under a second.
@@ -40,9 +43,10 @@ def _eval(cli: Cli, workspace: Path, config: str, *args: str, timeout: float = 6
 STRANDS_LENGTH_STOP = "Model stopped generating due to maximum token limit"
 
 
-def _own_failures(workspace: Path, run: str) -> list[dict[str, Any]]:
-    """Failed rows whose failure is not the model's own length stop under Strands."""
-    rows = read_jsonl(workspace / ".osmosis/evals" / run / "index.jsonl")
+def _own_failures(run: Path) -> list[dict[str, Any]]:
+    """Failed rows (of the run folder ``run``) whose failure is not the model's own length stop
+    under Strands."""
+    rows = read_jsonl(run / "index.jsonl")
     return [
         r
         for r in rows
@@ -51,21 +55,41 @@ def _own_failures(workspace: Path, run: str) -> list[dict[str, Any]]:
     ]
 
 
+def _template_run(
+    cli: Cli, tmp_path_factory: pytest.TempPathFactory, template: str
+) -> tuple[Path, dict[str, Any]]:
+    """``(run folder, --json resource)`` of the template's 8-row run on the real model, made
+    once per pytest run in a workspace of its own: the template test checks it and the report
+    test opens its report (with ``-n 2`` the other worker waits for it instead of a second run)."""
+
+    def build(folder: Path) -> Path:
+        root = folder / "ws"
+        assert cli.run("init", str(root), cwd=folder).code == 0
+        applied = cli.run("template", "apply", template, cwd=root)
+        assert applied.code == 0, applied.stderr
+        resource = _eval(
+            cli, root, f"configs/eval/{template}.toml",
+            "--model", "local", "--limit", ROWS, "--name", template, "--require-append-only",
+            *SHORT,
+        )  # fmt: skip
+        run = root / ".osmosis" / "evals" / template
+        (run / "test-resource.json").write_text(json.dumps(resource), encoding="utf-8")
+        return run
+
+    run = built_once(tmp_path_factory, f"real-model-run-{template}", build)
+    return run, json.loads((run / "test-resource.json").read_text(encoding="utf-8"))
+
+
 @pytest.mark.parametrize("template", TEMPLATES)
 def test_a_template_runs_on_the_real_model_with_no_failure(
-    cli: Cli, workspace: Path, template: str
+    cli: Cli, tmp_path_factory: pytest.TempPathFactory, template: str
 ) -> None:
     """8 rows each: no http_error, no internal_error, no failure at all but Strands' own
     length stop, every transcript append-only (``--require-append-only`` would fail the run
     otherwise), and what the policy was offered (its tools) is on record."""
-    resource = _eval(
-        cli,
-        workspace,
-        f"configs/eval/{template}.toml",
-        "--model", "local", "--limit", ROWS, "--name", template, "--require-append-only", *SHORT,
-    )  # fmt: skip
+    run, resource = _template_run(cli, tmp_path_factory, template)
     assert resource["total_work_items"] == 8
-    assert _own_failures(workspace, template) == []
+    assert _own_failures(run) == []
     assert resource["succeeded"] + resource["failed"] == 8
     if template != "multiply-local-strands":
         assert resource["failed"] == 0, resource["metrics"].get("failures_by_type")
@@ -73,7 +97,6 @@ def test_a_template_runs_on_the_real_model_with_no_failure(
     safety = resource["metrics"]["training_safety"]
     assert safety["rollouts"] == 8
     assert safety["append_only"] == 8
-    run = workspace / ".osmosis" / "evals" / template
     calls = read_jsonl(run / "llm_calls.jsonl")
     first_calls = {c["rollout_id"]: c for c in reversed(calls)}  # each rollout's first call
     assert len(first_calls) == 8
@@ -260,17 +283,18 @@ def test_rollout_serve_with_two_workers_driven_by_rollout_client(
         assert result.sample.reward is not None  # graded: prose answers earn 0, not a failure
 
 
-def test_the_report_of_a_real_model_run_opens_in_chromium(cli: Cli, workspace: Path) -> None:
-    """``eval report`` of a real-model run, in real headless Chromium from ``file://``."""
+def test_the_report_of_a_real_model_run_opens_in_chromium(
+    cli: Cli, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """``eval report`` of a real-model run (the Strands template's: multi-turn transcripts, and
+    failed rows where the model hit its token cap), in real headless Chromium from ``file://``."""
     from playwright.sync_api import sync_playwright
 
-    _eval(
-        cli, workspace, "configs/eval/multiply-local-strands.toml",
-        "--model", "local", "--limit", "3", "--name", "for-report", "--model-arg", "max_tokens=256",
-    )  # fmt: skip
-    report = cli.run("eval", "report", "for-report", cwd=workspace)
+    template = "multiply-local-strands"
+    run, _ = _template_run(cli, tmp_path_factory, template)
+    report = cli.run("eval", "report", str(run), cwd=run.parents[2])
     assert report.code == 0, report.stderr
-    page_path = workspace / ".osmosis/evals/for-report/report.html"
+    page_path = run / "report.html"
     assert page_path.exists()
     chromium = Path("/usr/bin/chromium")
     if not chromium.exists():
@@ -298,5 +322,5 @@ def test_the_report_of_a_real_model_run_opens_in_chromium(cli: Cli, workspace: P
         text = page.inner_text("body")
         browser.close()
     assert not errors, errors
-    assert "for-report" in text
+    assert template in text  # the run's name
     assert "local" in text  # the model

@@ -10,6 +10,7 @@ import pytest
 from pydantic_ai import Agent, ModelRetry
 
 from osmosis_ai.rollout import AgentWorkflow, AgentWorkflowContext, Grader, GraderContext
+from osmosis_ai.rollout import policy as policy_layer
 from osmosis_ai.rollout.integrations.agents.pydantic_ai import (
     NoActiveRolloutError,
     OsmosisRolloutModel,
@@ -195,7 +196,9 @@ async def test_policy_timeout_is_a_timeout_failure() -> None:
     assert (result.status, result.err_category) == ("failure", "timeout")
 
 
-async def test_unreachable_policy_is_an_http_error() -> None:
+async def test_unreachable_policy_is_an_http_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    # connection attempts are retried for a while (refused: never reached); not 30 s here
+    monkeypatch.setattr(policy_layer, "POLICY_CONNECT_RETRY_BUDGET_SEC", 0.3)
     result = await run_rollout(
         MultiplyWorkflow,
         MultiplyGrader,

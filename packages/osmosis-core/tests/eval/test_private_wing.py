@@ -19,6 +19,7 @@ def test_every_private_module_of_eval_is_inside_the_wing() -> None:
         for path in EVAL.rglob("*")
         if path.name.startswith("_")
         and path.name not in ("__init__.py", "__pycache__")
+        and "__pycache__" not in path.parts  # bytecode of __init__.py (__init__.cpython-312.pyc)
         and path.relative_to(EVAL).parts[0] != WING
     ]
     assert not outside, f"move these into osmosis_ai/eval/{WING}/: {outside}"

@@ -4,6 +4,7 @@ and translation of ``openai`` errors (needs ``openai``, which each integration i
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib
 import os
 from typing import Any
@@ -377,6 +378,12 @@ class _RawPolicy:
         return True
 
     def close(self) -> None:
+        import socket
+
+        # close() alone does not wake a thread blocked in accept() (Linux): it waited out the
+        # join's 30 s whenever the plan had an unused step. shutdown() makes accept() fail.
+        with contextlib.suppress(OSError):
+            self.listener.shutdown(socket.SHUT_RDWR)
         self.listener.close()
         self.thread.join(timeout=30)
 
