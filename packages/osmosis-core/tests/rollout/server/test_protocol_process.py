@@ -324,7 +324,7 @@ def test_when_serve_keeps_the_protocol_in_a_thread(monkeypatch: pytest.MonkeyPat
     monkeypatch.delenv(ENV_PROTOCOL, raising=False)
     # The fork-safety rules (threads, a running loop) are the zygote's, tested with it; pytest
     # runs threads of its own here, so they are taken as satisfied for the app-shape rules.
-    monkeypatch.setattr(zygote, "fork_unavailable", lambda: None)
+    monkeypatch.setattr(zygote, "fork_refused", lambda **_: None)
     assert unavailable(app) is None
 
     monkeypatch.setenv(ENV_PROTOCOL, "thread")
@@ -345,5 +345,5 @@ def test_when_serve_keeps_the_protocol_in_a_thread(monkeypatch: pytest.MonkeyPat
 
     monkeypatch.setenv(ENV_PROTOCOL, "auto")
     assert "not the one create_rollout_server() returned" in (unavailable(Wrapped()) or "")
-    monkeypatch.setattr(zygote, "fork_unavailable", lambda: "threads are already running (x)")
+    monkeypatch.setattr(zygote, "fork_refused", lambda **_: "threads are already running (x)")
     assert unavailable(_plain_app()) == "threads are already running (x)"

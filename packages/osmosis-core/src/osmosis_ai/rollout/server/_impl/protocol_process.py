@@ -69,8 +69,7 @@ def app_shape(app: Any) -> tuple[int, int]:
 
 def unavailable(app: Any) -> str | None:
     """Why ``serve(app)`` keeps the protocol in a thread (``None``: it forks it off)."""
-    from osmosis_ai.rollout.server._impl.workers import WorkerSetupError
-    from osmosis_ai.rollout.server._impl.workers.zygote import fork_unavailable
+    from osmosis_ai.rollout.server._impl.workers import zygote
 
     mode = os.environ.get(ENV_PROTOCOL, "").strip().lower() or "auto"
     if mode not in _MODES:
@@ -81,15 +80,8 @@ def unavailable(app: Any) -> str | None:
         )
     if mode == "thread":
         return f"{ENV_PROTOCOL}=thread"
-    if not hasattr(os, "fork"):
-        return "this platform has no fork()"
-    if mode == "auto" and not sys.platform.startswith("linux"):
-        return f"fork without exec is used on Linux only ({ENV_PROTOCOL}=process to try it)"
-    try:
-        reason = fork_unavailable()
-    except WorkerSetupError:  # OSMOSIS_ROLLOUT_WORKER_START is the workers' own switch
-        reason = None
-    if reason is not None and not reason.startswith("OSMOSIS_ROLLOUT_WORKER_START"):
+    reason = zygote.fork_refused(auto=mode == "auto", forcing=f"{ENV_PROTOCOL}=process")
+    if reason is not None:
         return reason
     if mode == "auto":
         return _changed_by_caller(app)

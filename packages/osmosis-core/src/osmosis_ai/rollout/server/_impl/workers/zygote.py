@@ -67,10 +67,17 @@ def fork_unavailable() -> str | None:
         )
     if mode == "exec":
         return f"{ENV_WORKER_START}=exec"
+    return fork_refused(auto=mode == "auto", forcing=f"{ENV_WORKER_START}=fork")
+
+
+def fork_refused(*, auto: bool, forcing: str) -> str | None:
+    """Why this process must not fork without exec now (``None``: it may): no ``fork``; not
+    Linux when the choice is ``auto`` (``forcing`` names the setting that tries anyway); other
+    threads or a running event loop. The protocol process of ``serve()`` asks the same."""
     if not hasattr(os, "fork"):
         return "this platform has no fork()"
-    if mode == "auto" and not sys.platform.startswith("linux"):
-        return f"fork without exec is used on Linux only ({ENV_WORKER_START}=fork to try it)"
+    if auto and not sys.platform.startswith("linux"):
+        return f"fork without exec is used on Linux only ({forcing} to try it)"
     if threading.active_count() > 1:
         names = ", ".join(t.name for t in threading.enumerate() if t is not threading.main_thread())
         return f"threads are already running ({names}); forking would copy their locks"
