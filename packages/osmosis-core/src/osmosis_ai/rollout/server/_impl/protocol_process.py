@@ -213,12 +213,18 @@ def _agent_main(
     lifespan = service.caller_lifespan
     around = lifespan(app) if lifespan is not None else None
     code: int | None = None
+    served = False
     try:
         # A loop of the kind uvicorn would serve on (uvloop when installed), as the protocol
         # thread's agent loop is.
         with asyncio.Runner(loop_factory=new_loop) as runner:
             runner.run(_serve(channel.detach(), {}, service.backend, around=around, start="main"))
+        served = True
     finally:
+        if not served:  # failed before or while serving: make sure the protocol process ends
+            channel.close()  # (a no-op once detached: _serve closed its end then)
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(child, signal.SIGTERM)
         code = _reap(child)
         for sig, handler in previous.items():
             signal.signal(sig, handler)
