@@ -46,7 +46,6 @@ import logging
 import os
 import signal
 import socket
-import sys
 import traceback
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -108,6 +107,7 @@ def run_split(app: Any, server: Any, sockets: Sequence[socket.socket] | None) ->
     """Serve ``app`` with the protocol in a forked process; rollouts run here (see above)."""
     from osmosis_ai._util import serving
     from osmosis_ai.rollout.server._impl.heap import freeze_before_fork
+    from osmosis_ai.rollout.server._impl.workers.zygote import flush_stdio
 
     service = app.state.rollout_service
     listeners = list(sockets) if sockets else [_listening(server.config)]
@@ -128,9 +128,7 @@ def run_split(app: Any, server: Any, sockets: Sequence[socket.socket] | None) ->
         except BaseException:
             traceback.print_exc()
         finally:
-            for stream in (sys.stdout, sys.stderr):
-                with contextlib.suppress(Exception):
-                    stream.flush()
+            flush_stdio()
             os._exit(code)
     theirs.close()
     if not sockets:
@@ -171,12 +169,11 @@ def _protocol_main(
     parent: int,
 ) -> None:
     from osmosis_ai._util import serving
+    from osmosis_ai.rollout.server._impl.workers.zygote import stdin_from_devnull
 
     _die_with(parent)
     os.setpgid(0, 0)  # a terminal's Ctrl-C goes to the agent process, which forwards it once
-    devnull = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(devnull, 0)
-    os.close(devnull)
+    stdin_from_devnull()
     service.caller_lifespan = None  # entered by the agent process
 
     from osmosis_ai.rollout.server._impl.workers.attached import AgentProcessPool
@@ -212,7 +209,6 @@ def _agent_main(
     previous = {sig: signal.signal(sig, forward) for sig in handled}
     lifespan = service.caller_lifespan
     around = lifespan(app) if lifespan is not None else None
-    code: int | None = None
     served = False
     try:
         # A loop of the kind uvicorn would serve on (uvloop when installed), as the protocol

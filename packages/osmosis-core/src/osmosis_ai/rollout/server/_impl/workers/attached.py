@@ -17,13 +17,13 @@ import os
 import socket
 from typing import Any
 
-from osmosis_ai.rollout.server._impl.workers.channel import Sender, receive
 from osmosis_ai.rollout.server._impl.workers.pool import WorkerPool
 from osmosis_ai.rollout.server._impl.workers.process import (
     WorkerDied,
     WorkerProcess,
     WorkerStartError,
 )
+from osmosis_ai.rollout.server._impl.workers.zygote import flush_stdio
 
 logger = logging.getLogger("osmosis_ai.rollout.server")
 
@@ -66,27 +66,22 @@ class AttachedWorker(WorkerProcess):
         self.released = pool._wake
         self.intake = pool._intake
 
+    #: The caller's lifespan runs before ``ready``: it takes as long as it takes, as in one
+    #: process.
+    ready_timeout_sec = None
+
     async def start(self) -> None:
-        loop = asyncio.get_running_loop()
-        handle = self.handle
-        self.proc, self.pid = handle, handle.pid  # type: ignore[assignment]
-        reader, self._writer = await asyncio.open_unix_connection(sock=self.channel)
-        self._sender = Sender(self._writer)
-        try:
-            first = (await receive(reader))[0]
-        except (asyncio.IncompleteReadError, ConnectionError) as exc:
-            handle.close()
-            raise WorkerStartError(
-                f"the agent process (pid {handle.pid}) closed the channel before it was ready; "
-                "see its output above"
-            ) from exc
-        if first[0] != "ready":
-            handle.close()
-            raise WorkerStartError(f"the rollouts' process could not start: {first[1]}")
-        self.start_mode = first[2] if len(first) > 2 else None
-        self.ready = True
-        self.last_pong = loop.time()
-        self._reader_task = loop.create_task(self._read(reader), name="osmosis-agent-channel")
+        self.proc, self.pid = self.handle, self.handle.pid  # type: ignore[assignment]
+        await self._handshake(self.channel)
+
+    async def _not_ready(self, error: str | None) -> WorkerStartError:
+        self.handle.close()  # never killed: the caller's process reports its own failure
+        if error is not None:
+            return WorkerStartError(f"the rollouts' process could not start: {error}")
+        return WorkerStartError(
+            f"the agent process (pid {self.pid}) closed the channel before it was ready; "
+            "see its output above"
+        )
 
     async def _died(self) -> None:
         self.ready = False
@@ -116,6 +111,7 @@ def _exit_now() -> None:
     for handler in logging.getLogger().handlers:
         with contextlib.suppress(Exception):
             handler.flush()
+    flush_stdio()
     os._exit(1)
 
 

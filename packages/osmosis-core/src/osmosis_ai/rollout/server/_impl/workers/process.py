@@ -118,35 +118,48 @@ class WorkerProcess:
         self.intake = ResultIntake()
 
     async def start(self) -> None:
-        loop = asyncio.get_running_loop()
         ours, theirs = socket.socketpair()
         try:
             self.proc = await self.launcher.start(theirs, self.spec)
         finally:
             theirs.close()
         self.pid = self.proc.pid
-        reader, self._writer = await asyncio.open_unix_connection(sock=ours)
+        await self._handshake(ours)
+
+    #: How long the process may take to report ``ready`` (``None``: as long as it takes).
+    ready_timeout_sec: float | None = READY_TIMEOUT_SEC
+
+    async def _handshake(self, channel: socket.socket) -> None:
+        """Open ``channel``, wait for the process's ``ready`` and start reading its messages."""
+        loop = asyncio.get_running_loop()
+        reader, self._writer = await asyncio.open_unix_connection(sock=channel)
         self._sender = Sender(self._writer)
         try:
-            async with asyncio.timeout(READY_TIMEOUT_SEC):
+            async with asyncio.timeout(self.ready_timeout_sec):
                 first = (await receive(reader))[0]
         except (TimeoutError, asyncio.IncompleteReadError, ConnectionError) as exc:
-            self.kill()
-            code = await self.proc.wait()
-            raise WorkerStartError(
-                f"rollout worker {self.index} (pid {self.pid}) {describe_exit(code)} before it "
-                "was ready; see its output above"
-            ) from exc
+            raise await self._not_ready(None) from exc
         if first[0] != "ready":
-            self.kill()
-            raise WorkerStartError(
-                f"rollout worker {self.index} could not rebuild the backend: {first[1]}"
-            )
+            raise await self._not_ready(first[1])
         self.start_mode = first[2] if len(first) > 2 else None
         self.ready = True
         self.last_pong = loop.time()
         self._reader_task = loop.create_task(
             self._read(reader), name=f"osmosis-worker-{self.index}"
+        )
+
+    async def _not_ready(self, error: str | None) -> WorkerStartError:
+        """The error for a process that closed its channel, or timed out (``error`` None), or
+        reported ``error`` instead of ``ready``; the process is killed."""
+        self.kill()
+        if error is not None:
+            return WorkerStartError(
+                f"rollout worker {self.index} could not rebuild the backend: {error}"
+            )
+        code = await self.proc.wait() if self.proc is not None else None
+        return WorkerStartError(
+            f"rollout worker {self.index} (pid {self.pid}) {describe_exit(code)} before it "
+            "was ready; see its output above"
         )
 
     def send(self, message: tuple[Any, ...]) -> None:

@@ -105,7 +105,7 @@ def start_zygote(backend: Any) -> tuple[int, socket.socket] | None:
         except BaseException:
             traceback.print_exc()
         finally:
-            _flush_stdio()
+            flush_stdio()
             os._exit(code)
     theirs.close()
     logger.debug("rollout worker zygote started (pid %d): workers start by fork", pid)
@@ -114,7 +114,7 @@ def start_zygote(backend: Any) -> tuple[int, socket.socket] | None:
 
 def _zygote_main(control: socket.socket, backend: Any) -> int:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C: the server drains, then closes us
-    _stdin_from_devnull()
+    stdin_from_devnull()
     _close_listeners(keep=control.fileno())
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_r, False)
@@ -185,12 +185,13 @@ def _worker_child(fd: int, spec: dict[str, Any], backend: Any, close: tuple[Any,
     except BaseException:
         traceback.print_exc()
     finally:
-        _flush_stdio()
+        flush_stdio()
         os._exit(code)
 
 
-def _stdin_from_devnull() -> None:
-    """Workers get no stdin, as exec'd ones (``osmosis eval run``'s server reads a pipe there)."""
+def stdin_from_devnull() -> None:
+    """Workers get no stdin, as exec'd ones (``osmosis eval run``'s server reads a pipe there);
+    nor does ``serve()``'s protocol process (the caller's process keeps it)."""
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
     os.close(devnull)
@@ -217,7 +218,7 @@ def _close_listeners(keep: int) -> None:
                     os.close(fd)
 
 
-def _flush_stdio() -> None:
+def flush_stdio() -> None:
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(Exception):
             stream.flush()
