@@ -46,7 +46,6 @@ import logging
 import os
 import signal
 import socket
-import traceback
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -107,7 +106,7 @@ def run_split(app: Any, server: Any, sockets: Sequence[socket.socket] | None) ->
     """Serve ``app`` with the protocol in a forked process; rollouts run here (see above)."""
     from osmosis_ai._util import serving
     from osmosis_ai.rollout.server._impl.heap import freeze_before_fork
-    from osmosis_ai.rollout.server._impl.workers.zygote import flush_stdio
+    from osmosis_ai.rollout.server._impl.workers.zygote import exit_forked_child
 
     service = app.state.rollout_service
     listeners = list(sockets) if sockets else [_listening(server.config)]
@@ -116,20 +115,8 @@ def run_split(app: Any, server: Any, sockets: Sequence[socket.socket] | None) ->
     parent = os.getpid()
     pid = os.fork()
     if pid == 0:  # the protocol process: never returns into the caller's stack
-        code = 1
-        try:
-            ours.close()
-            _protocol_main(service, server, listeners, theirs, parent)
-            code = 0
-        except SystemExit as exc:
-            code = exc.code if isinstance(exc.code, int) else 1
-        except KeyboardInterrupt:
-            code = 0
-        except BaseException:
-            traceback.print_exc()
-        finally:
-            flush_stdio()
-            os._exit(code)
+        ours.close()
+        exit_forked_child(lambda: _protocol_main(service, server, listeners, theirs, parent))
     theirs.close()
     if not sockets:
         for listener in listeners:
@@ -167,19 +154,23 @@ def _protocol_main(
     listeners: list[socket.socket],
     channel: socket.socket,
     parent: int,
-) -> None:
+) -> int:
+    """The protocol process's life; 0 after a SIGINT too (forwarded, and raised again by
+    uvicorn after the drain)."""
     from osmosis_ai._util import serving
+    from osmosis_ai.rollout.server._impl.workers.attached import AgentProcessPool
     from osmosis_ai.rollout.server._impl.workers.zygote import stdin_from_devnull
 
-    _die_with(parent)
-    os.setpgid(0, 0)  # a terminal's Ctrl-C goes to the agent process, which forwards it once
-    stdin_from_devnull()
-    service.caller_lifespan = None  # entered by the agent process
-
-    from osmosis_ai.rollout.server._impl.workers.attached import AgentProcessPool
-
-    service.use_backend(AgentProcessPool(service.backend, channel, parent))
-    serving.run(server, sockets=listeners)
+    try:
+        _die_with(parent)
+        os.setpgid(0, 0)  # a terminal's Ctrl-C goes to the agent process, which forwards it
+        stdin_from_devnull()
+        service.caller_lifespan = None  # entered by the agent process
+        service.use_backend(AgentProcessPool(service.backend, channel, parent))
+        serving.run(server, sockets=listeners)
+    except KeyboardInterrupt:
+        pass
+    return 0
 
 
 # -- the agent process ------------------------------------------------------------------------

@@ -43,7 +43,8 @@ import sys
 import threading
 import traceback
 from collections import deque
-from typing import Any
+from collections.abc import Callable
+from typing import Any, NoReturn
 
 from osmosis_ai._util import framing
 from osmosis_ai.rollout.server._impl.heap import freeze_before_fork
@@ -98,15 +99,8 @@ def start_zygote(backend: Any) -> tuple[int, socket.socket] | None:
     ours, theirs = socket.socketpair()
     pid = os.fork()
     if pid == 0:  # the zygote: never return into the caller's stack
-        code = 1
-        try:
-            ours.close()
-            code = _zygote_main(theirs, backend)
-        except BaseException:
-            traceback.print_exc()
-        finally:
-            flush_stdio()
-            os._exit(code)
+        ours.close()
+        exit_forked_child(lambda: _zygote_main(theirs, backend))
     theirs.close()
     logger.debug("rollout worker zygote started (pid %d): workers start by fork", pid)
     return pid, ours
@@ -169,8 +163,8 @@ def _send(control: socket.socket, message: dict[str, Any]) -> None:
 
 def _worker_child(fd: int, spec: dict[str, Any], backend: Any, close: tuple[Any, ...]) -> None:
     """In a forked worker: a fresh process's signal state, then the worker main loop."""
-    code = 1
-    try:
+
+    def body() -> int:
         for item in close:
             item.close() if isinstance(item, socket.socket) else os.close(item)
         signal.set_wakeup_fd(-1)
@@ -179,7 +173,18 @@ def _worker_child(fd: int, spec: dict[str, Any], backend: Any, close: tuple[Any,
         from osmosis_ai.rollout.server._impl.workers.main import run_forked
 
         run_forked(fd, spec, backend)
-        code = 0
+        return 0
+
+    exit_forked_child(body)
+
+
+def exit_forked_child(body: Callable[[], int]) -> NoReturn:
+    """In a child forked without exec: run ``body`` and exit with its code, never returning
+    into the caller's stack (nor running its ``atexit``): ``SystemExit`` gives its code, any
+    other exception is printed and gives 1; stdio is flushed first."""
+    code = 1
+    try:
+        code = body()
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else 1
     except BaseException:
