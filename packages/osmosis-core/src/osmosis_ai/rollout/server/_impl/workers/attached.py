@@ -132,12 +132,11 @@ class AgentProcessPool(WorkerPool):
     async def _heartbeat(self) -> None:
         """Nothing: the agent process is never replaced, so a busy loop is only waited for."""
 
-    async def shutdown(self) -> None:
-        # The backend ran in the agent process and shuts down there, after its rollouts.
-        self._closing = True
-        for task in list(self._tasks):
-            task.cancel()
-        await asyncio.gather(*(w.stop(STOP_WAIT_SEC) for w in self.workers), return_exceptions=True)
+    stop_wait_sec = STOP_WAIT_SEC
+
+    async def _release(self) -> None:
+        """Nothing: the backend ran in the agent process and shuts down there, after its
+        rollouts (and there is no zygote)."""
 
     def health(self) -> dict[str, Any]:
         template = self.template.health()

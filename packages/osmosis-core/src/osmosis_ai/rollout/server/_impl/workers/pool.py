@@ -215,11 +215,20 @@ class WorkerPool(ExecutionBackend):
                 f"{seconds(self.deadline_grace_sec)}s (its event loop is blocked) and was killed"
             )
 
+    #: How long each worker gets, once asked to stop, before it is killed.
+    stop_wait_sec = 5.0
+
     async def shutdown(self) -> None:
         self._closing = True
         for task in list(self._tasks):
             task.cancel()
-        await asyncio.gather(*(w.stop(5.0) for w in self.workers), return_exceptions=True)
+        await asyncio.gather(
+            *(w.stop(self.stop_wait_sec) for w in self.workers), return_exceptions=True
+        )
+        await self._release()
+
+    async def _release(self) -> None:
+        """After the workers stopped: the zygote, and the template backend's own shutdown."""
         await self.launcher.close()
         with contextlib.suppress(Exception):
             await self.template.shutdown()
